@@ -1,0 +1,113 @@
+"""The learnable view generator of AutoGCL (SPEC 2.1).
+
+A small GIN scores every node with one logit per operation (0 = keep, 1 = drop,
+2 = mask), samples one operation per node with the hard Gumbel-softmax (straight-through
+gradient) and applies it to the whole batch at once.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch_geometric.nn import GINConv
+
+from .ops import first_argmax_per_group, graph_sizes, isolate_nodes, keep_nodes
+
+KEEP, DROP, MASK = 0, 1, 2
+DROPPED_MODES = ("isolate", "remove")
+MASK_TOKENS = ("scalar", "feature")
+
+
+class NodeScorer(nn.Module):
+    """GIN layers ``GINConv(MLP) -> ReLU -> BatchNorm``; the last outputs ``out_dim`` logits."""
+
+    def __init__(self, in_dim: int, hidden: int = 128, out_dim: int = 2, num_layers: int = 2):
+        super().__init__()
+        self.convs, self.bns = nn.ModuleList(), nn.ModuleList()
+        for i in range(num_layers):
+            d_in = in_dim if i == 0 else hidden
+            d_out = out_dim if i == num_layers - 1 else hidden
+            mlp = nn.Sequential(nn.Linear(d_in, hidden), nn.ReLU(), nn.Linear(hidden, d_out))
+            self.convs.append(GINConv(mlp))
+            self.bns.append(nn.BatchNorm1d(d_out))
+
+    def forward(self, data) -> torch.Tensor:
+        x = data.x
+        for conv, bn in zip(self.convs, self.bns):
+            x = bn(F.relu(conv(x, data.edge_index)))
+        return x
+
+
+class ViewGenerator(nn.Module):
+    """Learnable augmentation: ``view, sample = gen(batch)``.
+
+    Args:
+        in_dim: node feature size.
+        hidden, num_layers: the scoring GIN (released: 2 layers of 128).
+        add_mask: offer the mask operation (3 operations instead of 2).
+        dropped: ``"isolate"`` keeps dropped nodes as zero-feature isolated nodes (released
+            code); ``"remove"`` deletes them from the batch.
+        mask_token: ``"scalar"`` (the mean of the whole feature matrix, released) or
+            ``"feature"`` (the per-feature mean over the batch).
+        tau: Gumbel-softmax temperature.
+        scorer: replace the GIN scorer (e.g. for molecules with embedded atom types); it
+            maps a batch to ``num_nodes x num_ops`` logits.
+    """
+
+    def __init__(
+        self,
+        in_dim: int,
+        hidden: int = 128,
+        num_layers: int = 2,
+        add_mask: bool = False,
+        dropped: str = "isolate",
+        mask_token: str = "scalar",
+        tau: float = 1.0,
+        scorer: nn.Module | None = None,
+    ):
+        super().__init__()
+        if dropped not in DROPPED_MODES:
+            raise ValueError(f"dropped must be one of {DROPPED_MODES}, got {dropped!r}")
+        if mask_token not in MASK_TOKENS:
+            raise ValueError(f"mask_token must be one of {MASK_TOKENS}, got {mask_token!r}")
+        self.num_ops = 3 if add_mask else 2
+        self.add_mask, self.dropped, self.mask_token, self.tau = add_mask, dropped, mask_token, tau
+        self.scorer = scorer or NodeScorer(in_dim, hidden, self.num_ops, num_layers)
+
+    def sample(self, data) -> torch.Tensor:
+        """One-hot operation per node (``N x num_ops``) with straight-through gradients, and
+        at least one kept node in every graph."""
+        logits = self.scorer(data)
+        sample = F.gumbel_softmax(logits, tau=self.tau, hard=True)
+        num_graphs = int(data.num_graphs)
+        kept = graph_sizes(data.batch[sample[:, KEEP] > 0], num_graphs)
+        empty = (kept == 0).nonzero().view(-1)
+        if empty.numel():
+            # force-keep the node with the highest keep logit; the row keeps its gradient path
+            forced = first_argmax_per_group(logits[:, KEEP].detach(), data.batch, num_graphs)[empty]
+            onehot = torch.zeros(forced.numel(), self.num_ops, device=sample.device)
+            onehot[:, KEEP] = 1.0
+            rows = sample[forced]
+            sample = sample.index_put((forced,), onehot + rows - rows.detach())
+        return sample
+
+    def apply(self, data, sample: torch.Tensor):
+        """Apply a sample matrix to a batch; differentiable w.r.t. ``sample``."""
+        keep = sample[:, KEEP]
+        if self.add_mask:
+            keep = keep + sample[:, MASK]
+        x = data.x.float() * keep.view(-1, 1)
+        if self.add_mask:
+            base = data.x.detach().float()
+            token = base.mean() if self.mask_token == "scalar" else base.mean(0, keepdim=True)
+            m = sample[:, MASK].view(-1, 1)
+            x = x * (1.0 - m) + token * m
+        keep_bool = keep.detach() > 0
+        if self.dropped == "remove":
+            return keep_nodes(data, keep_bool, x)
+        return isolate_nodes(data, keep_bool, x)
+
+    def forward(self, data):
+        sample = self.sample(data)
+        return self.apply(data, sample), sample

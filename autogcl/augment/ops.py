@@ -1,0 +1,67 @@
+"""Batched graph operations shared by the view generators (no Python loop over nodes/edges)."""
+
+from __future__ import annotations
+
+import copy
+
+import torch
+from torch_geometric.utils import scatter, subgraph
+
+
+def graph_sizes(batch: torch.Tensor, num_graphs: int) -> torch.Tensor:
+    return torch.bincount(batch, minlength=num_graphs)
+
+
+def rank_within_group(group: torch.Tensor, num_groups: int) -> torch.Tensor:
+    """A uniformly random rank 0..n_g-1 for every element inside its group."""
+    n = group.numel()
+    perm = torch.randperm(n, device=group.device)
+    perm = perm[torch.argsort(group[perm], stable=True)]
+    counts = torch.bincount(group, minlength=num_groups)
+    start = torch.cumsum(counts, 0) - counts
+    rank = torch.empty(n, dtype=torch.long, device=group.device)
+    rank[perm] = torch.arange(n, device=group.device) - start[group[perm]]
+    return rank
+
+
+def first_argmax_per_group(score: torch.Tensor, group: torch.Tensor, num_groups: int) -> torch.Tensor:
+    """Index of the (first) highest-scoring element of every group."""
+    best = scatter(score, group, dim=0, dim_size=num_groups, reduce="max")
+    idx = torch.arange(score.numel(), device=score.device)
+    cand = torch.where(score == best[group], idx, torch.full_like(idx, score.numel()))
+    return scatter(cand, group, dim=0, dim_size=num_groups, reduce="min")
+
+
+def keep_nodes(data, keep: torch.Tensor, x: torch.Tensor | None = None):
+    """A shallow copy of ``data`` with only the nodes where ``keep`` is true (relabelled).
+
+    ``x`` replaces the node features before selection (to carry gradients)."""
+    out = copy.copy(data)
+    x = data.x if x is None else x
+    idx = keep.nonzero().view(-1)
+    edge_index, edge_attr = subgraph(
+        keep, data.edge_index, getattr(data, "edge_attr", None), relabel_nodes=True,
+        num_nodes=keep.numel(),
+    )
+    out.x = x[idx]
+    out.edge_index = edge_index
+    if getattr(data, "edge_attr", None) is not None:
+        out.edge_attr = edge_attr
+    out.batch = data.batch[idx]
+    counts = graph_sizes(out.batch, data.num_graphs)
+    out.ptr = torch.cat([counts.new_zeros(1), counts.cumsum(0)])
+    return out
+
+
+def isolate_nodes(data, keep: torch.Tensor, x: torch.Tensor):
+    """A shallow copy of ``data`` whose edges touching a dropped node are removed; the
+    dropped nodes stay as isolated nodes (the released AutoGCL behaviour)."""
+    out = copy.copy(data)
+    edge_index, edge_attr = subgraph(
+        keep, data.edge_index, getattr(data, "edge_attr", None), num_nodes=keep.numel()
+    )
+    out.x = x
+    out.edge_index = edge_index
+    if getattr(data, "edge_attr", None) is not None:
+        out.edge_attr = edge_attr
+    return out

@@ -1,0 +1,125 @@
+"""GraphCL's random augmentations (SPEC 2.5), applied to a whole batch at once.
+
+Each takes a PyG ``Batch`` and a ratio and returns a new batch; graphs never lose all of
+their nodes. ``RandomAugmentor("random4")`` picks one of the four at every call, so the
+two views of a mini-batch get two independently drawn augmentations.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import torch
+from torch_geometric.utils import scatter
+
+from .ops import graph_sizes, keep_nodes, rank_within_group
+
+
+def _count(n: torch.Tensor, ratio: float) -> torch.Tensor:
+    return torch.floor(n.double() * ratio).long()
+
+
+def node_drop(data, ratio: float = 0.2):
+    """Remove ``floor(n * ratio)`` random nodes of each graph (at least one stays)."""
+    g = int(data.num_graphs)
+    n = graph_sizes(data.batch, g)
+    k = torch.minimum(_count(n, ratio), (n - 1).clamp(min=0))
+    drop = rank_within_group(data.batch, g) < k[data.batch]
+    return keep_nodes(data, ~drop)
+
+
+def edge_pert(data, ratio: float = 0.2):
+    """Remove ``floor(E * ratio)`` random (directed) edges of each graph and add as many
+    random node pairs of the same graph."""
+    g = int(data.num_graphs)
+    n = graph_sizes(data.batch, g)
+    ptr = torch.cat([n.new_zeros(1), n.cumsum(0)])
+    ei = data.edge_index
+    edge_graph = data.batch[ei[0]]
+    k = _count(torch.bincount(edge_graph, minlength=g), ratio)
+    kept = rank_within_group(edge_graph, g) >= k[edge_graph]
+    new_graph = torch.repeat_interleave(torch.arange(g, device=ei.device), k)
+    size = n[new_graph].double()
+    src = ptr[new_graph] + torch.floor(torch.rand(new_graph.numel(), dtype=torch.double) * size).long()
+    dst = ptr[new_graph] + torch.floor(torch.rand(new_graph.numel(), dtype=torch.double) * size).long()
+    out = copy.copy(data)
+    out.edge_index = torch.cat([ei[:, kept], torch.stack([src, dst])], dim=1)
+    if getattr(data, "edge_attr", None) is not None:
+        # added edges carry the attributes of the edges they replace
+        out.edge_attr = torch.cat([data.edge_attr[kept], data.edge_attr[~kept]], dim=0)
+    return out
+
+
+def subgraph(data, ratio: float = 0.2):
+    """Keep a connected subgraph of ``max(1, floor(n * (1 - ratio)))`` nodes grown from a
+    random centre by random breadth-first expansion (one tensor step per hop)."""
+    g = int(data.num_graphs)
+    n = graph_sizes(data.batch, g)
+    ptr = torch.cat([n.new_zeros(1), n.cumsum(0)])
+    target = torch.clamp(_count(n, 1.0 - ratio), min=1)
+    centre = ptr[:-1] + torch.floor(torch.rand(g, dtype=torch.double) * n.double()).long()
+    centre = centre[n > 0]
+    in_set = torch.zeros(data.num_nodes, dtype=torch.bool)
+    in_set[centre] = True
+    size = graph_sizes(data.batch[in_set], g)
+    src, dst = data.edge_index
+    while True:
+        need = target - size
+        frontier = torch.zeros_like(in_set)
+        frontier[dst[in_set[src]]] = True
+        cand = (frontier & ~in_set & (need[data.batch] > 0)).nonzero().view(-1)
+        if cand.numel() == 0:
+            break
+        cg = data.batch[cand]
+        take = cand[rank_within_group(cg, g) < need[cg]]
+        in_set[take] = True
+        size = size + graph_sizes(data.batch[take], g)
+    return keep_nodes(data, in_set)
+
+
+def attr_mask(data, ratio: float = 0.2):
+    """Replace the features of ``floor(n * ratio)`` random nodes of each graph by the
+    graph's mean feature vector."""
+    g = int(data.num_graphs)
+    n = graph_sizes(data.batch, g)
+    mask = rank_within_group(data.batch, g) < _count(n, ratio)[data.batch]
+    token = scatter(data.x.float(), data.batch, dim=0, dim_size=g, reduce="mean")
+    out = copy.copy(data)
+    out.x = torch.where(mask.view(-1, 1), token[data.batch], data.x.float())
+    return out
+
+
+def identity(data, ratio: float = 0.0):
+    return data
+
+
+AUGMENTATIONS = {
+    "node_drop": node_drop,
+    "edge_pert": edge_pert,
+    "subgraph": subgraph,
+    "attr_mask": attr_mask,
+    "none": identity,
+}
+RANDOM4 = ("node_drop", "subgraph", "edge_pert", "attr_mask")
+
+
+class RandomAugmentor:
+    """Callable augmentation by name: one of :data:`AUGMENTATIONS` or ``random4``."""
+
+    names = tuple(AUGMENTATIONS) + ("random4",)
+
+    def __init__(self, name: str = "random4", ratio: float = 0.2):
+        if name not in self.names:
+            raise ValueError(f"unknown augmentation {name!r}; choose from {', '.join(self.names)}")
+        if not 0.0 <= ratio < 1.0:
+            raise ValueError(f"augmentation ratio must be in [0, 1), got {ratio}")
+        self.name, self.ratio = name, ratio
+
+    def __call__(self, data):
+        name = self.name
+        if name == "random4":
+            name = RANDOM4[int(torch.randint(len(RANDOM4), (1,)))]
+        return AUGMENTATIONS[name](data, self.ratio)
+
+    def __repr__(self) -> str:
+        return f"RandomAugmentor({self.name!r}, ratio={self.ratio})"

@@ -1,0 +1,98 @@
+"""Node-feature recipes: how raw TU node labels/attributes and degrees become ``x``.
+
+A recipe is a ``+``-joined list of tokens:
+
+* ``deg``      the node degree as one column;
+* ``odegN``    the degree one-hot encoded, capped at N (N + 1 columns), e.g. ``odeg100``;
+* ``attr``     the continuous node attributes of the file, when present;
+* ``constant`` a single column of ones *instead of* the node labels.
+
+Without ``constant`` the node labels of the file, one-hot encoded per label column as in
+PyTorch Geometric's ``TUDataset``, come first. ``deg+odeg100`` (the default) is the
+recipe of the released AutoGCL/GraphCL code (its ``FeatureExpander``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from ..errors import ConfigError
+
+DEFAULT_RECIPE = "deg+odeg100"
+
+
+@dataclass(frozen=True)
+class FeatureRecipe:
+    spec: str
+    constant: bool = False
+    attr: bool = False
+    degree: bool = False
+    onehot_max_degree: int | None = None
+
+
+def parse_recipe(spec: str) -> FeatureRecipe:
+    """Parse a recipe string such as ``deg+odeg100``; unknown tokens are an error."""
+    tokens = [t for t in spec.strip().split("+") if t]
+    if not tokens:
+        raise ConfigError(f"empty feature recipe {spec!r}")
+    kw: dict = {}
+    for tok in tokens:
+        m = re.fullmatch(r"odeg(\d+)", tok)
+        if tok == "deg":
+            kw["degree"] = True
+        elif tok == "attr":
+            kw["attr"] = True
+        elif tok == "constant":
+            kw["constant"] = True
+        elif m:
+            kw["onehot_max_degree"] = int(m.group(1))
+        else:
+            raise ConfigError(
+                f"unknown token {tok!r} in feature recipe {spec!r}; "
+                "use '+'-joined tokens from: deg, odegN (e.g. odeg100), attr, constant"
+            )
+    return FeatureRecipe(spec="+".join(tokens), **kw)
+
+
+def one_hot_labels(node_labels: torch.Tensor) -> torch.Tensor:
+    """One-hot encode each column of integer node labels (shifted to start at 0)."""
+    cols = []
+    for j in range(node_labels.shape[1]):
+        col = node_labels[:, j] - node_labels[:, j].min()
+        cols.append(F.one_hot(col, int(col.max()) + 1).float())
+    return torch.cat(cols, dim=1)
+
+
+def build_features(
+    recipe: FeatureRecipe,
+    num_nodes: int,
+    edge_index: torch.Tensor,
+    node_labels: torch.Tensor | None = None,
+    node_attributes: torch.Tensor | None = None,
+    dataset: str = "?",
+) -> torch.Tensor:
+    """Node feature matrix (float32, ``num_nodes x d``) for one recipe."""
+    parts: list[torch.Tensor] = []
+    if recipe.constant:
+        parts.append(torch.ones(num_nodes, 1))
+    elif node_labels is not None:
+        parts.append(one_hot_labels(node_labels))
+    if recipe.attr and node_attributes is not None:
+        parts.append(node_attributes.float())
+    if recipe.degree or recipe.onehot_max_degree is not None:
+        deg = torch.bincount(edge_index[0], minlength=num_nodes)
+        if recipe.degree:
+            parts.append(deg.float().view(-1, 1))
+        if recipe.onehot_max_degree is not None:
+            cap = recipe.onehot_max_degree
+            parts.append(F.one_hot(deg.clamp(max=cap), cap + 1).float())
+    if not parts:
+        raise ConfigError(
+            f"feature recipe {recipe.spec!r} gives no node features for {dataset} "
+            "(it has no node labels); add deg/odegN or use 'constant'"
+        )
+    return torch.cat(parts, dim=1)

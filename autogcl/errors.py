@@ -1,0 +1,17 @@
+"""Error types the command line turns into clear one-line messages."""
+
+
+class AutoGCLError(Exception):
+    """Base class of the errors autogcl reports to the user without a traceback."""
+
+
+class DataError(AutoGCLError, ValueError):
+    """Missing, malformed or inconsistent input data (names the file and line or the index)."""
+
+
+class ConfigError(AutoGCLError, ValueError):
+    """An invalid option or a combination of options that cannot work."""
+
+
+class TrainingError(AutoGCLError, RuntimeError):
+    """Training cannot go on (for example a NaN loss); says where it happened."""

@@ -1,0 +1,1 @@
+"""Evaluators (SVM on frozen embeddings) and the protocols that compose training and evaluation."""

@@ -1,0 +1,61 @@
+"""Losses: NT-Xent contrastive loss, the generators' similarity loss, classification loss
+(SPEC 2.3)."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+CL_VARIANTS = ("simclr", "released")
+SIM_KINDS = ("cosine", "mse")
+
+
+def nt_xent(z1: torch.Tensor, z2: torch.Tensor, tau: float = 0.5, exclude_positive: bool = False,
+            symmetric: bool = True) -> torch.Tensor:
+    """Contrastive loss between two views; row i of ``z1`` and row i of ``z2`` are positives.
+
+    For graph i of view 1: ``-log(exp(s_ii/tau) / sum_j exp(s_ij/tau))`` with ``s`` the cosine
+    similarities to the graphs of view 2 (the other graphs of the other view are the
+    negatives). ``symmetric`` averages this with the view-2 -> view-1 direction.
+    ``exclude_positive`` leaves ``j = i`` out of the denominator, as the released
+    GraphCL/AutoGCL code does (AutoGCL: symmetric; GraphCL: one direction).
+    """
+    sim = F.normalize(z1, dim=1) @ F.normalize(z2, dim=1).t() / tau
+
+    def one_way(s: torch.Tensor) -> torch.Tensor:
+        pos = s.diagonal()
+        if exclude_positive:
+            s = s.masked_fill(torch.eye(s.shape[0], dtype=torch.bool, device=s.device), float("-inf"))
+        return (torch.logsumexp(s, dim=1) - pos).mean()
+
+    return 0.5 * (one_way(sim) + one_way(sim.t())) if symmetric else one_way(sim)
+
+
+def cl_kwargs(variant: str, method: str) -> dict:
+    """NT-Xent options of a named variant: ``simclr`` (published), ``released`` (the code)."""
+    if variant == "simclr":
+        return {"exclude_positive": False, "symmetric": True}
+    if variant == "released":
+        return {"exclude_positive": True, "symmetric": method == "autogcl"}
+    raise ValueError(f"unknown NT-Xent variant {variant!r}; choose from {CL_VARIANTS}")
+
+
+def similarity_loss(s1: torch.Tensor, s2: torch.Tensor, kind: str = "cosine") -> torch.Tensor:
+    """How alike the two generators' per-node choices are (minimised to make views differ).
+
+    ``cosine`` (published): mean over nodes of cos-sim of the one-hot sample rows.
+    ``mse`` (released): 1 - MSE(keep1, keep2), keep = keep (+ mask) column.
+    """
+    if kind == "cosine":
+        return F.cosine_similarity(s1, s2, dim=1).mean()
+    if kind == "mse":
+        keep1 = s1[:, 0] + (s1[:, 2] if s1.shape[1] > 2 else 0)
+        keep2 = s2[:, 0] + (s2[:, 2] if s2.shape[1] > 2 else 0)
+        return 1.0 - F.mse_loss(keep1, keep2)
+    raise ValueError(f"unknown similarity loss {kind!r}; choose from {SIM_KINDS}")
+
+
+def classification_loss(logits: list[torch.Tensor], y: torch.Tensor, reduce: str = "sum") -> torch.Tensor:
+    """L_cls = sum (published) or mean (released) of the cross-entropies of several views."""
+    terms = torch.stack([F.cross_entropy(lg, y) for lg in logits])
+    return terms.sum() if reduce == "sum" else terms.mean()

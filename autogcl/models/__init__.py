@@ -1,0 +1,5 @@
+"""Encoders and heads."""
+
+from .gin import GINEncoder, ContrastModel, ProjectionHead, xavier_init
+
+__all__ = ["GINEncoder", "ContrastModel", "ProjectionHead", "xavier_init"]

@@ -1,0 +1,74 @@
+"""The 5-layer GIN graph encoder and its contrastive projection head (SPEC 2.2)."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch_geometric.nn import GINConv, global_add_pool
+
+
+def xavier_init(module: nn.Module) -> nn.Module:
+    """Xavier-uniform weights and zero bias for every Linear layer (as GraphCL/AutoGCL)."""
+    for m in module.modules():
+        if isinstance(m, nn.Linear):
+            nn.init.xavier_uniform_(m.weight)
+            if m.bias is not None:
+                nn.init.zeros_(m.bias)
+    return module
+
+
+class GINEncoder(nn.Module):
+    """``num_layers`` x (GINConv(MLP) -> ReLU -> BatchNorm); the graph embedding is the
+    concatenation of every layer's sum-pooled output (``num_layers * hidden``)."""
+
+    def __init__(self, in_dim: int, hidden: int = 128, num_layers: int = 5):
+        super().__init__()
+        self.out_dim = hidden * num_layers
+        self.convs, self.bns = nn.ModuleList(), nn.ModuleList()
+        for i in range(num_layers):
+            d_in = in_dim if i == 0 else hidden
+            mlp = nn.Sequential(nn.Linear(d_in, hidden), nn.ReLU(), nn.Linear(hidden, hidden))
+            self.convs.append(GINConv(mlp))
+            self.bns.append(nn.BatchNorm1d(hidden))
+
+    def forward(self, data) -> torch.Tensor:
+        x, size = data.x.float(), int(data.num_graphs)
+        pooled = []
+        for conv, bn in zip(self.convs, self.bns):
+            x = bn(F.relu(conv(x, data.edge_index)))
+            pooled.append(global_add_pool(x, data.batch, size=size))
+        return torch.cat(pooled, dim=1)
+
+    @torch.no_grad()
+    def embed(self, loader) -> tuple[np.ndarray, np.ndarray]:
+        """Graph embeddings (eval mode) and labels of every graph the loader yields."""
+        was_training = self.training
+        self.eval()
+        embs, ys = [], []
+        for batch in loader:
+            embs.append(self(batch))
+            ys.append(batch.y)
+        self.train(was_training)
+        return torch.cat(embs).numpy(), torch.cat(ys).numpy()
+
+
+class ProjectionHead(nn.Sequential):
+    """Linear -> ReLU -> Linear, the contrastive projection."""
+
+    def __init__(self, dim: int):
+        super().__init__(nn.Linear(dim, dim), nn.ReLU(inplace=True), nn.Linear(dim, dim))
+
+
+class ContrastModel(nn.Module):
+    """Encoder + projection head: ``model(batch)`` gives the projected embedding."""
+
+    def __init__(self, encoder: nn.Module):
+        super().__init__()
+        self.encoder = encoder
+        self.proj = ProjectionHead(encoder.out_dim)
+        xavier_init(self)
+
+    def forward(self, data) -> torch.Tensor:
+        return self.proj(self.encoder(data))

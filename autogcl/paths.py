@@ -1,0 +1,49 @@
+"""Where data, caches and run outputs live: data-root resolution and the project cache."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def project_dir() -> Path | None:
+    """The source checkout this package runs from, if it runs from one (editable install)."""
+    here = Path(__file__).resolve().parent.parent
+    return here if (here / "pyproject.toml").is_file() else None
+
+
+def cache_dir() -> Path:
+    """Project cache: ``$AUTOGCL_CACHE``, else ``<checkout>/.cache``, else ``~/.cache/autogcl``."""
+    env = os.environ.get("AUTOGCL_CACHE")
+    if env:
+        return Path(env).expanduser()
+    proj = project_dir()
+    if proj is not None:
+        return proj / ".cache"
+    return Path.home() / ".cache" / "autogcl"
+
+
+def default_data_dir() -> Path:
+    """The project's own data root inside the cache (downloads land here)."""
+    return cache_dir() / "data"
+
+
+def data_roots(data_root: str | os.PathLike | None = None) -> list[Path]:
+    """Data roots in resolution order: ``--data-root``, then ``$AUTOGCL_DATA``, then the cache.
+
+    Every root follows one layout: ``TU/NAME/raw/``, ``moleculenet/``, ``pretrain/``, ``MNIST/``.
+    """
+    roots: list[Path] = []
+    if data_root is not None:
+        roots.append(Path(data_root).expanduser())
+    env = os.environ.get("AUTOGCL_DATA")
+    if env:
+        roots.append(Path(env).expanduser())
+    roots.append(default_data_dir())
+    seen, out = set(), []
+    for r in roots:
+        key = str(r.resolve()) if r.exists() else str(r)
+        if key not in seen:
+            seen.add(key)
+            out.append(r)
+    return out

@@ -1,0 +1,5 @@
+"""Training strategies."""
+
+from .naive import GraphCLStrategy, NaiveStrategy
+
+__all__ = ["NaiveStrategy", "GraphCLStrategy"]

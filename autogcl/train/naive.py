@@ -1,0 +1,131 @@
+"""Contrastive pre-training strategies on unlabeled graphs (SPEC 2.4).
+
+* :class:`NaiveStrategy` (AutoGCL Algorithm 1): two learnable generators make views
+  x1, x2; two views drawn from {x, x1, x2} are contrasted; the generators and the encoder
+  are updated together.
+* :class:`GraphCLStrategy`: the baseline with random augmentations.
+
+Both expose ``train_epoch(loader, epoch) -> dict`` of mean loss terms.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import torch
+import torch.nn as nn
+
+from ..errors import TrainingError
+from ..losses import cl_kwargs, nt_xent, similarity_loss
+
+
+def _check_finite(loss: torch.Tensor, epoch: int, step: int, what: str) -> None:
+    if not math.isfinite(float(loss.detach())):
+        raise TrainingError(f"{what} loss is {float(loss)} at epoch {epoch}, batch {step}")
+
+
+class _Strategy:
+    terms: tuple[str, ...] = ("loss",)
+
+    def _run_epoch(self, loader, epoch: int, step_fn) -> dict:
+        t0 = time.perf_counter()
+        sums = {k: 0.0 for k in self.terms}
+        counts = {k: 0 for k in self.terms}
+        for step, batch in enumerate(loader):
+            vals = step_fn(batch, epoch, step)
+            n = int(batch.num_graphs)
+            for k, v in vals.items():  # a term may be absent from a step (not computed)
+                sums[k] += v * n
+                counts[k] += n
+        out = {k: (sums[k] / counts[k] if counts[k] else float("nan")) for k in self.terms}
+        out["time_s"] = time.perf_counter() - t0
+        return out
+
+
+class NaiveStrategy(_Strategy):
+    """Algorithm 1 with learnable generators ``gen1``, ``gen2`` and a contrast model.
+
+    Args:
+        sim_weight: weight of L_sim added to the loss (0 = published; 1 = released).
+        view_sampling: ``"replacement"`` (released: two draws from {x, x1, x2} with
+            replacement) or ``"generated"`` (always x1 and x2).
+    """
+
+    terms = ("loss", "cl_loss", "sim_loss")
+
+    def __init__(self, model: nn.Module, gen1: nn.Module, gen2: nn.Module, optimizer,
+                 tau: float = 0.5, cl_variant: str = "simclr", sim_kind: str = "cosine",
+                 sim_weight: float = 0.0, view_sampling: str = "replacement"):
+        self.model, self.gen1, self.gen2, self.opt = model, gen1, gen2, optimizer
+        self.tau, self.cl_variant, self.sim_kind, self.sim_weight = tau, cl_variant, sim_kind, sim_weight
+        if view_sampling not in ("replacement", "generated"):
+            raise ValueError(f"unknown view sampling {view_sampling!r}")
+        self.view_sampling = view_sampling
+
+    def modules(self) -> dict:
+        return {"model": self.model, "gen1": self.gen1, "gen2": self.gen2}
+
+    def step(self, batch, epoch: int, step: int) -> dict:
+        self.opt.zero_grad()
+        if self.view_sampling == "replacement":
+            picks = torch.randint(3, (2,)).tolist()
+        else:
+            picks = [1, 2]
+        # both generators always run so that L_sim is measured on every batch. A view drawn
+        # twice is encoded once: the loss and gradients are the same as encoding it twice;
+        # only the BatchNorm running statistics get one update instead of two.
+        views: dict[int, object] = {0: batch}
+        samples: dict[int, torch.Tensor] = {}
+        for i, gen in ((1, self.gen1), (2, self.gen2)):
+            views[i], samples[i] = gen(batch)
+        z1 = self.model(views[picks[0]])
+        z2 = z1 if picks[1] == picks[0] else self.model(views[picks[1]])
+        cl = nt_xent(z1, z2, self.tau, **cl_kwargs(self.cl_variant, "autogcl"))
+        _check_finite(cl, epoch, step, "contrastive")
+        loss = cl
+        sim = similarity_loss(samples[1], samples[2], self.sim_kind)
+        if self.sim_weight > 0:
+            loss = loss + self.sim_weight * sim
+        out = {"cl_loss": float(cl.detach()), "sim_loss": float(sim.detach())}
+        loss.backward()
+        self.opt.step()
+        out["loss"] = float(loss.detach())
+        return out
+
+    def train_epoch(self, loader, epoch: int) -> dict:
+        for m in self.modules().values():
+            m.train()
+        return self._run_epoch(loader, epoch, self.step)
+
+
+class GraphCLStrategy(_Strategy):
+    """GraphCL: contrast two random augmentations (or the graph and one augmentation)."""
+
+    terms = ("loss", "cl_loss")
+
+    def __init__(self, model: nn.Module, aug1, aug2, optimizer, tau: float = 0.2,
+                 cl_variant: str = "simclr", views: str = "aug-aug"):
+        self.model, self.aug1, self.aug2, self.opt = model, aug1, aug2, optimizer
+        self.tau, self.cl_variant = tau, cl_variant
+        if views not in ("aug-aug", "orig-aug"):
+            raise ValueError(f"unknown GraphCL views {views!r}")
+        self.views = views
+
+    def modules(self) -> dict:
+        return {"model": self.model}
+
+    def step(self, batch, epoch: int, step: int) -> dict:
+        self.opt.zero_grad()
+        v1 = batch if self.views == "orig-aug" else self.aug1(batch)
+        v2 = self.aug2(batch)
+        cl = nt_xent(self.model(v1), self.model(v2), self.tau, **cl_kwargs(self.cl_variant, "graphcl"))
+        _check_finite(cl, epoch, step, "contrastive")
+        cl.backward()
+        self.opt.step()
+        value = float(cl.detach())
+        return {"loss": value, "cl_loss": value}
+
+    def train_epoch(self, loader, epoch: int) -> dict:
+        self.model.train()
+        return self._run_epoch(loader, epoch, self.step)
