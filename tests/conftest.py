@@ -1,0 +1,50 @@
+"""Shared fixtures: small hand-built graph batches and the offline data mirror."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+import torch
+from torch_geometric.data import Batch, Data
+
+REPO = Path(__file__).resolve().parent.parent
+DATA_ROOT = Path(os.environ.get("AUTOGCL_TEST_DATA", REPO.parent / "shared" / "data"))
+
+
+def undirected(pairs):
+    e = torch.tensor(pairs, dtype=torch.long).t()
+    return torch.cat([e, e.flip(0)], dim=1)
+
+
+def make_batch(feat_dim: int = 4) -> Batch:
+    """Four graphs: a triangle, a 5-path, a single node, a 4-star (with a few features)."""
+    g = torch.Generator().manual_seed(0)
+    graphs = [
+        Data(x=torch.rand(3, feat_dim, generator=g), edge_index=undirected([[0, 1], [1, 2], [2, 0]]), y=torch.tensor([0])),
+        Data(x=torch.rand(5, feat_dim, generator=g), edge_index=undirected([[0, 1], [1, 2], [2, 3], [3, 4]]), y=torch.tensor([1])),
+        Data(x=torch.rand(1, feat_dim, generator=g), edge_index=torch.empty(2, 0, dtype=torch.long), y=torch.tensor([0])),
+        Data(x=torch.rand(5, feat_dim, generator=g), edge_index=undirected([[0, 1], [0, 2], [0, 3], [0, 4]]), y=torch.tensor([1])),
+    ]
+    return Batch.from_data_list(graphs)
+
+
+@pytest.fixture
+def batch() -> Batch:
+    return make_batch()
+
+
+@pytest.fixture(autouse=True)
+def _private_cache(tmp_path_factory, monkeypatch):
+    """Every test session uses its own cache, so tests never see stale processed data."""
+    cache = tmp_path_factory.getbasetemp() / "cache"
+    monkeypatch.setenv("AUTOGCL_CACHE", str(cache))
+    monkeypatch.delenv("AUTOGCL_DATA", raising=False)
+
+
+@pytest.fixture
+def data_root() -> Path:
+    if not (DATA_ROOT / "TU" / "MUTAG" / "raw").is_dir():
+        pytest.skip(f"offline data mirror not found at {DATA_ROOT} (set AUTOGCL_TEST_DATA)")
+    return DATA_ROOT

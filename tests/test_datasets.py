@@ -1,0 +1,43 @@
+import pytest
+
+from autogcl.data import load_tu
+from autogcl.errors import DataError
+
+from .test_tu import write_tu
+
+
+def test_mutag_from_the_mirror(data_root):
+    ds = load_tu("MUTAG", data_root)
+    assert len(ds) == 188 and ds.num_classes == 2
+    assert ds.num_features == 7 + 1 + 101  # node labels + degree + one-hot degree (cap 100)
+    assert ds.meta["num_edges"] == 2 * 3721  # 19.79 undirected edges per graph, as in SOURCES.md
+    assert sorted(ds._data.y.bincount().tolist()) == [63, 125]
+
+
+def test_name_is_case_insensitive_and_unknown_name_lists_known(data_root):
+    assert load_tu("mutag", data_root).name == "MUTAG"
+    with pytest.raises(DataError, match=r"unknown dataset 'NOPE'; known datasets: MUTAG, PROTEINS"):
+        load_tu("NOPE", data_root)
+
+
+def test_cache_is_keyed_by_recipe(tmp_path):
+    write_tu(tmp_path)
+    a = load_tu("TOY", tmp_path, "deg+odeg100")
+    b = load_tu("TOY", tmp_path, "constant")
+    assert a.num_features == 3 + 1 + 101 and b.num_features == 1
+    again = load_tu("TOY", tmp_path, "deg+odeg100")  # from the cache
+    assert again.num_features == a.num_features and len(again) == 2
+    assert again[0].x.shape == (3, 105) and again[1].edge_index.tolist() == [[0, 1], [1, 0]]
+
+
+def test_changed_raw_file_invalidates_cache(tmp_path):
+    raw = write_tu(tmp_path)
+    assert load_tu("TOY", tmp_path).meta["num_edges"] == 8
+    (raw / "TOY_A.txt").write_text("1, 2\n2, 1\n4, 5\n5, 4\n")
+    assert load_tu("TOY", tmp_path).meta["num_edges"] == 4
+
+
+def test_missing_dataset_without_network_is_clear(tmp_path):
+    (tmp_path / "TU" / "MINE" / "raw").mkdir(parents=True)  # known on disk, but no files
+    with pytest.raises(DataError, match="MINE not found; looked in"):
+        load_tu("MINE", tmp_path, download=False)

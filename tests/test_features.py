@@ -1,0 +1,32 @@
+import pytest
+import torch
+
+from autogcl.data.features import build_features, parse_recipe
+from autogcl.errors import ConfigError
+
+from .conftest import undirected
+
+
+def test_parse_recipe():
+    r = parse_recipe("deg+odeg100")
+    assert r.degree and r.onehot_max_degree == 100 and not r.constant and not r.attr
+    assert parse_recipe("constant").constant
+    with pytest.raises(ConfigError, match="unknown token 'odeg'"):
+        parse_recipe("deg+odeg")
+
+
+def test_degree_features_with_labels():
+    ei = undirected([[0, 1], [0, 2], [0, 3]])  # star: degrees 3, 1, 1, 1
+    labels = torch.tensor([[2], [3], [3], [4]])
+    x = build_features(parse_recipe("deg+odeg2"), 4, ei, labels)
+    assert x.shape == (4, 3 + 1 + 3)  # 3 label values, degree, one-hot degree capped at 2
+    assert x[:, :3].argmax(1).tolist() == [0, 1, 1, 2]
+    assert x[:, 3].tolist() == [3, 1, 1, 1]
+    assert x[:, 4:].argmax(1).tolist() == [2, 1, 1, 1]  # degree 3 capped at 2
+
+
+def test_constant_and_no_feature_errors():
+    ei = undirected([[0, 1]])
+    assert build_features(parse_recipe("constant"), 2, ei).tolist() == [[1.0], [1.0]]
+    with pytest.raises(ConfigError, match="gives no node features"):
+        build_features(parse_recipe("attr"), 2, ei, dataset="TOY")

@@ -1,0 +1,88 @@
+import pytest
+import torch
+
+from autogcl.augment import ViewGenerator
+from autogcl.augment.learnable import DROP, KEEP, MASK
+
+
+def test_gradients_reach_generator_weights_through_the_view(batch):
+    torch.manual_seed(0)
+    gen = ViewGenerator(batch.num_features, hidden=16)
+    view, sample = gen(batch)
+    view.x.sum().backward()
+    grads = [p.grad for p in gen.parameters()]
+    assert all(g is not None for g in grads)
+    assert sum(float(g.abs().sum()) for g in grads) > 0
+
+
+@pytest.mark.parametrize("dropped", ["isolate", "remove"])
+@pytest.mark.parametrize("add_mask", [False, True])
+def test_no_graph_loses_all_nodes(batch, dropped, add_mask):
+    gen = ViewGenerator(batch.num_features, hidden=16, add_mask=add_mask, dropped=dropped)
+    with torch.no_grad():  # make dropping very likely: every graph would lose all its nodes
+        gen.scorer.bns[-1].bias[:] = torch.tensor([-50.0, 50.0, -50.0][: gen.num_ops])
+        gen.scorer.bns[-1].weight[:] = 0.0
+    for seed in range(5):
+        torch.manual_seed(seed)
+        view, sample = gen(batch)
+        kept = sample[:, KEEP] + (sample[:, MASK] if add_mask else 0)
+        per_graph = torch.bincount(batch.batch[kept > 0], minlength=batch.num_graphs)
+        assert (per_graph == 1).all()
+        if dropped == "remove":
+            assert view.num_nodes == batch.num_graphs
+            assert torch.bincount(view.batch, minlength=batch.num_graphs).tolist() == [1, 1, 1, 1]
+
+
+def test_forced_keep_keeps_its_gradient_path(batch):
+    gen = ViewGenerator(batch.num_features, hidden=16)
+    with torch.no_grad():
+        gen.scorer.bns[-1].bias[:] = torch.tensor([-50.0, 50.0])
+        gen.scorer.bns[-1].weight[:] = 1.0
+    torch.manual_seed(0)
+    view, sample = gen(batch)
+    view.x.sum().backward()
+    assert gen.scorer.convs[0].nn[0].weight.grad.abs().sum() > 0
+
+
+@pytest.mark.parametrize("dropped", ["isolate", "remove"])
+def test_no_edge_touches_a_dropped_node(batch, dropped):
+    torch.manual_seed(1)
+    gen = ViewGenerator(batch.num_features, hidden=16, dropped=dropped)
+    view, sample = gen(batch)
+    dropped_nodes = sample[:, DROP] > 0
+    assert dropped_nodes.any() and (~dropped_nodes).any()
+    if dropped == "isolate":
+        assert view.num_nodes == batch.num_nodes
+        assert not dropped_nodes[view.edge_index].any()
+        assert (view.x[dropped_nodes] == 0).all()
+        # every edge whose both ends are kept survives
+        e = batch.edge_index
+        both_kept = ~dropped_nodes[e[0]] & ~dropped_nodes[e[1]]
+        assert view.edge_index.shape[1] == int(both_kept.sum())
+    else:
+        assert view.num_nodes == int((~dropped_nodes).sum())
+        assert view.edge_index.max() < view.num_nodes
+        assert torch.equal(view.batch, batch.batch[~dropped_nodes])
+        assert torch.allclose(view.x, batch.x[~dropped_nodes])
+
+
+@pytest.mark.parametrize("token", ["scalar", "feature"])
+def test_masked_nodes_carry_the_token(batch, token):
+    torch.manual_seed(3)
+    gen = ViewGenerator(batch.num_features, hidden=16, add_mask=True, mask_token=token)
+    view, sample = gen(batch)
+    masked = sample[:, MASK] > 0
+    kept = sample[:, KEEP] > 0
+    assert masked.any()
+    expect = batch.x.mean() if token == "scalar" else batch.x.mean(0)
+    assert torch.allclose(view.x[masked], expect.expand(int(masked.sum()), batch.num_features))
+    assert torch.allclose(view.x[kept], batch.x[kept])
+    # a masked node keeps its edges
+    assert view.edge_index.numel() > 0
+
+
+def test_sample_is_one_hot(batch):
+    gen = ViewGenerator(batch.num_features, hidden=16, add_mask=True)
+    _, sample = gen(batch)
+    assert sample.shape == (batch.num_nodes, 3)
+    assert torch.equal(sample.detach().sum(1), torch.ones(batch.num_nodes))

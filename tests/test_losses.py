@@ -1,0 +1,52 @@
+import math
+
+import torch
+
+from autogcl.losses import classification_loss, nt_xent, similarity_loss
+
+
+def cos(a, b):
+    return float(a @ b / (a.norm() * b.norm()))
+
+
+def test_nt_xent_by_hand():
+    z1 = torch.tensor([[1.0, 0.0], [0.0, 2.0]])
+    z2 = torch.tensor([[1.0, 1.0], [0.0, 1.0]])
+    tau = 0.5
+    s = [[cos(z1[i], z2[j]) / tau for j in range(2)] for i in range(2)]
+    st = [[s[j][i] for j in range(2)] for i in range(2)]
+
+    def one_way(m, exclude):
+        tot = 0.0
+        for i in range(2):
+            den = sum(math.exp(m[i][j]) for j in range(2) if not (exclude and j == i))
+            tot += -math.log(math.exp(m[i][i]) / den)
+        return tot / 2
+
+    simclr = 0.5 * (one_way(s, False) + one_way(st, False))
+    released = 0.5 * (one_way(s, True) + one_way(st, True))
+    assert math.isclose(float(nt_xent(z1, z2, tau)), simclr, rel_tol=1e-6)
+    assert math.isclose(float(nt_xent(z1, z2, tau, exclude_positive=True)), released, rel_tol=1e-6)
+    assert math.isclose(float(nt_xent(z1, z2, tau, True, symmetric=False)), one_way(s, True), rel_tol=1e-6)
+
+
+def test_nt_xent_prefers_aligned_views():
+    torch.manual_seed(0)
+    z = torch.randn(8, 16)
+    assert nt_xent(z, z) < nt_xent(z, torch.randn(8, 16))
+
+
+def test_similarity_losses():
+    a = torch.tensor([[1.0, 0, 0], [0, 1.0, 0], [0, 0, 1.0], [1.0, 0, 0]])
+    b = torch.tensor([[1.0, 0, 0], [1.0, 0, 0], [0, 0, 1.0], [0, 1.0, 0]])
+    assert math.isclose(float(similarity_loss(a, b, "cosine")), 2 / 4)
+    keep_a, keep_b = torch.tensor([1.0, 0, 1, 1]), torch.tensor([1.0, 1, 1, 0])  # keep + mask
+    assert math.isclose(float(similarity_loss(a, b, "mse")), 1 - float(((keep_a - keep_b) ** 2).mean()))
+
+
+def test_classification_loss_sum_and_mean():
+    y = torch.tensor([0, 1])
+    logits = [torch.tensor([[2.0, 0.0], [0.0, 1.0]]), torch.tensor([[0.0, 0.0], [1.0, 0.0]])]
+    ce = [float(torch.nn.functional.cross_entropy(lg, y)) for lg in logits]
+    assert math.isclose(float(classification_loss(logits, y)), sum(ce), rel_tol=1e-6)
+    assert math.isclose(float(classification_loss(logits, y, "mean")), sum(ce) / 2, rel_tol=1e-6)
