@@ -1,3 +1,5 @@
+from pathlib import Path
+
 import pytest
 
 from autogcl.data import load_tu
@@ -41,3 +43,37 @@ def test_missing_dataset_without_network_is_clear(tmp_path):
     (tmp_path / "TU" / "MINE" / "raw").mkdir(parents=True)  # known on disk, but no files
     with pytest.raises(DataError, match="MINE not found; looked in"):
         load_tu("MINE", tmp_path, download=False)
+
+
+def test_download_goes_to_the_project_cache(tmp_path, monkeypatch):
+    """A dataset in no data root is fetched with PyG's TUDataset into the cache data root."""
+    import torch_geometric.datasets as pyg_datasets
+
+    from autogcl import paths
+
+    calls = []
+
+    class FakeTUDataset:  # stands in for the network: writes the raw files PyG would
+        def __init__(self, root, name):
+            calls.append((root, name))
+            write_tu(Path(root).parent, name=name)
+
+    monkeypatch.setattr(pyg_datasets, "TUDataset", FakeTUDataset)
+    ds = load_tu("COLLAB", tmp_path / "empty-root")
+    assert calls == [(str(paths.default_data_dir() / "TU"), "COLLAB")]
+    assert len(ds) == 2 and ds.meta["raw_dir"].startswith(str(paths.default_data_dir()))
+    load_tu("COLLAB", tmp_path / "empty-root")  # second time: found in the cache root
+    assert len(calls) == 1
+
+
+def test_failed_download_says_what_to_do(tmp_path, monkeypatch):
+    import torch_geometric.datasets as pyg_datasets
+
+    def offline(root, name):
+        raise OSError("Temporary failure in name resolution")
+
+    monkeypatch.setattr(pyg_datasets, "TUDataset", offline)
+    with pytest.raises(DataError, match=r"GITHUB|github_stargazers") as exc:
+        load_tu("GITHUB", tmp_path)
+    msg = str(exc.value)
+    assert "could not be downloaded" in msg and "name resolution" in msg and "--data-root" in msg

@@ -12,6 +12,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch_geometric.nn import GINConv
 
+from ..errors import TrainingError
 from .ops import first_argmax_per_group, graph_sizes, isolate_nodes, keep_nodes
 
 KEEP, DROP, MASK = 0, 1, 2
@@ -78,7 +79,17 @@ class ViewGenerator(nn.Module):
     def sample(self, data) -> torch.Tensor:
         """One-hot operation per node (``N x num_ops``) with straight-through gradients, and
         at least one kept node in every graph."""
+        x_ok = torch.isfinite(data.x).all(1)
+        if not x_ok.all():
+            bad = int((~x_ok).nonzero()[0])
+            raise TrainingError(
+                f"node features are not finite at node {bad} of the batch (graph "
+                f"{int(data.batch[bad])} of the batch)"
+            )
         logits = self.scorer(data)
+        if not torch.isfinite(logits).all():
+            raise TrainingError("view generator scores are not finite (diverged weights? "
+                                "try a lower learning rate)")
         sample = F.gumbel_softmax(logits, tau=self.tau, hard=True)
         num_graphs = int(data.num_graphs)
         kept = graph_sizes(data.batch[sample[:, KEEP] > 0], num_graphs)

@@ -25,7 +25,8 @@ def rank_within_group(group: torch.Tensor, num_groups: int) -> torch.Tensor:
 
 
 def first_argmax_per_group(score: torch.Tensor, group: torch.Tensor, num_groups: int) -> torch.Tensor:
-    """Index of the (first) highest-scoring element of every group."""
+    """Index of the (first) highest-scoring element of every group (NaN counts as -inf)."""
+    score = torch.nan_to_num(score, nan=float("-inf"))
     best = scatter(score, group, dim=0, dim_size=num_groups, reduce="max")
     idx = torch.arange(score.numel(), device=score.device)
     cand = torch.where(score == best[group], idx, torch.full_like(idx, score.numel()))

@@ -20,9 +20,10 @@ from ..errors import TrainingError
 from ..losses import cl_kwargs, nt_xent, similarity_loss
 
 
-def _check_finite(loss: torch.Tensor, epoch: int, step: int, what: str) -> None:
-    if not math.isfinite(float(loss.detach())):
-        raise TrainingError(f"{what} loss is {float(loss)} at epoch {epoch}, batch {step}")
+def _check_finite(loss: torch.Tensor, what: str) -> None:
+    value = float(loss.detach())
+    if not math.isfinite(value):
+        raise TrainingError(f"{what} loss is {value}")
 
 
 class _Strategy:
@@ -33,7 +34,10 @@ class _Strategy:
         sums = {k: 0.0 for k in self.terms}
         counts = {k: 0 for k in self.terms}
         for step, batch in enumerate(loader):
-            vals = step_fn(batch, epoch, step)
+            try:
+                vals = step_fn(batch, epoch, step)
+            except TrainingError as exc:
+                raise TrainingError(f"{exc} at epoch {epoch}, batch {step}") from exc
             n = int(batch.num_graphs)
             for k, v in vals.items():  # a term may be absent from a step (not computed)
                 sums[k] += v * n
@@ -82,7 +86,7 @@ class NaiveStrategy(_Strategy):
         z1 = self.model(views[picks[0]])
         z2 = z1 if picks[1] == picks[0] else self.model(views[picks[1]])
         cl = nt_xent(z1, z2, self.tau, **cl_kwargs(self.cl_variant, "autogcl"))
-        _check_finite(cl, epoch, step, "contrastive")
+        _check_finite(cl, "contrastive")
         loss = cl
         sim = similarity_loss(samples[1], samples[2], self.sim_kind)
         if self.sim_weight > 0:
@@ -120,7 +124,7 @@ class GraphCLStrategy(_Strategy):
         v1 = batch if self.views == "orig-aug" else self.aug1(batch)
         v2 = self.aug2(batch)
         cl = nt_xent(self.model(v1), self.model(v2), self.tau, **cl_kwargs(self.cl_variant, "graphcl"))
-        _check_finite(cl, epoch, step, "contrastive")
+        _check_finite(cl, "contrastive")
         cl.backward()
         self.opt.step()
         value = float(cl.detach())

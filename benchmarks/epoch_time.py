@@ -1,0 +1,73 @@
+"""Seconds per training epoch and peak memory of autogcl and graphcl on one dataset.
+
+    python benchmarks/epoch_time.py PROTEINS --data-root ../shared/data [--epochs 5]
+
+Each method runs in its own process so that its peak resident memory (ru_maxrss) is its
+own; the first epoch is a warm-up and is not counted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import statistics
+import subprocess
+import sys
+
+
+def measure(args) -> dict:
+    import torch
+    from torch_geometric.loader import DataLoader
+
+    from autogcl.data import load_tu
+    from autogcl.eval.unsupervised import UnsupervisedConfig, build_strategy
+    from autogcl.runs import seed_everything
+
+    ds = load_tu(args.dataset, args.data_root, args.feat)
+    cfg = UnsupervisedConfig(dataset=ds.name, method=args.method, batch_size=args.batch_size,
+                             dropped=args.dropped, epochs=args.epochs + 1, eval_epochs=[1])
+    gen = seed_everything(0)
+    strategy = build_strategy(cfg, ds.num_features)
+    loader = DataLoader(ds, batch_size=args.batch_size, shuffle=True, generator=gen)
+    times = [strategy.train_epoch(loader, e)["time_s"] for e in range(args.epochs + 1)][1:]
+    return {"method": args.method, "dropped": args.dropped if args.method == "autogcl" else "-",
+            "dataset": ds.name, "graphs": len(ds), "batch_size": args.batch_size,
+            "threads": torch.get_num_threads(), "s_per_epoch": statistics.mean(times),
+            "s_per_epoch_std": statistics.pstdev(times), "epochs": len(times),
+            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("dataset")
+    p.add_argument("--data-root", default=None)
+    p.add_argument("--feat", default="deg+odeg100")
+    p.add_argument("--batch-size", type=int, default=128)
+    p.add_argument("--epochs", type=int, default=5, help="timed epochs (after one warm-up)")
+    p.add_argument("--methods", nargs="+", default=["autogcl", "autogcl:remove", "graphcl"],
+                   help="method[:dropped-mode] to measure")
+    p.add_argument("--_child", default=None, help=argparse.SUPPRESS)
+    args = p.parse_args()
+    if args._child:
+        args.method, _, args.dropped = args._child.partition(":")
+        args.dropped = args.dropped or "isolate"
+        print(json.dumps(measure(args)))
+        return
+    rows = []
+    for m in args.methods:
+        cmd = [sys.executable, __file__, args.dataset, "--feat", args.feat, "--batch-size",
+               str(args.batch_size), "--epochs", str(args.epochs), "--_child", m]
+        if args.data_root:
+            cmd += ["--data-root", args.data_root]
+        out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+        rows.append(json.loads(out.strip().splitlines()[-1]))
+    print(f"{'method':10} {'dropped':8} {'dataset':10} {'batch':>5} {'s/epoch':>14} {'peak RSS':>10}")
+    for r in rows:
+        print(f"{r['method']:10} {r['dropped']:8} {r['dataset']:10} {r['batch_size']:5d} "
+              f"{r['s_per_epoch']:7.3f} ± {r['s_per_epoch_std']:.3f} {r['peak_rss_mb']:7.0f} MB")
+    print(f"({rows[0]['epochs']} timed epochs after 1 warm-up, {rows[0]['threads']} torch threads)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,70 @@
+import pytest
+import torch
+
+from autogcl.augment import RandomAugmentor, ViewGenerator
+from autogcl.errors import TrainingError
+from autogcl.models import ContrastModel, GINEncoder
+from autogcl.train import GraphCLStrategy, NaiveStrategy
+
+from .conftest import make_batch
+
+
+def naive(feat_dim, **kw):
+    model = ContrastModel(GINEncoder(feat_dim, hidden=8, num_layers=2))
+    g1, g2 = ViewGenerator(feat_dim, hidden=8), ViewGenerator(feat_dim, hidden=8)
+    opt = torch.optim.Adam([*model.parameters(), *g1.parameters(), *g2.parameters()], lr=0.01)
+    return NaiveStrategy(model, g1, g2, opt, **kw)
+
+
+def snapshot(module):
+    return [p.detach().clone() for p in module.parameters()]
+
+
+def changed(before, module):
+    return any(not torch.equal(a, b) for a, b in zip(before, module.parameters()))
+
+
+def test_naive_step_updates_generators_and_encoder():
+    torch.manual_seed(0)
+    batch = make_batch()
+    st = naive(batch.num_features, view_sampling="generated")
+    enc, g1, g2 = snapshot(st.model), snapshot(st.gen1), snapshot(st.gen2)
+    out = st.step(batch, epoch=1, step=0)
+    assert set(out) == {"loss", "cl_loss", "sim_loss"} and out["loss"] == out["cl_loss"]
+    assert changed(enc, st.model) and changed(g1, st.gen1) and changed(g2, st.gen2)
+
+
+def test_sim_loss_weight_enters_the_loss():
+    torch.manual_seed(0)
+    batch = make_batch()
+    out = naive(batch.num_features, sim_kind="mse", sim_weight=1.0).step(batch, 1, 0)
+    assert out["loss"] == pytest.approx(out["cl_loss"] + out["sim_loss"], rel=1e-5)
+
+
+def test_nan_stops_with_where_it_happened():
+    good, bad = make_batch(), make_batch()
+    bad.x[4, 0] = float("nan")  # second graph's first node
+    st = naive(good.num_features)
+    with pytest.raises(TrainingError, match=r"node features are not finite at node 4 of the batch \(graph 1 .* at epoch 7, batch 1"):
+        st.train_epoch([good, bad], epoch=7)
+
+
+def test_nan_loss_is_reported():
+    batch = make_batch()
+    model = ContrastModel(GINEncoder(4, hidden=8, num_layers=2))
+    with torch.no_grad():
+        model.proj[0].weight[0, 0] = float("nan")
+    st = GraphCLStrategy(model, RandomAugmentor("none"), RandomAugmentor("none"),
+                         torch.optim.Adam(model.parameters(), lr=0.01))
+    with pytest.raises(TrainingError, match="contrastive loss is nan at epoch 2, batch 0"):
+        st.train_epoch([batch], epoch=2)
+
+
+def test_graphcl_epoch_reports_mean_loss():
+    torch.manual_seed(0)
+    model = ContrastModel(GINEncoder(4, hidden=8, num_layers=2))
+    st = GraphCLStrategy(model, RandomAugmentor("node_drop"), RandomAugmentor("edge_pert"),
+                         torch.optim.Adam(model.parameters(), lr=0.01))
+    before = snapshot(model)
+    out = st.train_epoch([make_batch(), make_batch()], epoch=1)
+    assert out["loss"] > 0 and out["time_s"] > 0 and changed(before, model)
