@@ -12,7 +12,6 @@ import hashlib
 import json
 import logging
 import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -21,6 +20,7 @@ from torch_geometric.data import Data, InMemoryDataset
 from torch_geometric.utils import coalesce, remove_self_loops
 
 from .. import paths
+from ..atomic import atomic_save
 from ..errors import DataError
 from .features import DEFAULT_RECIPE, build_features, parse_recipe
 from .tu import read_tu_raw
@@ -113,18 +113,6 @@ def _cache_path(name: str, recipe: str, raw_dir: Path) -> Path:
     return paths.cache_dir() / "processed" / "TU" / name / f"{recipe}-{digest}.pt"
 
 
-def atomic_torch_save(obj, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-    os.close(fd)
-    try:
-        torch.save(obj, tmp)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-
-
 def build_tu(raw_dir: Path, name: str, recipe_spec: str) -> tuple[Data, dict, dict]:
     """Read the raw files and build collated ``(data, slices, meta)`` without a Python loop
     over graphs, nodes or edges."""
@@ -189,5 +177,5 @@ def load_tu(
         return GraphDataset(data, blob["slices"], name, blob["meta"])
     data, slices, meta = build_tu(raw_dir, name, recipe.spec)
     if use_cache:
-        atomic_torch_save({"data": data.to_dict(), "slices": slices, "meta": meta}, cache)
+        atomic_save({"data": data.to_dict(), "slices": slices, "meta": meta}, cache)
     return GraphDataset(data, slices, name, meta)
