@@ -86,3 +86,13 @@ def test_sample_is_one_hot(batch):
     _, sample = gen(batch)
     assert sample.shape == (batch.num_nodes, 3)
     assert torch.equal(sample.detach().sum(1), torch.ones(batch.num_nodes))
+
+
+def test_masked_nodes_count_as_retained(batch):
+    """A graph whose nodes are all masked keeps them: no node is forced to keep."""
+    gen = ViewGenerator(batch.num_features, hidden=16, add_mask=True)
+    with torch.no_grad():
+        gen.scorer.bns[-1].bias[:] = torch.tensor([-50.0, -50.0, 50.0])
+        gen.scorer.bns[-1].weight[:] = 0.0
+    view, sample = gen(batch)
+    assert (sample[:, MASK] == 1).all() and view.edge_index.shape == batch.edge_index.shape

@@ -76,6 +76,11 @@ def test_interrupted_unit_resumes_to_the_same_result(data_root, tmp_path, monkey
     assert (unit.partial / "checkpoint.pt").is_file() and not unit.finished
     monkeypatch.setattr(U, "build_strategy", real_build)
 
+    changed = U.make_units(U.UnsupervisedConfig(dataset="MUTAG", method=method, epochs=4, eval_epochs=[2, 4],
+                                                svm_folds=3, lr=0.01), [0], tmp_path / "cut")[0]
+    with pytest.raises(U.ConfigError, match="interrupted run with another configuration .*lr"):
+        U.run_unit(changed, ds, show_progress=False)
+
     calls = []
     real_svm = U.svm_evaluate
     monkeypatch.setattr(U, "svm_evaluate", lambda *a, **k: calls.append(1) or real_svm(*a, **k))

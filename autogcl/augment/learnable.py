@@ -92,7 +92,8 @@ class ViewGenerator(nn.Module):
                                 "try a lower learning rate)")
         sample = F.gumbel_softmax(logits, tau=self.tau, hard=True)
         num_graphs = int(data.num_graphs)
-        kept = graph_sizes(data.batch[sample[:, KEEP] > 0], num_graphs)
+        retained = sample[:, KEEP] + (sample[:, MASK] if self.add_mask else 0)  # masked nodes stay
+        kept = graph_sizes(data.batch[retained > 0], num_graphs)
         empty = (kept == 0).nonzero().view(-1)
         if empty.numel():
             # force-keep the node with the highest keep logit; the row keeps its gradient path

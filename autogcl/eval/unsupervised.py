@@ -134,6 +134,12 @@ def run_unit(unit: runs.Unit, dataset, n_jobs: int = 1, save_embeddings: bool = 
     seed = unit.seed
     work = unit.partial
     work.mkdir(parents=True, exist_ok=True)
+    started = work / "config.json"
+    if started.is_file() and runs.config_diff(runs.read_json(started), unit.config):
+        diff = "; ".join(runs.config_diff(runs.read_json(started), unit.config))
+        raise ConfigError(f"{work} holds an interrupted run with another configuration ({diff}); "
+                          "delete it or use another --out")
+    runs.atomic_write_json(started, unit.config)
     loader_gen = runs.seed_everything(seed)
     strategy = build_strategy(cfg, dataset.num_features)
     train_loader = DataLoader(dataset, batch_size=cfg.batch_size, shuffle=True, generator=loader_gen)
@@ -186,7 +192,6 @@ def run_unit(unit: runs.Unit, dataset, n_jobs: int = 1, save_embeddings: bool = 
     }
     runs.atomic_save({k: m.state_dict() for k, m in strategy.modules().items()}, work / "model.pt")
     runs.atomic_write_csv(work / "metrics.csv", rows)
-    runs.atomic_write_json(work / "config.json", unit.config)
     runs.atomic_write_json(work / "result.json", result)
     ckpt.unlink(missing_ok=True)
     unit.finish()
