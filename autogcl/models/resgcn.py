@@ -1,0 +1,60 @@
+"""ResGCN classifier of Chen et al. 2019 ("Are powerful graph neural nets necessary?"),
+as used by the GraphCL/AutoGCL semi-supervised experiments (SPEC 2.2).
+
+BatchNorm on the input features, one GCN feature layer, ``num_conv_layers`` blocks of
+BN -> GCNConv -> ReLU, sum pooling, ``num_fc_layers - 1`` blocks of BN -> Linear -> ReLU,
+BN, the class layer and log-softmax.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch_geometric.nn import GCNConv, global_add_pool
+
+from .gin import ProjectionHead
+
+
+class ResGCN(nn.Module):
+    """``model(batch)`` gives log-probabilities; ``model.represent(batch)`` the ``hidden``-d
+    graph representation the contrastive loss uses (before the class layer);
+    ``model.project(batch)`` that representation through a projection head (GraphCL)."""
+
+    def __init__(self, in_dim: int, num_classes: int, hidden: int = 128, num_conv_layers: int = 3,
+                 num_fc_layers: int = 2, dropout: float = 0.0):
+        super().__init__()
+        self.out_dim = hidden
+        self.bn_feat = nn.BatchNorm1d(in_dim)
+        self.conv_feat = GCNConv(in_dim, hidden)
+        self.bns_conv = nn.ModuleList(nn.BatchNorm1d(hidden) for _ in range(num_conv_layers))
+        self.convs = nn.ModuleList(GCNConv(hidden, hidden) for _ in range(num_conv_layers))
+        self.bns_fc = nn.ModuleList(nn.BatchNorm1d(hidden) for _ in range(num_fc_layers - 1))
+        self.lins = nn.ModuleList(nn.Linear(hidden, hidden) for _ in range(num_fc_layers - 1))
+        self.bn_hidden = nn.BatchNorm1d(hidden)
+        self.lin_class = nn.Linear(hidden, num_classes)
+        self.dropout = dropout
+        for m in self.modules():  # BN initialisation of the reference implementation
+            if isinstance(m, nn.BatchNorm1d):
+                nn.init.constant_(m.weight, 1.0)
+                nn.init.constant_(m.bias, 1e-4)
+        self.proj = ProjectionHead(hidden)
+
+    def represent(self, data) -> torch.Tensor:
+        x, ei = data.x.float(), data.edge_index
+        x = F.relu(self.conv_feat(self.bn_feat(x), ei))
+        for bn, conv in zip(self.bns_conv, self.convs):
+            x = F.relu(conv(bn(x), ei))
+        x = global_add_pool(x, data.batch, size=int(data.num_graphs))
+        for bn, lin in zip(self.bns_fc, self.lins):
+            x = F.relu(lin(bn(x)))
+        return self.bn_hidden(x)
+
+    def forward(self, data) -> torch.Tensor:
+        x = self.represent(data)
+        if self.dropout > 0:
+            x = F.dropout(x, p=self.dropout, training=self.training)
+        return F.log_softmax(self.lin_class(x), dim=-1)
+
+    def project(self, data) -> torch.Tensor:
+        return self.proj(self.represent(data))
