@@ -13,6 +13,15 @@ import numpy as np
 import torch
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+_MODE = 0o666 & ~_umask()  # what open() would give a new file (mkstemp gives 0600)
+
+
 def atomic_write_text(path: Path, text: str) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -20,6 +29,7 @@ def atomic_write_text(path: Path, text: str) -> None:
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
+        os.chmod(tmp, _MODE)
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
@@ -65,6 +75,7 @@ def atomic_save(obj, path: Path) -> None:
     os.close(fd)
     try:
         torch.save(obj, tmp)
+        os.chmod(tmp, _MODE)
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):

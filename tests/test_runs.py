@@ -12,6 +12,9 @@ def test_atomic_writes_leave_no_temporary_files(tmp_path):
     assert json.loads((tmp_path / "a" / "r.json").read_text()) == {"x": 1}
     assert (tmp_path / "a" / "m.csv").read_text().splitlines() == ["epoch,loss,acc", "1,0.5,", "2,,0.9"]
     assert sorted(p.name for p in (tmp_path / "a").iterdir()) == ["m.csv", "r.json"]
+    plain = tmp_path / "plain.txt"
+    plain.write_text("x")  # results get the mode an ordinary new file gets
+    assert (tmp_path / "a" / "r.json").stat().st_mode == plain.stat().st_mode
 
 
 def test_failed_write_keeps_the_old_file(tmp_path):
