@@ -91,6 +91,94 @@ def cmd_unsupervised(args) -> int:
     return 0
 
 
+def add_semi(sub) -> None:
+    from .augment import RandomAugmentor
+    from .eval.semi import ROWS
+
+    p = sub.add_parser(
+        "semi",
+        help="semi-supervised protocol with a ResGCN classifier (SPEC 3.2)",
+        description="Semi-supervised protocol: 10-fold stratified CV (fold seed 12345); in each fold "
+        "a labeled 10%% of the data drawn from the training part, the rest of it unlabeled, the "
+        "previous fold as validation (for the val selection) and the test fold. Rows: "
+        + "; ".join(f"{k}: {v}" for k, v in ROWS.items()) + ".",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    p.add_argument("--dataset", default="PROTEINS")
+    p.add_argument("--row", default="joint",
+                   help="row(s) to run: a name, a comma-separated list, or 'all' (" + ", ".join(ROWS) + ")")
+    p.add_argument("--seeds", type=int, default=1, help="number of seeds (each seed: all folds)")
+    p.add_argument("--first-seed", type=int, default=0)
+    p.add_argument("--epochs", type=int, default=30)
+    p.add_argument("--pretrain-epochs", type=int, default=30, help="pre-training epochs of graphcl_cl and naive")
+    p.add_argument("--batch-size", type=int, default=None, help="default 128 (64 for DD, COLLAB, REDDIT-*, GITHUB)")
+    p.add_argument("--lr", type=float, default=0.01)
+    p.add_argument("--label-rate", type=float, default=0.1, help="labeled share of the whole dataset")
+    p.add_argument("--folds", type=int, default=10)
+    p.add_argument("--fold-limit", type=int, default=None, help="run only the first N folds (quick checks)")
+    p.add_argument("--select", default="val", choices=["val", "test_max"],
+                   help="selection reported as the result (both are always recorded)")
+    p.add_argument("--add-mask", action="store_true", help="generators may also mask nodes")
+    p.add_argument("--lambda", dest="lam", type=float, default=1.0, help="weight of L_sim")
+    p.add_argument("--sim-loss", default="cosine", choices=["cosine", "mse"])
+    p.add_argument("--tau", type=float, default=0.5)
+    p.add_argument("--cl-variant", default="simclr", choices=["simclr", "released"])
+    p.add_argument("--aug", default="random4", choices=list(RandomAugmentor.names), help="GraphCL rows' augmentation")
+    p.add_argument("--aug-ratio", type=float, default=0.2)
+    p.add_argument("--feat", default="deg+odeg100")
+    p.add_argument("--data-root", default=None)
+    p.add_argument("--out", default="runs/semi")
+    p.add_argument("--resume", action="store_true", help="keep finished folds, run only what is missing")
+    p.add_argument("--no-progress", action="store_true")
+    p.set_defaults(func=cmd_semi)
+
+
+def cmd_semi(args) -> int:
+    from .data import load_tu
+    from .eval.report import semi_table
+    from .eval.semi import ROWS, SemiConfig, run_sweep
+
+    rows = list(ROWS) if args.row == "all" else [r.strip() for r in args.row.split(",") if r.strip()]
+    dataset = load_tu(args.dataset, args.data_root, args.feat)
+    cfgs = [SemiConfig(dataset=dataset.name, row=r, feat=args.feat, epochs=args.epochs,
+                       pretrain_epochs=args.pretrain_epochs, batch_size=args.batch_size, lr=args.lr,
+                       label_rate=args.label_rate, folds=args.folds, lam=args.lam, tau=args.tau,
+                       cl_variant=args.cl_variant, sim_loss=args.sim_loss, add_mask=args.add_mask,
+                       aug=args.aug, aug_ratio=args.aug_ratio, select=args.select) for r in rows]
+    summaries = [run_sweep(c, dataset, _seeds(args), Path(args.out), resume=args.resume,
+                           fold_limit=args.fold_limit, show_progress=False if args.no_progress else None)
+                 for c in cfgs]
+    print(semi_table(summaries))
+    print(f"\nselection reported as the result: {args.select}; results in {args.out}")
+    return 0
+
+
+def add_report(sub) -> None:
+    p = sub.add_parser(
+        "report",
+        help="tables of finished runs beside the published figures",
+        description="Collect every summary.json under the given run directories and print "
+        "Markdown tables (unsupervised; semi-supervised rows x datasets) with mean ± std under "
+        "both selections and the published figures; also written to --out.",
+    )
+    p.add_argument("run_dirs", nargs="+", metavar="RUN_DIR")
+    p.add_argument("--out", default=None, help="Markdown file to write (default: RUN_DIR/report.md of the first)")
+    p.set_defaults(func=cmd_report)
+
+
+def cmd_report(args) -> int:
+    from .eval.report import collect, render
+    from .runs import atomic_write_text
+
+    summaries = collect([Path(d) for d in args.run_dirs])
+    text = render(summaries)
+    print(text)
+    out = Path(args.out) if args.out else Path(args.run_dirs[0]) / "report.md"
+    atomic_write_text(out, text + "\n")
+    print(f"\nwritten to {out}", file=sys.stderr)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="autogcl",
@@ -101,6 +189,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     add_unsupervised(sub)
+    add_semi(sub)
+    add_report(sub)
     return parser
 
 

@@ -26,31 +26,46 @@ def _check_finite(loss: torch.Tensor, what: str) -> None:
         raise TrainingError(f"{what} loss is {value}")
 
 
+def sample_views(picks_from: int = 3) -> list[int]:
+    """Two draws with replacement from {0: x, 1: x1, 2: x2} (released view sampling)."""
+    return torch.randint(picks_from, (2,)).tolist()
+
+
+def run_epoch(loader, epoch: int, step_fn, terms) -> dict:
+    """Run ``step_fn`` on every batch; mean of each loss term weighted by graphs, and time.
+
+    A term may be absent from a step (not computed there); its mean is over the steps
+    that have it. Errors are re-raised with the epoch and batch where they happened."""
+    t0 = time.perf_counter()
+    sums = {k: 0.0 for k in terms}
+    counts = {k: 0 for k in terms}
+    for step, batch in enumerate(loader):
+        try:
+            vals = step_fn(batch, epoch, step)
+        except TrainingError as exc:
+            raise TrainingError(f"{exc} at epoch {epoch}, batch {step}") from exc
+        n = int(batch.num_graphs)
+        for k, v in vals.items():
+            sums[k] += v * n
+            counts[k] += n
+    out = {k: (sums[k] / counts[k] if counts[k] else float("nan")) for k in terms}
+    out["time_s"] = time.perf_counter() - t0
+    return out
+
+
 class _Strategy:
     terms: tuple[str, ...] = ("loss",)
 
     def _run_epoch(self, loader, epoch: int, step_fn) -> dict:
-        t0 = time.perf_counter()
-        sums = {k: 0.0 for k in self.terms}
-        counts = {k: 0 for k in self.terms}
-        for step, batch in enumerate(loader):
-            try:
-                vals = step_fn(batch, epoch, step)
-            except TrainingError as exc:
-                raise TrainingError(f"{exc} at epoch {epoch}, batch {step}") from exc
-            n = int(batch.num_graphs)
-            for k, v in vals.items():  # a term may be absent from a step (not computed)
-                sums[k] += v * n
-                counts[k] += n
-        out = {k: (sums[k] / counts[k] if counts[k] else float("nan")) for k in self.terms}
-        out["time_s"] = time.perf_counter() - t0
-        return out
+        return run_epoch(loader, epoch, step_fn, self.terms)
 
 
 class NaiveStrategy(_Strategy):
     """Algorithm 1 with learnable generators ``gen1``, ``gen2`` and a contrast model.
 
     Args:
+        encode: maps a batch to the vectors that are contrasted (default: ``model``; for a
+            classifier, e.g. ``ResGCN.represent``).
         sim_weight: weight of L_sim added to the loss (0 = published; 1 = released).
         view_sampling: ``"replacement"`` (released: two draws from {x, x1, x2} with
             replacement) or ``"generated"`` (always x1 and x2).
@@ -60,8 +75,9 @@ class NaiveStrategy(_Strategy):
 
     def __init__(self, model: nn.Module, gen1: nn.Module, gen2: nn.Module, optimizer,
                  tau: float = 0.5, cl_variant: str = "simclr", sim_kind: str = "cosine",
-                 sim_weight: float = 0.0, view_sampling: str = "replacement"):
+                 sim_weight: float = 0.0, view_sampling: str = "replacement", encode=None):
         self.model, self.gen1, self.gen2, self.opt = model, gen1, gen2, optimizer
+        self.encode = encode or model
         self.tau, self.cl_variant, self.sim_kind, self.sim_weight = tau, cl_variant, sim_kind, sim_weight
         if view_sampling not in ("replacement", "generated"):
             raise ValueError(f"unknown view sampling {view_sampling!r}")
@@ -73,7 +89,7 @@ class NaiveStrategy(_Strategy):
     def step(self, batch, epoch: int, step: int) -> dict:
         self.opt.zero_grad()
         if self.view_sampling == "replacement":
-            picks = torch.randint(3, (2,)).tolist()
+            picks = sample_views()
         else:
             picks = [1, 2]
         # both generators always run so that L_sim is measured on every batch. A view drawn
@@ -83,8 +99,8 @@ class NaiveStrategy(_Strategy):
         samples: dict[int, torch.Tensor] = {}
         for i, gen in ((1, self.gen1), (2, self.gen2)):
             views[i], samples[i] = gen(batch)
-        z1 = self.model(views[picks[0]])
-        z2 = z1 if picks[1] == picks[0] else self.model(views[picks[1]])
+        z1 = self.encode(views[picks[0]])
+        z2 = z1 if picks[1] == picks[0] else self.encode(views[picks[1]])
         cl = nt_xent(z1, z2, self.tau, **cl_kwargs(self.cl_variant, "autogcl"))
         _check_finite(cl, "contrastive")
         loss = cl
@@ -109,8 +125,9 @@ class GraphCLStrategy(_Strategy):
     terms = ("loss", "cl_loss")
 
     def __init__(self, model: nn.Module, aug1, aug2, optimizer, tau: float = 0.2,
-                 cl_variant: str = "simclr", views: str = "aug-aug"):
+                 cl_variant: str = "simclr", views: str = "aug-aug", encode=None):
         self.model, self.aug1, self.aug2, self.opt = model, aug1, aug2, optimizer
+        self.encode = encode or model
         self.tau, self.cl_variant = tau, cl_variant
         if views not in ("aug-aug", "orig-aug"):
             raise ValueError(f"unknown GraphCL views {views!r}")
@@ -123,7 +140,7 @@ class GraphCLStrategy(_Strategy):
         self.opt.zero_grad()
         v1 = batch if self.views == "orig-aug" else self.aug1(batch)
         v2 = self.aug2(batch)
-        cl = nt_xent(self.model(v1), self.model(v2), self.tau, **cl_kwargs(self.cl_variant, "graphcl"))
+        cl = nt_xent(self.encode(v1), self.encode(v2), self.tau, **cl_kwargs(self.cl_variant, "graphcl"))
         _check_finite(cl, "contrastive")
         cl.backward()
         self.opt.step()

@@ -1,0 +1,194 @@
+"""Semi-supervised training strategies (SPEC 2.4) for a classifier such as ResGCN.
+
+* :class:`SupervisedStrategy`: cross-entropy on labeled batches, optionally on a random
+  augmentation of each batch (GraphCL "aug only").
+* :class:`LearnableAugStrategy`: cross-entropy on the two learnable views + lambda * L_sim
+  ("our aug only").
+* :class:`JointStrategy` (AutoGCL Algorithm 2): every epoch (a) a contrastive pass over the
+  training graphs (labels unused) with the generators frozen, updating the classifier's
+  encoder, then (b) a labeled pass with L_cls(x, x1, x2) + lambda * L_sim updating the
+  generators and the classifier. Switches give the ablations (no (a): L_cls [+ L_sim]).
+* :class:`JointReleasedStrategy`: the released code's variant: labeled batches only, with
+  L_sim (1 - MSE) + mean L_cls + L_cl on the classifier's outputs.
+
+Classifiers are called as ``model(batch)`` (log-probabilities) and ``model.represent(batch)``
+(the vector contrasted).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from ..losses import cl_kwargs, nt_xent, similarity_loss
+from .naive import _check_finite, _Strategy, run_epoch, sample_views
+
+
+def _nll(logp: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    return F.nll_loss(logp, y.view(-1))
+
+
+class SupervisedStrategy(_Strategy):
+    terms = ("loss", "cls_loss")
+
+    def __init__(self, model, optimizer, augment=None):
+        self.model, self.opt, self.augment = model, optimizer, augment
+
+    def modules(self) -> dict:
+        return {"model": self.model}
+
+    def step(self, batch, epoch: int, step: int) -> dict:
+        self.opt.zero_grad()
+        view = batch if self.augment is None else self.augment(batch)
+        loss = _nll(self.model(view), batch.y)
+        _check_finite(loss, "classification")
+        loss.backward()
+        self.opt.step()
+        v = float(loss.detach())
+        return {"loss": v, "cls_loss": v}
+
+    def train_epoch(self, loader, epoch: int) -> dict:
+        self.model.train()
+        return self._run_epoch(loader, epoch, self.step)
+
+
+class LearnableAugStrategy(_Strategy):
+    """Supervised training on the two learnable views: CE(F(x1)) + CE(F(x2)) + lam * L_sim."""
+
+    terms = ("loss", "cls_loss", "sim_loss")
+
+    def __init__(self, model, gen1, gen2, opt_model, opt_gen, lam: float = 1.0, sim_kind: str = "cosine"):
+        self.model, self.gen1, self.gen2 = model, gen1, gen2
+        self.opt_model, self.opt_gen, self.lam, self.sim_kind = opt_model, opt_gen, lam, sim_kind
+
+    def modules(self) -> dict:
+        return {"model": self.model, "gen1": self.gen1, "gen2": self.gen2}
+
+    def step(self, batch, epoch: int, step: int) -> dict:
+        self.opt_model.zero_grad()
+        self.opt_gen.zero_grad()
+        (x1, s1), (x2, s2) = self.gen1(batch), self.gen2(batch)
+        cls = _nll(self.model(x1), batch.y) + _nll(self.model(x2), batch.y)
+        sim = similarity_loss(s1, s2, self.sim_kind)
+        loss = cls + self.lam * sim
+        _check_finite(loss, "classification")
+        loss.backward()
+        self.opt_model.step()
+        self.opt_gen.step()
+        return {"loss": float(loss.detach()), "cls_loss": float(cls.detach()), "sim_loss": float(sim.detach())}
+
+    def train_epoch(self, loader, epoch: int) -> dict:
+        for m in self.modules().values():
+            m.train()
+        return self._run_epoch(loader, epoch, self.step)
+
+
+class JointStrategy:
+    """Algorithm 2 and its loss ablations.
+
+    ``train_epoch((unlabeled_loader, labeled_loader), epoch)``.
+
+    Args:
+        use_cl: run the contrastive pass (a) over the unlabeled loader.
+        use_sim: add ``lam * L_sim`` in the labeled pass (b).
+        cls_reduce: ``sum`` (published) or ``mean`` (released) of the three cross-entropies.
+    """
+
+    def __init__(self, model, gen1, gen2, opt_model, opt_gen, use_cl: bool = True, use_sim: bool = True,
+                 lam: float = 1.0, tau: float = 0.5, cl_variant: str = "simclr", sim_kind: str = "cosine",
+                 cls_reduce: str = "sum"):
+        self.model, self.gen1, self.gen2 = model, gen1, gen2
+        self.opt_model, self.opt_gen = opt_model, opt_gen
+        self.use_cl, self.use_sim, self.lam, self.tau = use_cl, use_sim, lam, tau
+        self.cl_variant, self.sim_kind, self.cls_reduce = cl_variant, sim_kind, cls_reduce
+
+    def modules(self) -> dict:
+        return {"model": self.model, "gen1": self.gen1, "gen2": self.gen2}
+
+    def contrastive_step(self, batch, epoch: int, step: int) -> dict:
+        """(a): generators frozen (eval mode, no gradient); only the classifier moves."""
+        self.opt_model.zero_grad()
+        picks = sample_views()
+        views = {0: batch}
+        with torch.no_grad():
+            for i, gen in ((1, self.gen1), (2, self.gen2)):
+                if i in picks:
+                    views[i] = gen(batch)[0]
+        z1 = self.model.represent(views[picks[0]])
+        z2 = z1 if picks[1] == picks[0] else self.model.represent(views[picks[1]])
+        cl = nt_xent(z1, z2, self.tau, **cl_kwargs(self.cl_variant, "autogcl"))
+        _check_finite(cl, "contrastive")
+        cl.backward()
+        self.opt_model.step()
+        return {"cl_loss": float(cl.detach())}
+
+    def labeled_step(self, batch, epoch: int, step: int) -> dict:
+        """(b): L_cls(x, x1, x2) [+ lam * L_sim]; generators and classifier move."""
+        self.opt_model.zero_grad()
+        self.opt_gen.zero_grad()
+        (x1, s1), (x2, s2) = self.gen1(batch), self.gen2(batch)
+        terms = torch.stack([_nll(self.model(v), batch.y) for v in (batch, x1, x2)])
+        cls = terms.sum() if self.cls_reduce == "sum" else terms.mean()
+        sim = similarity_loss(s1, s2, self.sim_kind)
+        loss = cls + self.lam * sim if self.use_sim else cls
+        _check_finite(loss, "classification")
+        loss.backward()
+        self.opt_model.step()
+        self.opt_gen.step()
+        return {"loss": float(loss.detach()), "cls_loss": float(cls.detach()), "sim_loss": float(sim.detach())}
+
+    def train_epoch(self, loaders, epoch: int) -> dict:
+        unlabeled, labeled = loaders
+        out = {}
+        if self.use_cl:
+            self.model.train()
+            self.gen1.eval()
+            self.gen2.eval()
+            out.update(run_epoch(unlabeled, epoch, self.contrastive_step, ("cl_loss",)))
+            t_cl = out.pop("time_s")
+        else:
+            t_cl = 0.0
+        for m in self.modules().values():
+            m.train()
+        sup = run_epoch(labeled, epoch, self.labeled_step, ("loss", "cls_loss", "sim_loss"))
+        out.update(sup)
+        out["time_s"] = sup["time_s"] + t_cl
+        if self.use_cl:
+            out["loss"] = out["loss"] + out["cl_loss"]
+        return out
+
+
+class JointReleasedStrategy(_Strategy):
+    """The released code's joint training: labeled batches only, loss =
+    (1 - MSE(keep1, keep2)) + mean(CE(x), CE(x1), CE(x2)) + NT-Xent(F(x1), F(x2)) on the
+    classifier's log-probabilities (positive left out of the denominator, tau 0.5)."""
+
+    terms = ("loss", "cls_loss", "sim_loss", "cl_loss")
+
+    def __init__(self, model, gen1, gen2, opt_model, opt_gen, tau: float = 0.5):
+        self.model, self.gen1, self.gen2 = model, gen1, gen2
+        self.opt_model, self.opt_gen, self.tau = opt_model, opt_gen, tau
+
+    def modules(self) -> dict:
+        return {"model": self.model, "gen1": self.gen1, "gen2": self.gen2}
+
+    def step(self, batch, epoch: int, step: int) -> dict:
+        self.opt_model.zero_grad()
+        self.opt_gen.zero_grad()
+        (x1, s1), (x2, s2) = self.gen1(batch), self.gen2(batch)
+        sim = similarity_loss(s1, s2, "mse")
+        out0, out1, out2 = self.model(batch), self.model(x1), self.model(x2)
+        cls = (_nll(out0, batch.y) + _nll(out1, batch.y) + _nll(out2, batch.y)) / 3
+        cl = nt_xent(out1, out2, self.tau, exclude_positive=True, symmetric=True)
+        loss = sim + cls + cl
+        _check_finite(loss, "joint")
+        loss.backward()
+        self.opt_gen.step()
+        self.opt_model.step()
+        return {"loss": float(loss.detach()), "cls_loss": float(cls.detach()),
+                "sim_loss": float(sim.detach()), "cl_loss": float(cl.detach())}
+
+    def train_epoch(self, loaders, epoch: int) -> dict:
+        for m in self.modules().values():
+            m.train()
+        return self._run_epoch(loaders[1], epoch, self.step)
