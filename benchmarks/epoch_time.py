@@ -1,9 +1,13 @@
-"""Seconds per training epoch and peak memory of autogcl and graphcl on one dataset.
+"""Seconds per training epoch and peak memory, per method, on one dataset.
 
     python benchmarks/epoch_time.py PROTEINS --data-root ../shared/data [--epochs 5]
+    python benchmarks/epoch_time.py PROTEINS --data-root ../shared/data --protocol semi \
+        --methods joint joint_released labeled
 
-Each method runs in its own process so that its peak resident memory (ru_maxrss) is its
-own; the first epoch is a warm-up and is not counted.
+Unsupervised methods: ``autogcl[:isolate|remove]``, ``graphcl``. Semi-supervised methods
+are rows of ``autogcl semi``, timed on fold 0 (an epoch of ``joint`` is its unlabeled
+contrastive pass plus its labeled pass). Each method runs in its own process so that its
+peak resident memory (ru_maxrss) is its own; the first epoch is a warm-up, not counted.
 """
 
 from __future__ import annotations
@@ -14,6 +18,30 @@ import resource
 import statistics
 import subprocess
 import sys
+
+
+def measure_semi(args) -> dict:
+    import torch
+    from torch_geometric.loader import DataLoader
+
+    from autogcl.data import load_tu
+    from autogcl.data.splits import semi_splits
+    from autogcl.eval.semi import SemiConfig, build
+    from autogcl.runs import seed_everything
+
+    ds = load_tu(args.dataset, args.data_root, args.feat)
+    cfg = SemiConfig(dataset=ds.name, row=args.method, batch_size=args.batch_size)
+    split = semi_splits(ds._data.y.numpy(), cfg.folds, cfg.label_rate)[0]
+    gen = seed_everything(0)
+    _, strategy, kind = build(cfg, ds.num_features, ds.num_classes)
+    train = DataLoader(ds[torch.as_tensor(split.train)], batch_size=cfg.batch_size, shuffle=True, generator=gen)
+    labeled = DataLoader(ds[torch.as_tensor(split.labeled)], batch_size=cfg.batch_size, shuffle=True, generator=gen)
+    data = {"train": train, "labeled": labeled, "joint": (train, labeled)}[kind]
+    times = [strategy.train_epoch(data, e)["time_s"] for e in range(args.epochs + 1)][1:]
+    return {"method": args.method, "dropped": "-", "dataset": ds.name, "graphs": len(ds),
+            "batch_size": cfg.batch_size, "threads": torch.get_num_threads(),
+            "s_per_epoch": statistics.mean(times), "s_per_epoch_std": statistics.pstdev(times),
+            "epochs": len(times), "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 
 def measure(args) -> dict:
@@ -45,26 +73,32 @@ def main() -> None:
     p.add_argument("--feat", default="deg+odeg100")
     p.add_argument("--batch-size", type=int, default=128)
     p.add_argument("--epochs", type=int, default=5, help="timed epochs (after one warm-up)")
-    p.add_argument("--methods", nargs="+", default=["autogcl", "autogcl:remove", "graphcl"],
-                   help="method[:dropped-mode] to measure")
+    p.add_argument("--protocol", default="unsupervised", choices=["unsupervised", "semi"])
+    p.add_argument("--methods", nargs="+", default=None,
+                   help="unsupervised: method[:dropped-mode] (default autogcl autogcl:remove graphcl); "
+                   "semi: rows (default joint joint_released labeled)")
     p.add_argument("--_child", default=None, help=argparse.SUPPRESS)
     args = p.parse_args()
     if args._child:
         args.method, _, args.dropped = args._child.partition(":")
         args.dropped = args.dropped or "isolate"
-        print(json.dumps(measure(args)))
+        print(json.dumps(measure(args) if args.protocol == "unsupervised" else measure_semi(args)))
         return
+    if args.methods is None:
+        args.methods = (["autogcl", "autogcl:remove", "graphcl"] if args.protocol == "unsupervised"
+                        else ["joint", "joint_released", "labeled"])
     rows = []
     for m in args.methods:
         cmd = [sys.executable, __file__, args.dataset, "--feat", args.feat, "--batch-size",
-               str(args.batch_size), "--epochs", str(args.epochs), "--_child", m]
+               str(args.batch_size), "--epochs", str(args.epochs), "--protocol", args.protocol, "--_child", m]
         if args.data_root:
             cmd += ["--data-root", args.data_root]
         out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
         rows.append(json.loads(out.strip().splitlines()[-1]))
-    print(f"{'method':10} {'dropped':8} {'dataset':10} {'batch':>5} {'s/epoch':>14} {'peak RSS':>10}")
+    print(f"{args.protocol} protocol")
+    print(f"{'method':14} {'dropped':8} {'dataset':10} {'batch':>5} {'s/epoch':>14} {'peak RSS':>10}")
     for r in rows:
-        print(f"{r['method']:10} {r['dropped']:8} {r['dataset']:10} {r['batch_size']:5d} "
+        print(f"{r['method']:14} {r['dropped']:8} {r['dataset']:10} {r['batch_size']:5d} "
               f"{r['s_per_epoch']:7.3f} ± {r['s_per_epoch_std']:.3f} {r['peak_rss_mb']:7.0f} MB")
     print(f"({rows[0]['epochs']} timed epochs after 1 warm-up, {rows[0]['threads']} torch threads)")
 
