@@ -109,7 +109,7 @@ def build(cfg: SemiConfig, num_features: int, num_classes: int):
         return None, SupervisedStrategy(model, opt, RandomAugmentor(cfg.aug, cfg.aug_ratio)), "labeled"
     if row == "graphcl_cl":
         augs = RandomAugmentor(cfg.aug, cfg.aug_ratio), RandomAugmentor(cfg.aug, cfg.aug_ratio)
-        pre = GraphCLStrategy(model, *augs, opt, tau=cfg.tau, cl_variant=cfg.cl_variant, encode=model.project)
+        pre = GraphCLStrategy(model, *augs, opt, tau=cfg.tau, cl_variant=cfg.cl_variant, encode=model.represent)
         return pre, SupervisedStrategy(model, opt), "labeled"
     g1, g2 = generators()
     opt_gen = torch.optim.Adam([*g1.parameters(), *g2.parameters()], lr=cfg.lr)

@@ -13,13 +13,11 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch_geometric.nn import GCNConv, global_add_pool
 
-from .gin import ProjectionHead
 
 
 class ResGCN(nn.Module):
     """``model(batch)`` gives log-probabilities; ``model.represent(batch)`` the ``hidden``-d
-    graph representation the contrastive loss uses (before the class layer);
-    ``model.project(batch)`` that representation through a projection head (GraphCL)."""
+    graph representation (before the class layer) that the contrastive losses use."""
 
     def __init__(self, in_dim: int, num_classes: int, hidden: int = 128, num_conv_layers: int = 3,
                  num_fc_layers: int = 2, dropout: float = 0.0):
@@ -38,7 +36,6 @@ class ResGCN(nn.Module):
             if isinstance(m, nn.BatchNorm1d):
                 nn.init.constant_(m.weight, 1.0)
                 nn.init.constant_(m.bias, 1e-4)
-        self.proj = ProjectionHead(hidden)
 
     def represent(self, data) -> torch.Tensor:
         x, ei = data.x.float(), data.edge_index
@@ -55,6 +52,3 @@ class ResGCN(nn.Module):
         if self.dropout > 0:
             x = F.dropout(x, p=self.dropout, training=self.training)
         return F.log_softmax(self.lin_class(x), dim=-1)
-
-    def project(self, data) -> torch.Tensor:
-        return self.proj(self.represent(data))
