@@ -1,0 +1,42 @@
+import json
+
+from autogcl.eval.report import collect, render, semi_table, unsupervised_table
+
+
+def summ(**kw):
+    base = {"val": {"mean": 70.0, "std": 1.0}, "test_max": {"mean": 72.5, "std": 0.5}, "n_seeds": 1}
+    base.update(kw)
+    return base
+
+
+def test_unsupervised_table_shows_both_selections_and_published():
+    s = summ(protocol="unsupervised", dataset="PROTEINS", method="autogcl", tag="PROTEINS-autogcl",
+             config={"aug": "random4"})
+    g = summ(protocol="unsupervised", dataset="PROTEINS", method="graphcl", tag="PROTEINS-graphcl-node_drop",
+             config={"aug": "node_drop"})
+    table = unsupervised_table([s, g])
+    assert "| PROTEINS | autogcl | 1 | 70.00 ± 1.00 | 72.50 ± 0.50 | 75.80 ± 0.36 |" in table
+    assert "| PROTEINS | graphcl-node_drop | 1 | 70.00 ± 1.00 | 72.50 ± 0.50 | - |" in table  # not random4
+
+
+def test_semi_table_rows_by_datasets_in_paper_order():
+    rows = [summ(protocol="semi", dataset=d, row=r, n_folds=10) for d in ("PROTEINS", "NCI1")
+            for r in ("joint", "labeled")]
+    rows.append(summ(protocol="semi", dataset="NCI1", row="naive", n_folds=4))
+    table = semi_table(rows).splitlines()
+    assert table[0] == ("| row | NCI1 val | NCI1 test_max | NCI1 published | PROTEINS val | "
+                        "PROTEINS test_max | PROTEINS published |")
+    assert [line.split("|")[1].strip() for line in table[2:]] == ["labeled", "naive", "joint"]
+    assert "| labeled | 70.00 ± 1.00 | 72.50 ± 0.50 | 75.16 ± 2.07 |" in table[2]
+    assert "(4 folds)" in table[3] and table[3].endswith("| - | - | - |")
+
+
+def test_collect_finds_each_summary_once(tmp_path):
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "summary.json").write_text(json.dumps(
+            summ(protocol="semi", dataset="MUTAG", row="labeled", n_folds=10, tag=name)))
+    found = collect([tmp_path, tmp_path / "a"])
+    assert sorted(s["tag"] for s in found) == ["a", "b"]
+    assert "## Semi-supervised" in render(found) and "## Unsupervised" not in render(found)
+    assert render([]) == "no finished runs (summary.json) found"
