@@ -129,6 +129,9 @@ def add_semi(sub) -> None:
     p.add_argument("--data-root", default=None)
     p.add_argument("--out", default="runs/semi")
     p.add_argument("--resume", action="store_true", help="keep finished folds, run only what is missing")
+    p.add_argument("--save-embeddings", default=None, metavar="EPOCHS",
+                   help="comma-separated epochs after which to save every graph's embedding (0 = before "
+                   "training), for 'autogcl visualize tsne'")
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=cmd_semi)
 
@@ -145,8 +148,10 @@ def cmd_semi(args) -> int:
                        label_rate=args.label_rate, folds=args.folds, lam=args.lam, tau=args.tau,
                        cl_variant=args.cl_variant, sim_loss=args.sim_loss, add_mask=args.add_mask,
                        aug=args.aug, aug_ratio=args.aug_ratio, select=args.select) for r in rows]
+    save = [int(e) for e in args.save_embeddings.split(",")] if args.save_embeddings else None
     summaries = [run_sweep(c, dataset, _seeds(args), Path(args.out), resume=args.resume,
-                           fold_limit=args.fold_limit, show_progress=False if args.no_progress else None)
+                           fold_limit=args.fold_limit, show_progress=False if args.no_progress else None,
+                           save_embeddings=save)
                  for c in cfgs]
     print(semi_table(summaries))
     print(f"\nselection reported as the result: {args.select}; results in {args.out}")
@@ -179,6 +184,64 @@ def cmd_report(args) -> int:
     return 0
 
 
+def add_visualize(sub) -> None:
+    p = sub.add_parser("visualize", help="figures: learning curves, t-SNE of embeddings",
+                       description="Figures of finished runs (PNG and SVG).")
+    vs = p.add_subparsers(dest="figure", metavar="FIGURE")
+    vs.required = True
+    c = vs.add_parser("curves", help="loss terms and accuracies per epoch, runs overlaid",
+                      description="Every loss term and accuracy per epoch of each run (mean ± std over its "
+                      "seeds and folds), the runs overlaid: e.g. a naive and a joint semi-supervised run.")
+    c.add_argument("run_dirs", nargs="+", metavar="RUN_DIR", help="a row/method folder, a seed or a unit")
+    c.add_argument("--labels", default=None, help="comma-separated legend labels (default: folder names)")
+    c.add_argument("--phase", default="train", choices=["train", "pretrain"],
+                   help="semi-supervised rows with pre-training have both phases")
+    c.add_argument("--out", default=None, help="output file (default RUN_DIR/curves.png of the first)")
+    c.set_defaults(func=cmd_curves)
+    t = vs.add_parser("tsne", help="t-SNE of saved embeddings at chosen epochs",
+                      description="t-SNE of the graph embeddings a run saved (--save-embeddings), one row "
+                      "per unit folder, one column per epoch, coloured by class.")
+    t.add_argument("run_dirs", nargs="+", metavar="UNIT_DIR", help="folders holding embeddings_epoch*.npz")
+    t.add_argument("--epochs", default=None, help="comma-separated epochs (default: all saved)")
+    t.add_argument("--labels", default=None)
+    t.add_argument("--out", default=None, help="output file (default UNIT_DIR/tsne.png of the first)")
+    t.set_defaults(func=cmd_tsne)
+
+
+def _labels(args):
+    return [s.strip() for s in args.labels.split(",")] if args.labels else None
+
+
+def cmd_curves(args) -> int:
+    from .viz.curves import plot_curves
+
+    dirs = [Path(d) for d in args.run_dirs]
+    missing = [str(d) for d in dirs if not d.exists()]
+    if missing:
+        raise AutoGCLError(f"no such run folder: {', '.join(missing)}")
+    out = Path(args.out) if args.out else dirs[0] / "curves.png"
+    try:
+        written = plot_curves(dirs, out, _labels(args), args.phase)
+    except ValueError as exc:
+        raise AutoGCLError(str(exc)) from exc
+    print("\n".join(map(str, written)))
+    return 0
+
+
+def cmd_tsne(args) -> int:
+    from .viz.tsne import plot_tsne
+
+    dirs = [Path(d) for d in args.run_dirs]
+    epochs = [int(e) for e in args.epochs.split(",")] if args.epochs else None
+    out = Path(args.out) if args.out else dirs[0] / "tsne.png"
+    try:
+        written = plot_tsne(dirs, out, epochs, _labels(args))
+    except ValueError as exc:
+        raise AutoGCLError(str(exc)) from exc
+    print("\n".join(map(str, written)))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="autogcl",
@@ -191,6 +254,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_unsupervised(sub)
     add_semi(sub)
     add_report(sub)
+    add_visualize(sub)
     return parser
 
 

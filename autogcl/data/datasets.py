@@ -98,7 +98,8 @@ def _download(name: str, roots: list[Path]) -> Path:
     return raw
 
 
-def _fingerprint(files: list[Path]) -> list:
+def fingerprint(files: list[Path]) -> list:
+    """Name, size and modification time of each file: part of every cache key."""
     return [[f.name, f.stat().st_size, f.stat().st_mtime_ns] for f in files]
 
 
@@ -106,7 +107,7 @@ def _cache_path(name: str, recipe: str, raw_dir: Path) -> Path:
     files = sorted(p for p in raw_dir.iterdir() if p.name.startswith(name + "_"))
     key = json.dumps(
         {"format": CACHE_FORMAT, "name": name, "feat": recipe, "raw": str(raw_dir.resolve()),
-         "files": _fingerprint(files)},
+         "files": fingerprint(files)},
         sort_keys=True,
     )
     digest = hashlib.sha256(key.encode()).hexdigest()[:16]

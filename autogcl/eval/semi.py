@@ -149,8 +149,12 @@ def select(rows: list[dict]) -> dict:
     }
 
 
-def run_fold(unit: runs.Unit, dataset, split: SemiSplit, show_progress: bool | None = None) -> dict:
-    """Train and evaluate one fold; written atomically into ``unit.dir``."""
+def run_fold(unit: runs.Unit, dataset, split: SemiSplit, show_progress: bool | None = None,
+             save_embeddings: list[int] | None = None) -> dict:
+    """Train and evaluate one fold; written atomically into ``unit.dir``.
+
+    ``save_embeddings``: epochs after which the classifier's representation of every graph of
+    the dataset is saved (``embeddings_epoch{E}.npz``; epoch 0 = before training)."""
     cfg = SemiConfig.from_dict(unit.config)
     work = unit.partial
     if work.exists():
@@ -168,6 +172,15 @@ def run_fold(unit: runs.Unit, dataset, split: SemiSplit, show_progress: bool | N
     eval_l = {k: loader(getattr(split, k), False) for k in ("labeled", "val", "test")}
     train_data = {"train": train_l, "labeled": labeled_l, "joint": (train_l, labeled_l)}[data_kind]
 
+    save_at = set(save_embeddings or [])
+    all_l = DataLoader(dataset, batch_size=512, shuffle=False)
+
+    def save_emb(epoch):
+        if epoch in save_at:
+            emb, y = strat.model.embed(all_l)
+            np.savez_compressed(work / f"embeddings_epoch{epoch}.npz", emb=emb, y=y)
+
+    save_emb(0)
     rows: list[dict] = []
     desc = f"{cfg.tag} seed {unit.seed} fold {split.fold}"
     if pre is not None:
@@ -181,6 +194,7 @@ def run_fold(unit: runs.Unit, dataset, split: SemiSplit, show_progress: bool | N
         model = strat.model
         row.update({f"{k}_acc": accuracy(model, l) for k, l in eval_l.items()})
         rows.append(row)
+        save_emb(epoch)
         bar.set_postfix(loss=f"{row['loss']:.3f}", val=f"{row['val_acc']:.3f}")
     bar.close()
 
@@ -211,7 +225,8 @@ def summarize(results: list[dict]) -> dict:
 
 
 def run_sweep(cfg: SemiConfig, dataset, seeds: list[int], out: Path, resume: bool = False,
-              fold_limit: int | None = None, show_progress: bool | None = None) -> dict:
+              fold_limit: int | None = None, show_progress: bool | None = None,
+              save_embeddings: list[int] | None = None) -> dict:
     """Every (seed, fold) unit of one row; splits are saved beside the folds."""
     root = Path(out) / cfg.tag
     y = dataset._data.y.numpy() if hasattr(dataset, "_data") else np.array([int(d.y) for d in dataset])
@@ -237,7 +252,7 @@ def run_sweep(cfg: SemiConfig, dataset, seeds: list[int], out: Path, resume: boo
                disable=None if show_progress is None else not show_progress)
     for unit, split in plan:
         if not unit.finished:
-            r = run_fold(unit, dataset, split, show_progress)
+            r = run_fold(unit, dataset, split, show_progress, save_embeddings)
             log.info("%s: val %.2f, test_max %.2f", unit.label, 100 * r["selections"]["val"]["acc"],
                      100 * r["selections"]["test_max"]["acc"])
         bar.update(1)

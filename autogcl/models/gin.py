@@ -8,6 +8,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch_geometric.nn import GINConv, global_add_pool
 
+from .embed import embed
+
 
 def xavier_init(module: nn.Module) -> nn.Module:
     """Xavier-uniform weights and zero bias for every Linear layer (as GraphCL/AutoGCL)."""
@@ -41,17 +43,9 @@ class GINEncoder(nn.Module):
             pooled.append(global_add_pool(x, data.batch, size=size))
         return torch.cat(pooled, dim=1)
 
-    @torch.no_grad()
     def embed(self, loader) -> tuple[np.ndarray, np.ndarray]:
         """Graph embeddings (eval mode) and labels of every graph the loader yields."""
-        was_training = self.training
-        self.eval()
-        embs, ys = [], []
-        for batch in loader:
-            embs.append(self(batch))
-            ys.append(batch.y)
-        self.train(was_training)
-        return torch.cat(embs).numpy(), torch.cat(ys).numpy()
+        return embed(self, loader)
 
 
 class ProjectionHead(nn.Sequential):

@@ -13,6 +13,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch_geometric.nn import GCNConv, global_add_pool
 
+from .embed import embed
+
 
 
 class ResGCN(nn.Module):
@@ -46,6 +48,10 @@ class ResGCN(nn.Module):
         for bn, lin in zip(self.bns_fc, self.lins):
             x = F.relu(lin(bn(x)))
         return self.bn_hidden(x)
+
+    def embed(self, loader):
+        """``represent`` of every graph the loader yields (eval mode), and the labels."""
+        return embed(self, loader, self.represent)
 
     def forward(self, data) -> torch.Tensor:
         x = self.represent(data)
