@@ -206,6 +206,32 @@ def add_visualize(sub) -> None:
     t.add_argument("--labels", default=None)
     t.add_argument("--out", default=None, help="output file (default UNIT_DIR/tsne.png of the first)")
     t.set_defaults(func=cmd_tsne)
+    v = vs.add_parser(
+        "views", help="what the learnable generators do to graphs",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+        description="Train two learnable view generators jointly with a ResGCN classifier "
+        "(L_cls(x, x1, x2) + lambda L_sim, mask operation on) until the classifier's accuracy on "
+        "generated views reaches --target-acc (or --max-epochs), then draw, for several graphs, the "
+        "original, AutoGCL view 1 and view 2, and a GraphCL node-drop view. MNIST (default) uses "
+        "superpixel graphs of the offline MNIST images, drawn at their image positions; a TU "
+        "dataset is drawn with a graph layout. With --run UNIT_DIR, the saved generators of a "
+        "finished unsupervised unit are drawn instead (no training).")
+    v.add_argument("--dataset", default="MNIST", help="MNIST or a TU dataset name")
+    v.add_argument("--target-acc", type=float, default=0.9)
+    v.add_argument("--max-epochs", type=int, default=30)
+    v.add_argument("--batch-size", type=int, default=128)
+    v.add_argument("--lr", type=float, default=0.001)
+    v.add_argument("--lambda", dest="lam", type=float, default=1.0)
+    v.add_argument("--no-mask", action="store_true", help="generators only keep or drop")
+    v.add_argument("--examples", type=int, default=6, help="graphs (digits) to draw")
+    v.add_argument("--limit", type=int, default=None, help="use only N graphs per split (quick runs)")
+    v.add_argument("--drop-ratio", type=float, default=0.2, help="GraphCL node-drop ratio shown beside")
+    v.add_argument("--seed", type=int, default=0)
+    v.add_argument("--run", default=None, metavar="UNIT_DIR", help="draw the generators saved by this unit")
+    v.add_argument("--data-root", default=None)
+    v.add_argument("--out", default=None, help="output folder (default runs/views/DATASET)")
+    v.add_argument("--no-progress", action="store_true")
+    v.set_defaults(func=cmd_views)
 
 
 def _labels(args):
@@ -238,6 +264,60 @@ def cmd_tsne(args) -> int:
         written = plot_tsne(dirs, out, epochs, _labels(args))
     except ValueError as exc:
         raise AutoGCLError(str(exc)) from exc
+    print("\n".join(map(str, written)))
+    return 0
+
+
+def cmd_views(args) -> int:
+    import torch
+
+    from .eval import views as V
+
+    if args.run:
+        return _views_from_run(args)
+    cfg = V.ViewsConfig(dataset=args.dataset, target_acc=args.target_acc, max_epochs=args.max_epochs,
+                        batch_size=args.batch_size, lr=args.lr, lam=args.lam, add_mask=not args.no_mask,
+                        seed=args.seed, limit=args.limit, drop_ratio=args.drop_ratio)
+    out = Path(args.out) if args.out else Path("runs/views") / args.dataset
+    torch.manual_seed(args.seed)
+    res = V.run(cfg, out, args.data_root, args.examples, show_progress=False if args.no_progress else None)
+    print(f"accuracy on generated views: {100 * res['view_acc']:.1f}% after {res['epochs']} epochs "
+          f"(target {100 * cfg.target_acc:.0f}%{'' if res['target_reached'] else ', NOT reached'}); "
+          f"on original graphs: {100 * res['test_acc']:.1f}%")
+    for name, k in res.get("kept_shares", {}).items():
+        print(f"{name:24s} keeps {100 * k['high_intensity_kept']:5.1f}% of high-intensity nodes, "
+              f"{100 * k['other_kept']:5.1f}% of the others ({100 * k['all_kept']:.1f}% of all)")
+    print("\n".join(res["figures"]))
+    return 0
+
+
+def _views_from_run(args) -> int:
+    import torch
+
+    from .augment import ViewGenerator
+    from .data import load_tu
+    from .eval import views as V
+    from .eval.unsupervised import UnsupervisedConfig
+    from .runs import read_json
+
+    unit = Path(args.run)
+    if not (unit / "model.pt").is_file() or not (unit / "config.json").is_file():
+        raise AutoGCLError(f"{unit} is not a finished unit (needs model.pt and config.json)")
+    ucfg = UnsupervisedConfig.from_dict(read_json(unit / "config.json"))
+    if ucfg.method != "autogcl":
+        raise AutoGCLError(f"{unit} was trained with {ucfg.method}: it has no learnable generators")
+    ds = load_tu(ucfg.dataset, args.data_root, ucfg.feat)
+    state = torch.load(unit / "model.pt", weights_only=True)
+    gens = []
+    for key in ("gen1", "gen2"):
+        g = ViewGenerator(ds.num_features, ucfg.gen_hidden, ucfg.gen_layers, ucfg.add_mask, ucfg.dropped,
+                          ucfg.mask_token)
+        g.load_state_dict(state[key])
+        gens.append(g)
+    cfg = V.ViewsConfig(dataset=ds.name, seed=args.seed, drop_ratio=args.drop_ratio)
+    out = Path(args.out) if args.out else unit / "views"
+    written = V.draw(cfg, gens, ds, out / "views.png", args.examples,
+                     title=f"{ds.name}: views of the generators saved in {unit}")
     print("\n".join(map(str, written)))
     return 0
 

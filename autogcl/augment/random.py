@@ -19,13 +19,17 @@ def _count(n: torch.Tensor, ratio: float) -> torch.Tensor:
     return torch.floor(n.double() * ratio).long()
 
 
-def node_drop(data, ratio: float = 0.2):
-    """Remove ``floor(n * ratio)`` random nodes of each graph (at least one stays)."""
+def node_drop_mask(data, ratio: float = 0.2) -> torch.Tensor:
+    """Which nodes :func:`node_drop` keeps: all but ``floor(n * ratio)`` random nodes per graph."""
     g = int(data.num_graphs)
     n = graph_sizes(data.batch, g)
     k = torch.minimum(_count(n, ratio), (n - 1).clamp(min=0))
-    drop = rank_within_group(data.batch, g) < k[data.batch]
-    return keep_nodes(data, ~drop)
+    return rank_within_group(data.batch, g) >= k[data.batch]
+
+
+def node_drop(data, ratio: float = 0.2):
+    """Remove ``floor(n * ratio)`` random nodes of each graph (at least one stays)."""
+    return keep_nodes(data, node_drop_mask(data, ratio))
 
 
 def edge_pert(data, ratio: float = 0.2):
