@@ -45,3 +45,44 @@ def test_figure_errors_are_clear(tiny_semi, tmp_path, capsys):
     assert "has no embeddings_epoch" in capsys.readouterr().err
     assert main(["visualize", "curves", str(tmp_path / "nope")]) == 2
     assert "no such run folder" in capsys.readouterr().err
+
+
+def test_views_on_mnist_superpixels(data_root, tmp_path, capsys):
+    import json
+
+    out = tmp_path / "views"
+    assert main(["visualize", "views", "--data-root", str(data_root), "--limit", "60", "--max-epochs", "1",
+                 "--examples", "2", "--out", str(out), "--no-progress"]) == 0
+    text = capsys.readouterr().out
+    assert "accuracy on generated views" in text and "GraphCL node drop 0.2" in text
+    res = json.loads((out / "views.json").read_text())
+    assert res["epochs"] == 1 and 0 <= res["view_acc"] <= 1 and res["target_reached"] is False
+    shares = res["kept_shares"]
+    assert set(shares) == {"AutoGCL view 1", "AutoGCL view 2", "GraphCL node drop 0.2"}
+    assert 0.75 < shares["GraphCL node drop 0.2"]["all_kept"] < 0.85  # drops 20%, rounded down per graph
+    assert nonempty_image(out / "views.png") and nonempty_image(out / "views.svg")
+
+
+def test_views_on_a_tu_dataset_and_from_a_saved_run(data_root, tmp_path):
+    out = tmp_path / "tu"
+    assert main(["visualize", "views", "--dataset", "MUTAG", "--data-root", str(data_root), "--limit", "40",
+                 "--max-epochs", "1", "--examples", "2", "--out", str(out), "--no-progress"]) == 0
+    assert nonempty_image(out / "views.png")
+    runs_dir = tmp_path / "uns"
+    assert main(["unsupervised", "--dataset", "MUTAG", "--epochs", "1", "--seeds", "1", "--data-root",
+                 str(data_root), "--out", str(runs_dir), "--no-progress", "--jobs", "1"]) == 0
+    unit = runs_dir / "MUTAG-autogcl" / "seed0"
+    assert main(["visualize", "views", "--run", str(unit), "--data-root", str(data_root), "--examples", "2"]) == 0
+    assert nonempty_image(unit / "views" / "views.png")
+
+
+def test_ablation_command_runs(data_root, tmp_path, capsys):
+    out = tmp_path / "abl"
+    assert main(["ablate", "graphcl-aug", "--dataset", "MUTAG", "--epochs", "1", "--pretrain-epochs", "1",
+                 "--fold-limit", "2", "--augs", "node_drop,attr_mask", "--ratios", "0,0.2",
+                 "--data-root", str(data_root), "--out", str(out), "--no-progress"]) == 0
+    text = capsys.readouterr().out
+    assert "| node_drop | " in text and "| attr_mask | " in text and "| MUTAG | " in text
+    assert (out / "ablation.md").read_text().startswith("### graphcl_cl with one augmentation")
+    assert sorted(p.name for p in out.iterdir() if p.is_dir()) == [
+        "aug-attr_mask-r0.2", "aug-node_drop-r0", "aug-node_drop-r0.2"]
