@@ -220,8 +220,11 @@ def add_visualize(sub) -> None:
     v.add_argument("--target-acc", type=float, default=0.9)
     v.add_argument("--max-epochs", type=int, default=30)
     v.add_argument("--batch-size", type=int, default=128)
-    v.add_argument("--lr", type=float, default=0.001)
+    v.add_argument("--lr", type=float, default=0.01)
     v.add_argument("--lambda", dest="lam", type=float, default=1.0)
+    v.add_argument("--dropped", default="remove", choices=["remove", "isolate"],
+                   help="dropped nodes in the views the classifier trains on (isolated zero nodes "
+                   "skew its BatchNorm statistics)")
     v.add_argument("--no-mask", action="store_true", help="generators only keep or drop")
     v.add_argument("--examples", type=int, default=6, help="graphs (digits) to draw")
     v.add_argument("--limit", type=int, default=None, help="use only N graphs per split (quick runs)")
@@ -277,6 +280,7 @@ def cmd_views(args) -> int:
         return _views_from_run(args)
     cfg = V.ViewsConfig(dataset=args.dataset, target_acc=args.target_acc, max_epochs=args.max_epochs,
                         batch_size=args.batch_size, lr=args.lr, lam=args.lam, add_mask=not args.no_mask,
+                        dropped=args.dropped,
                         seed=args.seed, limit=args.limit, drop_ratio=args.drop_ratio)
     out = Path(args.out) if args.out else Path("runs/views") / args.dataset
     torch.manual_seed(args.seed)
