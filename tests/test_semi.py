@@ -35,11 +35,11 @@ def test_interrupted_run_resumes_without_redoing_finished_folds(data_root, tmp_p
     real = S.run_fold
     calls = []
 
-    def breaks_on_second_fold(unit, dataset, split, show_progress=None):
+    def breaks_on_second_fold(unit, dataset, split, *args):
         calls.append(split.fold)
         if split.fold == 1:
             raise KeyboardInterrupt
-        return real(unit, dataset, split, show_progress)
+        return real(unit, dataset, split, *args)
 
     monkeypatch.setattr(S, "run_fold", breaks_on_second_fold)
     with pytest.raises(KeyboardInterrupt):
