@@ -86,3 +86,30 @@ def test_ablation_command_runs(data_root, tmp_path, capsys):
     assert (out / "ablation.md").read_text().startswith("### graphcl_cl with one augmentation")
     assert sorted(p.name for p in out.iterdir() if p.is_dir()) == [
         "aug-attr_mask-r0.2", "aug-node_drop-r0", "aug-node_drop-r0.2"]
+
+
+def test_each_run_keeps_its_colour_in_every_panel(tiny_semi, tmp_path):
+    """The naive run has no L_cl in its fine-tuning phase: the joint run's L_cl line must
+    still be drawn in the joint run's colour."""
+    from pathlib import Path
+
+    import matplotlib.pyplot as plt
+
+    from autogcl.viz import curves as C
+
+    seen = {}
+    real_savefig = plt.Figure.savefig
+
+    def capture(fig, *a, **k):
+        for ax in fig.axes:
+            seen[ax.get_title()] = [(line.get_label(), line.get_color()) for line in ax.get_lines()]
+        return real_savefig(fig, *a, **k)
+
+    plt.Figure.savefig = capture
+    try:
+        C.plot_curves([Path(tiny_semi / "MUTAG-naive"), Path(tiny_semi / "MUTAG-joint")], tmp_path / "c.png",
+                      ["naive", "joint"])
+    finally:
+        plt.Figure.savefig = real_savefig
+    assert seen[C.TITLES["cl_loss"]] == [("joint", "C1")]
+    assert seen[C.TITLES["cls_loss"]] == [("naive", "C0"), ("joint", "C1")]

@@ -64,12 +64,13 @@ def plot_curves(run_dirs: list[Path], out: Path, labels: list[str] | None = None
     rows = int(np.ceil(len(metrics) / cols))
     fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.2 * rows), squeeze=False)
     for ax, m in zip(axes.flat, metrics):
-        for d, label in zip(data, labels):
+        for i, (d, label) in enumerate(zip(data, labels)):
             if m not in d:
                 continue
             e, mean, std = d[m]
-            ax.plot(e, mean, marker="o" if len(e) < 8 else None, ms=3, label=label)
-            ax.fill_between(e, mean - std, mean + std, alpha=0.2)
+            colour = f"C{i % 10}"  # one colour per run in every panel, even where a run has no curve
+            ax.plot(e, mean, marker="o" if len(e) < 8 else None, ms=3, label=label, color=colour)
+            ax.fill_between(e, mean - std, mean + std, alpha=0.2, color=colour)
         ax.set_title(TITLES.get(m, m), fontsize=10)
         ax.set_xlabel("epoch")
         ax.set_ylabel("accuracy" if m.endswith("acc") else "loss")
@@ -78,9 +79,9 @@ def plot_curves(run_dirs: list[Path], out: Path, labels: list[str] | None = None
         ax.axis("off")
     top = 1 - 0.7 / (3.2 * rows + 0.7)  # room for the title and the legend above the panels
     fig.tight_layout(rect=(0, 0, 1, top))
-    handles, names = axes.flat[0].get_legend_handles_labels()
-    fig.legend(handles, names, loc="upper center", bbox_to_anchor=(0.5, top + (1 - top) * 0.55),
-               ncol=min(len(names), 4), frameon=False)
+    handles = [plt.Line2D([], [], color=f"C{i % 10}") for i in range(len(labels))]
+    fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, top + (1 - top) * 0.55),
+               ncol=min(len(labels), 4), frameon=False)
     fig.suptitle(title or f"Learning curves ({phase} phase; mean ± std over seeds and folds)", y=0.995)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
