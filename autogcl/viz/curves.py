@@ -9,6 +9,8 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 
+from . import save_figure
+
 LOSSES = ("loss", "cl_loss", "cls_loss", "sim_loss")
 ACCURACIES = ("test_acc", "val_acc", "labeled_acc", "svm_test_acc", "svm_val_acc")
 TITLES = {
@@ -83,10 +85,4 @@ def plot_curves(run_dirs: list[Path], out: Path, labels: list[str] | None = None
     fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, top + (1 - top) * 0.55),
                ncol=min(len(labels), 4), frameon=False)
     fig.suptitle(title or f"Learning curves ({phase} phase; mean ± std over seeds and folds)", y=0.995)
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    written = [out.with_suffix(".png"), out.with_suffix(".svg")]
-    for p in written:
-        fig.savefig(p, dpi=130, bbox_inches="tight")
-    plt.close(fig)
-    return written
+    return save_figure(fig, out, dpi=130)

@@ -10,6 +10,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 from sklearn.manifold import TSNE
 
+from . import save_figure
+
 
 def embedding_files(unit_dir: Path) -> dict[int, Path]:
     """epoch -> embeddings file of one unit."""
@@ -54,10 +56,4 @@ def plot_tsne(unit_dirs: list[Path], out: Path, epochs: list[int] | None = None,
                 ax.legend(markerscale=3, fontsize=8, loc="best")
     fig.suptitle("t-SNE of graph embeddings, coloured by class", y=1.01)
     fig.tight_layout()
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    written = [out.with_suffix(".png"), out.with_suffix(".svg")]
-    for p in written:
-        fig.savefig(p, dpi=130, bbox_inches="tight")
-    plt.close(fig)
-    return written
+    return save_figure(fig, out, dpi=130)

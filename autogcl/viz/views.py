@@ -10,6 +10,8 @@ import matplotlib.pyplot as plt
 import networkx as nx
 import numpy as np
 
+from . import save_figure
+
 
 def layout(graph) -> np.ndarray:
     """(n, 2) drawing positions: image positions when the graph has ``pos`` (row, col)."""
@@ -74,10 +76,4 @@ def draw_views(graphs: list, views: list[dict], out: Path, images: list | None =
                                                 else "node label") + "; red ring: masked; dropped nodes hidden)",
                  fontsize=11)
     fig.tight_layout()
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    written = [out.with_suffix(".png"), out.with_suffix(".svg")]
-    for p in written:
-        fig.savefig(p, dpi=120, bbox_inches="tight")
-    plt.close(fig)
-    return written
+    return save_figure(fig, out, dpi=120)
