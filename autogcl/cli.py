@@ -99,7 +99,7 @@ def add_semi(sub) -> None:
         "semi",
         help="semi-supervised protocol with a ResGCN classifier (SPEC 3.2)",
         description="Semi-supervised protocol: 10-fold stratified CV (fold seed 12345); in each fold "
-        "a labeled 10%% of the data drawn from the training part, the rest of it unlabeled, the "
+        "a labeled 10% of the data drawn from the training part, the rest of it unlabeled, the "
         "previous fold as validation (for the val selection) and the test fold. Rows: "
         + "; ".join(f"{k}: {v}" for k, v in ROWS.items()) + ".",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
@@ -185,7 +185,7 @@ def cmd_report(args) -> int:
 
 
 def add_visualize(sub) -> None:
-    p = sub.add_parser("visualize", help="figures: learning curves, t-SNE of embeddings",
+    p = sub.add_parser("visualize", help="figures: generated views, learning curves, t-SNE of embeddings",
                        description="Figures of finished runs (PNG and SVG).")
     vs = p.add_subparsers(dest="figure", metavar="FIGURE")
     vs.required = True
