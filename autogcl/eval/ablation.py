@@ -42,12 +42,15 @@ def run_ablation(base: SemiConfig, datasets: dict, seeds: list[int], out: Path, 
 def tables(res: dict) -> str:
     """Markdown: augmentation x dataset, and dataset x ratio (cells: val / test_max)."""
     ds = res["datasets"]
-    lines = [f"### {res['row']} with one augmentation (ratio 0.2); accuracy %, val / test_max", "",
-             "| augmentation | " + " | ".join(ds) + " |", "|---|" + "---|" * len(ds)]
-    for aug in res["augs"]:
-        lines.append(f"| {aug} | " + " | ".join(_cell(res["by_aug"][(d, aug)]) for d in ds) + " |")
+    lines = []
+    if res["augs"]:
+        lines = [f"### {res['row']} with one augmentation (ratio 0.2); accuracy %, val / test_max", "",
+                 "| augmentation | " + " | ".join(ds) + " |", "|---|" + "---|" * len(ds)]
+        for aug in res["augs"]:
+            lines.append(f"| {aug} | " + " | ".join(_cell(res["by_aug"][(d, aug)]) for d in ds) + " |")
+        lines.append("")
     ratios = res["ratios"]
-    lines += ["", f"### {res['row']} with {res['ratio_aug']} at several ratios; accuracy %, val / test_max", "",
+    lines += [f"### {res['row']} with {res['ratio_aug']} at several ratios; accuracy %, val / test_max", "",
               "| dataset | " + " | ".join(f"{r:g}" for r in ratios) + " |", "|---|" + "---|" * len(ratios)]
     for d in ds:
         lines.append(f"| {d} | " + " | ".join(_cell(res["by_ratio"][(d, r)]) for r in ratios) + " |")
