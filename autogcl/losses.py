@@ -55,7 +55,8 @@ def similarity_loss(s1: torch.Tensor, s2: torch.Tensor, kind: str = "cosine") ->
     raise ValueError(f"unknown similarity loss {kind!r}; choose from {SIM_KINDS}")
 
 
-def classification_loss(logits: list[torch.Tensor], y: torch.Tensor, reduce: str = "sum") -> torch.Tensor:
-    """L_cls = sum (published) or mean (released) of the cross-entropies of several views."""
-    terms = torch.stack([F.cross_entropy(lg, y) for lg in logits])
+def classification_loss(log_probs: list[torch.Tensor], y: torch.Tensor, reduce: str = "sum") -> torch.Tensor:
+    """L_cls: the cross-entropies of several views' class log-probabilities (a classifier's
+    log-softmax output) against ``y``; their sum (published) or mean (released)."""
+    terms = torch.stack([F.nll_loss(lp, y.view(-1)) for lp in log_probs])
     return terms.sum() if reduce == "sum" else terms.mean()

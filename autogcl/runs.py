@@ -12,14 +12,20 @@ from __future__ import annotations
 import os
 import random
 import shutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterable
 
 import numpy as np
 import torch
 
-from .atomic import atomic_save, atomic_write_csv, atomic_write_json, atomic_write_text, read_json
+from .atomic import (
+    atomic_save,
+    atomic_write_csv,
+    atomic_write_json,
+    atomic_write_text,
+    read_json,
+)
 from .errors import ConfigError
 
 __all__ = ["Unit", "atomic_save", "atomic_write_csv", "atomic_write_json", "atomic_write_text",
@@ -57,7 +63,6 @@ class Unit:
     config: dict
     seed: int
     label: str = ""
-    extra: dict = field(default_factory=dict)
 
     @property
     def partial(self) -> Path:

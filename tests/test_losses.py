@@ -48,5 +48,6 @@ def test_classification_loss_sum_and_mean():
     y = torch.tensor([0, 1])
     logits = [torch.tensor([[2.0, 0.0], [0.0, 1.0]]), torch.tensor([[0.0, 0.0], [1.0, 0.0]])]
     ce = [float(torch.nn.functional.cross_entropy(lg, y)) for lg in logits]
-    assert math.isclose(float(classification_loss(logits, y)), sum(ce), rel_tol=1e-6)
-    assert math.isclose(float(classification_loss(logits, y, "mean")), sum(ce) / 2, rel_tol=1e-6)
+    log_probs = [torch.log_softmax(lg, dim=1) for lg in logits]  # what the classifiers output
+    assert math.isclose(float(classification_loss(log_probs, y)), sum(ce), rel_tol=1e-6)
+    assert math.isclose(float(classification_loss(log_probs, y, "mean")), sum(ce) / 2, rel_tol=1e-6)

@@ -5,7 +5,12 @@ import torch
 
 from autogcl.augment import RandomAugmentor, ViewGenerator
 from autogcl.models.resgcn import ResGCN
-from autogcl.train import JointReleasedStrategy, JointStrategy, LearnableAugStrategy, SupervisedStrategy
+from autogcl.train import (
+    JointReleasedStrategy,
+    JointStrategy,
+    LearnableAugStrategy,
+    SupervisedStrategy,
+)
 
 from .conftest import make_batch
 

@@ -24,8 +24,14 @@ from ..augment import RandomAugmentor, ViewGenerator
 from ..data.splits import FOLD_SEED, SemiSplit, semi_splits
 from ..errors import ConfigError
 from ..models.resgcn import ResGCN
-from ..train import (GraphCLStrategy, JointReleasedStrategy, JointStrategy, LearnableAugStrategy,
-                     NaiveStrategy, SupervisedStrategy)
+from ..train import (
+    GraphCLStrategy,
+    JointReleasedStrategy,
+    JointStrategy,
+    LearnableAugStrategy,
+    NaiveStrategy,
+    SupervisedStrategy,
+)
 
 log = logging.getLogger(__name__)
 

@@ -1,5 +1,5 @@
 """Encoders and heads."""
 
-from .gin import GINEncoder, ContrastModel, ProjectionHead, xavier_init
+from .gin import ContrastModel, GINEncoder, ProjectionHead, xavier_init
 
 __all__ = ["GINEncoder", "ContrastModel", "ProjectionHead", "xavier_init"]

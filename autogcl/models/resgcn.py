@@ -16,7 +16,6 @@ from torch_geometric.nn import GCNConv, global_add_pool
 from .embed import embed
 
 
-
 class ResGCN(nn.Module):
     """``model(batch)`` gives log-probabilities; ``model.represent(batch)`` the ``hidden``-d
     graph representation (before the class layer) that the contrastive losses use."""

@@ -20,7 +20,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ..losses import cl_kwargs, nt_xent, similarity_loss
+from ..losses import cl_kwargs, classification_loss, nt_xent, similarity_loss
 from .naive import _check_finite, _Strategy, run_epoch, sample_views
 
 
@@ -68,7 +68,7 @@ class LearnableAugStrategy(_Strategy):
         self.opt_model.zero_grad()
         self.opt_gen.zero_grad()
         (x1, s1), (x2, s2) = self.gen1(batch), self.gen2(batch)
-        cls = _nll(self.model(x1), batch.y) + _nll(self.model(x2), batch.y)
+        cls = classification_loss([self.model(x1), self.model(x2)], batch.y)
         sim = similarity_loss(s1, s2, self.sim_kind)
         loss = cls + self.lam * sim
         _check_finite(loss, "classification")
@@ -127,8 +127,7 @@ class JointStrategy:
         self.opt_model.zero_grad()
         self.opt_gen.zero_grad()
         (x1, s1), (x2, s2) = self.gen1(batch), self.gen2(batch)
-        terms = torch.stack([_nll(self.model(v), batch.y) for v in (batch, x1, x2)])
-        cls = terms.sum() if self.cls_reduce == "sum" else terms.mean()
+        cls = classification_loss([self.model(v) for v in (batch, x1, x2)], batch.y, self.cls_reduce)
         sim = similarity_loss(s1, s2, self.sim_kind)
         loss = cls + self.lam * sim if self.use_sim else cls
         _check_finite(loss, "classification")

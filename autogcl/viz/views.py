@@ -9,6 +9,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import networkx as nx
 import numpy as np
+from matplotlib.collections import LineCollection
 
 from . import save_figure
 
@@ -38,10 +39,9 @@ def draw_panel(ax, graph, xy, colour, kept=None, masked=None, title=""):
     kept = np.ones(n, bool) if kept is None else np.asarray(kept, bool)
     masked = np.zeros(n, bool) if masked is None else np.asarray(masked, bool)
     ei = graph.edge_index.numpy()
-    vis = kept[ei[0]] & kept[ei[1]]
-    for a, b in ei[:, vis].T:
-        if a < b:
-            ax.plot(xy[[a, b], 0], xy[[a, b], 1], color="0.75", lw=0.5, zorder=1)
+    vis = kept[ei[0]] & kept[ei[1]] & (ei[0] < ei[1])  # each undirected edge once
+    ax.add_collection(LineCollection(np.stack([xy[ei[0, vis]], xy[ei[1, vis]]], axis=1),
+                                     colors="0.75", linewidths=0.5, zorder=1))
     ax.scatter(xy[kept, 0], xy[kept, 1], c=colour[kept], cmap="viridis", vmin=colour.min(),
                vmax=max(colour.max(), colour.min() + 1e-6), s=22, zorder=2, edgecolors="none")
     if masked.any():
