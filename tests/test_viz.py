@@ -57,8 +57,11 @@ def test_views_on_mnist_superpixels(data_root, tmp_path, capsys):
     assert "accuracy on generated views" in text and "GraphCL node drop 0.2" in text
     res = json.loads((out / "views.json").read_text())
     assert res["epochs"] == 1 and 0 <= res["view_acc"] <= 1 and res["target_reached"] is False
+    assert res["config"]["classifier"] == "relpos" and res["config"]["dropped"] == "weight"
+    assert [r["phase"] for r in res["history"]] == ["warmup", "joint"] and res["warmup_epochs"] == 1
     shares = res["kept_shares"]
     assert set(shares) == {"AutoGCL view 1", "AutoGCL view 2", "GraphCL node drop 0.2"}
+    assert shares["GraphCL node drop 0.2"]["high_intensity_masked"] == 0
     assert 0.75 < shares["GraphCL node drop 0.2"]["all_kept"] < 0.85  # drops 20%, rounded down per graph
     assert nonempty_image(out / "views.png") and nonempty_image(out / "views.svg")
 
