@@ -1,4 +1,4 @@
-"""Command line: ``autogcl unsupervised ...`` (more protocols come as subcommands)."""
+"""Command line: ``autogcl unsupervised | semi | transfer | report | visualize | ablate``."""
 
 from __future__ import annotations
 
@@ -209,8 +209,9 @@ def add_visualize(sub) -> None:
     v = vs.add_parser(
         "views", help="what the learnable generators do to graphs",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-        description="Train two learnable view generators jointly with a ResGCN classifier "
-        "(L_cls(x, x1, x2) + lambda L_sim, mask operation on) until the classifier's accuracy on "
+        description="Train two learnable view generators jointly with a classifier "
+        "(L_cls(x, x1, x2) + lambda L_sim, mask operation on; after --warmup-epochs of the classifier "
+        "alone) until the classifier's accuracy on "
         "generated views reaches --target-acc (or --max-epochs), then draw, for several graphs, the "
         "original, AutoGCL view 1 and view 2, and a GraphCL node-drop view. MNIST (default) uses "
         "superpixel graphs of the offline MNIST images, drawn at their image positions; a TU "
@@ -219,12 +220,23 @@ def add_visualize(sub) -> None:
     v.add_argument("--dataset", default="MNIST", help="MNIST or a TU dataset name")
     v.add_argument("--target-acc", type=float, default=0.9)
     v.add_argument("--max-epochs", type=int, default=30)
-    v.add_argument("--batch-size", type=int, default=128)
-    v.add_argument("--lr", type=float, default=0.01)
-    v.add_argument("--lambda", dest="lam", type=float, default=1.0)
-    v.add_argument("--dropped", default="remove", choices=["remove", "isolate"],
-                   help="dropped nodes in the views the classifier trains on (isolated zero nodes "
-                   "skew its BatchNorm statistics)")
+    v.add_argument("--batch-size", type=int, default=None, help="default 64 relpos, 128 resgcn")
+    v.add_argument("--classifier", default=None, choices=["relpos", "resgcn"],
+                   help="relpos: layers over neighbour offsets, for superpixels (default on MNIST); "
+                   "resgcn: ResGCN (default on TU datasets)")
+    v.add_argument("--lr", type=float, default=None,
+                   help="Adam learning rate of the classifier (default 0.001 relpos, 0.01 resgcn)")
+    v.add_argument("--gen-lr", type=float, default=None, help="learning rate of the generators (default 0.01)")
+    v.add_argument("--warmup-epochs", type=int, default=None, help="train the classifier alone on the original "
+                   "graphs for this many epochs first (default 1 relpos, 0 resgcn)")
+    v.add_argument("--hidden", type=int, default=None, help="classifier width (default 64 relpos, 128 resgcn)")
+    v.add_argument("--lambda", dest="lam", type=float, default=None,
+                   help="weight of L_sim (default 0.3 relpos, 1.0 resgcn)")
+    v.add_argument("--dropped", default=None, choices=["weight", "remove", "isolate"],
+                   help="dropped nodes in the views the classifier trains on: weight (default with "
+                   "relpos: kept in the batch with weight 0, ignored by the classifier, so a drop still "
+                   "gets a gradient), remove (default with resgcn), isolate (isolated zero nodes, which "
+                   "skew the classifier's BatchNorm statistics)")
     v.add_argument("--no-mask", action="store_true", help="generators only keep or drop")
     v.add_argument("--examples", type=int, default=6, help="graphs (digits) to draw")
     v.add_argument("--limit", type=int, default=None, help="use only N graphs per split (quick runs)")
@@ -279,13 +291,15 @@ def cmd_views(args) -> int:
     if args.run:
         return _views_from_run(args)
     cfg = V.ViewsConfig(dataset=args.dataset, target_acc=args.target_acc, max_epochs=args.max_epochs,
-                        batch_size=args.batch_size, lr=args.lr, lam=args.lam, add_mask=not args.no_mask,
-                        dropped=args.dropped,
+                        batch_size=args.batch_size, classifier=args.classifier, lr=args.lr,
+                        gen_lr=args.gen_lr, warmup_epochs=args.warmup_epochs,
+                        hidden=args.hidden, lam=args.lam, add_mask=not args.no_mask, dropped=args.dropped,
                         seed=args.seed, limit=args.limit, drop_ratio=args.drop_ratio)
     out = Path(args.out) if args.out else Path("runs/views") / args.dataset
     torch.manual_seed(args.seed)
     res = V.run(cfg, out, args.data_root, args.examples, show_progress=False if args.no_progress else None)
-    print(f"accuracy on generated views: {100 * res['view_acc']:.1f}% after {res['epochs']} epochs "
+    warm = f" (+ {res['warmup_epochs']} warm-up)" if res["warmup_epochs"] else ""
+    print(f"accuracy on generated views: {100 * res['view_acc']:.1f}% after {res['epochs']} epochs{warm} "
           f"(target {100 * cfg.target_acc:.0f}%{'' if res['target_reached'] else ', NOT reached'}); "
           f"on original graphs: {100 * res['test_acc']:.1f}%")
     for name, k in res.get("kept_shares", {}).items():
@@ -380,6 +394,115 @@ def cmd_ablate(args) -> int:
     return 0
 
 
+def add_transfer(sub) -> None:
+    p = sub.add_parser("transfer", help="molecules: contrastive pre-training and MoleculeNet fine-tuning (SPEC 3.3)",
+                       description="Transfer learning on molecules: pre-train the molecule GIN on unlabeled "
+                       "SMILES, then fine-tune it on labeled molecules with a scaffold split.")
+    ts = p.add_subparsers(dest="step", metavar="STEP")
+    ts.required = True
+    pre = ts.add_parser(
+        "pretrain", help="contrastive pre-training on a SMILES corpus",
+        description="Pre-train the molecule GIN (5 x 300, Hu et al. features) with learnable view "
+        "generators (autogcl, the naive strategy) or GraphCL's random augmentations (graphcl) on a "
+        "SMILES file, read in cached chunks. A checkpoint is written after every chunk and epoch; "
+        "--resume continues an interrupted run. The run folder ends with encoder.pt, the file "
+        "`autogcl transfer finetune --checkpoint` takes.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    pre.add_argument("--corpus", default="", help="SMILES file (CSV with a SMILES column, or .smi; .gz ok); "
+                     "default: <data root>/pretrain/moses_train.csv.gz")
+    pre.add_argument("--smiles-col", default=None, help="SMILES column (default: one named SMILES, else the first)")
+    pre.add_argument("--method", default="autogcl", choices=["autogcl", "graphcl"])
+    pre.add_argument("--max-molecules", type=int, default=None, help="read only the first N SMILES")
+    pre.add_argument("--epochs", type=int, default=20)
+    pre.add_argument("--batch-size", type=int, default=256)
+    pre.add_argument("--lr", type=float, default=0.001)
+    pre.add_argument("--chunk-size", type=int, default=50_000, help="SMILES per cached chunk (bounds memory)")
+    pre.add_argument("--tau", type=float, default=None, help="NT-Xent temperature (default 0.5 autogcl, 0.1 graphcl)")
+    pre.add_argument("--no-mask", action="store_true", help="generators only keep or drop atoms (no masking)")
+    pre.add_argument("--dropped", default="remove", choices=["remove", "isolate"])
+    pre.add_argument("--sim-loss", default="none", choices=["none", "cosine", "mse"],
+                     help="add L_sim to the naive strategy (released code: mse)")
+    pre.add_argument("--aug", default="random4", help="GraphCL augmentation (method graphcl)")
+    pre.add_argument("--aug-ratio", type=float, default=0.2)
+    pre.add_argument("--seed", type=int, default=0)
+    pre.add_argument("--workers", type=int, default=None, help="featurising processes (default: all cores)")
+    pre.add_argument("--data-root", default=None)
+    pre.add_argument("--out", default=None, help="run folder (default runs/pretrain/METHOD)")
+    pre.add_argument("--resume", action="store_true", help="continue an interrupted run")
+    pre.add_argument("--no-progress", action="store_true")
+    pre.set_defaults(func=cmd_pretrain)
+
+    ft = ts.add_parser(
+        "finetune", help="fine-tune on MoleculeNet sets or your own CSV",
+        description="Fine-tune the molecule GIN (from --checkpoint, or from scratch for the No-pretrain "
+        "row) on each dataset with a scaffold split 80/10/10: masked BCE, ROC-AUC averaged over the tasks "
+        "with both classes. Reports mean ± std over seeds under the val selection (test ROC-AUC at the "
+        "epoch of best validation ROC-AUC) and test_max (best test ROC-AUC, the published protocol).",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    ft.add_argument("--dataset", default="bbbp",
+                    help="MoleculeNet name(s), comma-separated, or all: bbbp, tox21, toxcast, sider, clintox, muv, hiv, bace")
+    ft.add_argument("--csv", default=None, help="your own CSV instead of --dataset")
+    ft.add_argument("--smiles-col", default="smiles", help="SMILES column of --csv")
+    ft.add_argument("--label-cols", default=None, help="comma-separated label columns of --csv (default: all others)")
+    ft.add_argument("--checkpoint", default=None, help="encoder.pt of a pre-training run (none: No pretrain)")
+    ft.add_argument("--seeds", type=int, default=3)
+    ft.add_argument("--first-seed", type=int, default=0)
+    ft.add_argument("--epochs", type=int, default=100)
+    ft.add_argument("--batch-size", type=int, default=32)
+    ft.add_argument("--lr", type=float, default=0.001)
+    ft.add_argument("--dropout", type=float, default=0.5)
+    ft.add_argument("--select", default="val", choices=["val", "test_max"],
+                    help="selection reported as the result (both are always recorded)")
+    ft.add_argument("--tag", default=None, help="results go to OUT/TAG/DATASET (default: no_pretrain or "
+                    "the checkpoint's run folder name)")
+    ft.add_argument("--data-root", default=None)
+    ft.add_argument("--out", default="runs/transfer")
+    ft.add_argument("--resume", action="store_true", help="skip finished seeds, continue interrupted ones")
+    ft.add_argument("--no-progress", action="store_true")
+    ft.set_defaults(func=cmd_finetune)
+
+
+def cmd_pretrain(args) -> int:
+    from .eval.pretrain import PretrainConfig, pretrain
+
+    cfg = PretrainConfig(corpus=args.corpus, smiles_col=args.smiles_col, method=args.method,
+                         epochs=args.epochs, batch_size=args.batch_size, lr=args.lr,
+                         max_molecules=args.max_molecules, chunk_size=args.chunk_size,
+                         add_mask=not args.no_mask, dropped=args.dropped, tau=args.tau,
+                         sim_kind="cosine" if args.sim_loss == "none" else args.sim_loss,
+                         sim_weight=0.0 if args.sim_loss == "none" else 1.0,
+                         aug=args.aug, aug_ratio=args.aug_ratio, seed=args.seed)
+    out = Path(args.out) if args.out else Path("runs/pretrain") / args.method
+    res = pretrain(cfg, out, args.data_root, resume=args.resume, workers=args.workers,
+                   show_progress=False if args.no_progress else None)
+    print(f"pre-trained {res['method']} for {res['epochs']} epoch(s) on {res['corpus']['molecules']} molecules "
+          f"({res['corpus']['skipped']} SMILES skipped): {res['molecules_per_s']:.0f} molecules/s, "
+          f"peak memory {res['peak_rss_mb']:.0f} MB")
+    print(f"encoder: {out / 'encoder.pt'}")
+    return 0
+
+
+def cmd_finetune(args) -> int:
+    from .eval.report import transfer_table
+    from .eval.transfer import FinetuneConfig, dataset_names, run_sweep
+
+    if args.checkpoint:
+        tag = args.tag or Path(args.checkpoint).resolve().parent.name
+    else:
+        tag = args.tag or "no_pretrain"
+    labels = [c.strip() for c in args.label_cols.split(",")] if args.label_cols else None
+    names = [args.csv] if args.csv else dataset_names(args.dataset)
+    summaries = []
+    for name in names:
+        cfg = FinetuneConfig(dataset=name, checkpoint=str(Path(args.checkpoint).resolve()) if args.checkpoint else None,
+                             csv=args.csv, smiles_col=args.smiles_col, label_cols=labels, epochs=args.epochs,
+                             batch_size=args.batch_size, lr=args.lr, dropout=args.dropout, select=args.select)
+        summaries.append(run_sweep(cfg, _seeds(args), Path(args.out), tag, args.data_root, args.resume,
+                                   show_progress=False if args.no_progress else None))
+    print(transfer_table(summaries))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="autogcl",
@@ -394,6 +517,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_report(sub)
     add_visualize(sub)
     add_ablate(sub)
+    add_transfer(sub)
     return parser
 
 

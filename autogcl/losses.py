@@ -1,4 +1,4 @@
-"""Losses: NT-Xent contrastive loss, the generators' similarity loss, classification loss
+"""Losses: NT-Xent contrastive loss, the generators' similarity loss, classification losses
 (SPEC 2.3)."""
 
 from __future__ import annotations
@@ -60,3 +60,13 @@ def classification_loss(log_probs: list[torch.Tensor], y: torch.Tensor, reduce: 
     log-softmax output) against ``y``; their sum (published) or mean (released)."""
     terms = torch.stack([F.nll_loss(lp, y.view(-1)) for lp in log_probs])
     return terms.sum() if reduce == "sum" else terms.mean()
+
+
+def masked_bce(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Multi-task binary cross-entropy over the labeled entries only (``y`` is NaN where a
+    label is missing); the mean over those entries (0 when there are none)."""
+    y = y.view_as(logits)
+    labeled = ~torch.isnan(y)
+    if not labeled.any():
+        return logits.sum() * 0.0
+    return F.binary_cross_entropy_with_logits(logits[labeled], y[labeled])

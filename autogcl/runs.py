@@ -12,9 +12,9 @@ from __future__ import annotations
 import os
 import random
 import shutil
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterable
 
 import numpy as np
 import torch
@@ -118,3 +118,46 @@ def run_serial(units: list[Unit], fn: Callable[[Unit], dict], progress=None) -> 
         if progress is not None:
             progress.update(1)
     return results
+
+
+def start_work(unit: Unit) -> Path:
+    """Create the unit's partial folder and record its configuration; refuse to continue an
+    interrupted run of another configuration there."""
+    work = unit.partial
+    work.mkdir(parents=True, exist_ok=True)
+    started = work / "config.json"
+    if started.is_file():
+        diff = config_diff(read_json(started), unit.config)
+        if diff:
+            raise ConfigError(f"{work} holds an interrupted run with another configuration "
+                              f"({'; '.join(diff)}); delete it or use another --out")
+    atomic_write_json(started, unit.config)
+    return work
+
+
+def save_checkpoint(path: Path, modules: dict, optimizer, loader_gen: torch.Generator, **extra) -> None:
+    """Weights, optimizer state, every RNG state and ``extra`` (progress so far), atomically."""
+    atomic_save({"modules": {k: m.state_dict() for k, m in modules.items()},
+                 "optimizer": optimizer.state_dict(), "rng": rng_state(loader_gen), **extra}, path)
+
+
+def load_checkpoint(path: Path, modules: dict, optimizer, loader_gen: torch.Generator) -> dict | None:
+    """Restore what :func:`save_checkpoint` wrote (``None`` when there is no checkpoint);
+    returns the extra entries."""
+    if not Path(path).is_file():
+        return None
+    state = torch.load(path, weights_only=False)
+    for name, mod in modules.items():
+        mod.load_state_dict(state["modules"][name])
+    optimizer.load_state_dict(state["optimizer"])
+    set_rng_state(state["rng"], loader_gen)
+    return {k: v for k, v in state.items() if k not in ("modules", "optimizer", "rng")}
+
+
+def publish(unit: Unit, rows: list[dict], result: dict) -> dict:
+    """Write ``metrics.csv`` and ``result.json``, drop the checkpoint, publish the unit."""
+    atomic_write_csv(unit.partial / "metrics.csv", rows)
+    atomic_write_json(unit.partial / "result.json", result)
+    (unit.partial / "checkpoint.pt").unlink(missing_ok=True)
+    unit.finish()
+    return result

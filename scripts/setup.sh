@@ -9,4 +9,4 @@ command -v "$PY" >/dev/null 2>&1 || PY=python3
 .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip 2>&1 | grep -v "^WARNING: Location" || true
 .venv/bin/python -m pip install -q --disable-pip-version-check "torch==2.13.0" 2>&1 | grep -v "^WARNING: Location" || true
 .venv/bin/python -m pip install -q --disable-pip-version-check -e ".[dev]" 2>&1 | grep -v "^WARNING: Location" || true
-.venv/bin/python -c "import torch, torch_geometric, sklearn; print(f'autogcl environment ready: torch {torch.__version__}, PyG {torch_geometric.__version__}')"
+.venv/bin/python -c "import torch, torch_geometric, sklearn, rdkit; print(f'autogcl environment ready: torch {torch.__version__}, PyG {torch_geometric.__version__}, RDKit {rdkit.__version__}')"

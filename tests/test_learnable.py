@@ -8,7 +8,7 @@ from autogcl.augment.learnable import DROP, KEEP, MASK
 def test_gradients_reach_generator_weights_through_the_view(batch):
     torch.manual_seed(0)
     gen = ViewGenerator(batch.num_features, hidden=16)
-    view, sample = gen(batch)
+    view, _sample = gen(batch)
     view.x.sum().backward()
     grads = [p.grad for p in gen.parameters()]
     assert all(g is not None for g in grads)
@@ -39,7 +39,7 @@ def test_forced_keep_keeps_its_gradient_path(batch):
         gen.scorer.bns[-1].bias[:] = torch.tensor([-50.0, 50.0])
         gen.scorer.bns[-1].weight[:] = 1.0
     torch.manual_seed(0)
-    view, sample = gen(batch)
+    view, _sample = gen(batch)
     view.x.sum().backward()
     assert gen.scorer.convs[0].nn[0].weight.grad.abs().sum() > 0
 

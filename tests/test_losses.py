@@ -51,3 +51,18 @@ def test_classification_loss_sum_and_mean():
     log_probs = [torch.log_softmax(lg, dim=1) for lg in logits]  # what the classifiers output
     assert math.isclose(float(classification_loss(log_probs, y)), sum(ce), rel_tol=1e-6)
     assert math.isclose(float(classification_loss(log_probs, y, "mean")), sum(ce) / 2, rel_tol=1e-6)
+
+
+def test_masked_bce_ignores_missing_labels():
+    from autogcl.losses import masked_bce
+
+    logits = torch.tensor([[2.0, -1.0], [0.5, 3.0]], requires_grad=True)
+    y = torch.tensor([[1.0, float("nan")], [0.0, float("nan")]])
+    loss = masked_bce(logits, y)
+    ref = torch.nn.functional.binary_cross_entropy_with_logits(torch.tensor([2.0, 0.5]), torch.tensor([1.0, 0.0]))
+    assert torch.allclose(loss, ref)
+    loss.backward()
+    assert logits.grad[:, 1].abs().sum() == 0 and logits.grad[:, 0].abs().sum() > 0
+    y_changed = y.clone()
+    assert torch.allclose(masked_bce(logits.detach() + torch.tensor([[0.0, 9.0], [0.0, -9.0]]), y_changed), ref)
+    assert masked_bce(logits, torch.full_like(y, float("nan"))).item() == 0.0

@@ -45,3 +45,36 @@ def test_round_trip_and_bad_rate():
     assert t.fold == 3 and np.array_equal(t.unlabeled, s.unlabeled)
     with pytest.raises(ValueError, match="label rate"):
         semi_splits(labels(), label_rate=1.5)
+
+
+def test_scaffold_split_keeps_scaffolds_whole():
+    from autogcl.data.splits import murcko_scaffold, scaffold_split
+
+    smiles = (["c1ccccc1C"] * 3 + ["c1ccccc1CC", "c1ccccc1O"]  # benzene scaffold: 5
+              + ["C1CCCCC1N", "C1CCCCC1O"]  # cyclohexane: 2
+              + ["c1ccncc1", "CCO", "CCN"])  # pyridine: 1, acyclic '': 2
+    split = scaffold_split(smiles, (0.6, 0.2, 0.2))
+    parts = {k: set(split[k]) for k in ("train", "valid", "test")}
+    assert set().union(*parts.values()) == set(range(len(smiles)))
+    assert sum(len(v) for v in parts.values()) == len(smiles)
+    owner = {}
+    for name, idx in parts.items():
+        for i in idx:
+            s = murcko_scaffold(smiles[i])
+            assert owner.setdefault(s, name) == name  # no scaffold in two parts
+    # largest first: benzene (5) to train; of the two pairs the one whose first molecule
+    # comes last goes first: acyclic (8, 9) would pass 6 -> valid; cyclohexane would pass
+    # train and train + valid -> test; pyridine (1) still fits in train
+    assert parts == {"train": {0, 1, 2, 3, 4, 7}, "valid": {8, 9}, "test": {5, 6}}
+    assert split["num_scaffolds"] == 4
+    with pytest.raises(ValueError):
+        scaffold_split(smiles, (0.5, 0.2, 0.2))
+
+
+def test_scaffold_split_sizes_on_bbbp(data_root):
+    from autogcl.data.moleculenet import load_moleculenet
+    from autogcl.data.splits import scaffold_split
+
+    ds = load_moleculenet("bbbp", data_root, workers=1, progress=False)
+    split = scaffold_split(ds.meta["smiles"])
+    assert [len(split[k]) for k in ("train", "valid", "test")] == [1631, 204, 204]  # Hu et al.'s sizes

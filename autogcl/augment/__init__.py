@@ -1,6 +1,6 @@
 """View generators: the learnable AutoGCL generator and GraphCL's random augmentations."""
 
-from .learnable import ViewGenerator
+from .learnable import MoleculeViewGenerator, ViewGenerator
 from .random import AUGMENTATIONS, RandomAugmentor
 
-__all__ = ["ViewGenerator", "RandomAugmentor", "AUGMENTATIONS"]
+__all__ = ["AUGMENTATIONS", "MoleculeViewGenerator", "RandomAugmentor", "ViewGenerator"]

@@ -8,8 +8,8 @@ gradient) and applies it to the whole batch at once.
 from __future__ import annotations
 
 import torch
-import torch.nn as nn
 import torch.nn.functional as F
+from torch import nn
 from torch_geometric.nn import GINConv
 
 from ..errors import TrainingError
@@ -123,3 +123,36 @@ class ViewGenerator(nn.Module):
     def forward(self, data):
         sample = self.sample(data)
         return self.apply(data, sample), sample
+
+
+class MoleculeViewGenerator(ViewGenerator):
+    """The view generator for molecules, whose atoms are categorical ids (SPEC 2.2).
+
+    Ids cannot be multiplied by the keep indicator, so the view carries the sample as node
+    weights instead: ``node_keep`` (keep column) and ``node_mask`` (mask column), which the
+    molecule encoder applies to the atom embeddings (``keep * emb(atom) + mask *
+    emb(mask atom)``) with the straight-through gradient. Dropped atoms and their bonds
+    are removed (``dropped="remove"``) or kept as isolated atoms with a zero embedding
+    (``"isolate"``).
+
+    Args:
+        scorer: maps a molecule batch to ``num_nodes x (3 if add_mask else 2)`` logits
+            (e.g. :class:`autogcl.models.mol_gin.MolNodeScorer`).
+    """
+
+    def __init__(self, scorer: nn.Module, add_mask: bool = True, dropped: str = "remove",
+                 tau: float = 1.0):
+        super().__init__(0, add_mask=add_mask, dropped=dropped, tau=tau, scorer=scorer)
+
+    def apply(self, data, sample: torch.Tensor):
+        keep_w = sample[:, KEEP]
+        mask_w = sample[:, MASK] if self.add_mask else torch.zeros_like(keep_w)
+        retained = (keep_w + mask_w).detach() > 0
+        if self.dropped == "remove":
+            out = keep_nodes(data, retained, data.x)
+            idx = retained.nonzero().view(-1)
+            keep_w, mask_w = keep_w[idx], mask_w[idx]
+        else:
+            out = isolate_nodes(data, retained, data.x)
+        out.node_keep, out.node_mask = keep_w, mask_w
+        return out

@@ -83,12 +83,18 @@ def subgraph(data, ratio: float = 0.2):
 
 def attr_mask(data, ratio: float = 0.2):
     """Replace the features of ``floor(n * ratio)`` random nodes of each graph by the
-    graph's mean feature vector."""
+    graph's mean feature vector. Categorical (integer) features, such as atom ids, are
+    masked the molecule way instead: the view marks those nodes with ``node_mask`` and the
+    encoder gives them the mask token's embedding."""
     g = int(data.num_graphs)
     n = graph_sizes(data.batch, g)
     mask = rank_within_group(data.batch, g) < _count(n, ratio)[data.batch]
-    token = scatter(data.x.float(), data.batch, dim=0, dim_size=g, reduce="mean")
     out = copy.copy(data)
+    if not torch.is_floating_point(data.x):
+        out.node_mask = mask.float()
+        out.node_keep = 1.0 - out.node_mask
+        return out
+    token = scatter(data.x.float(), data.batch, dim=0, dim_size=g, reduce="mean")
     out.x = torch.where(mask.view(-1, 1), token[data.batch], data.x.float())
     return out
 

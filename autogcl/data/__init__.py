@@ -3,4 +3,4 @@
 from .datasets import KNOWN_TU_DATASETS, GraphDataset, load_tu
 from .features import FeatureRecipe, parse_recipe
 
-__all__ = ["GraphDataset", "KNOWN_TU_DATASETS", "load_tu", "FeatureRecipe", "parse_recipe"]
+__all__ = ["KNOWN_TU_DATASETS", "FeatureRecipe", "GraphDataset", "load_tu", "parse_recipe"]

@@ -147,7 +147,7 @@ def build_tu(raw_dir: Path, name: str, recipe_spec: str) -> tuple[Data, dict, di
     meta = {
         "name": name, "feat": recipe.spec, "num_graphs": g, "num_nodes": n,
         "num_edges": int(edge_index.shape[1]), "num_features": int(x.shape[1]),
-        "num_classes": int(len(uniq)), "class_values": [float(u) for u in uniq],
+        "num_classes": len(uniq), "class_values": [float(u) for u in uniq],
         "raw_dir": str(raw_dir), "dropped_empty_graphs": raw.dropped_empty,
     }
     return data, slices, meta

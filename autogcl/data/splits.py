@@ -29,7 +29,7 @@ class SemiSplit:
         return {k: (v.tolist() if isinstance(v, np.ndarray) else v) for k, v in self.__dict__.items()}
 
     @classmethod
-    def from_dict(cls, d: dict) -> "SemiSplit":
+    def from_dict(cls, d: dict) -> SemiSplit:
         return cls(fold=d["fold"], **{k: np.asarray(d[k], dtype=np.int64)
                                       for k in ("train", "labeled", "unlabeled", "val", "test")})
 
@@ -65,3 +65,38 @@ def semi_splits(y, folds: int = 10, label_rate: float = 0.1, fold_seed: int = FO
                                                   random_state=label_seed * 1000 + i)
         out.append(SemiSplit(i, train, np.sort(labeled), np.sort(unlabeled), np.sort(val), np.sort(test)))
     return out
+
+
+def murcko_scaffold(smiles: str) -> str:
+    """The Bemis-Murcko scaffold SMILES of a molecule (with chirality; '' when acyclic)."""
+    from rdkit.Chem.Scaffolds import MurckoScaffold
+
+    from .molecules import rdkit
+
+    rdkit()  # RDKit's own parse errors stay quiet; unparseable SMILES never get here
+    return MurckoScaffold.MurckoScaffoldSmiles(smiles=smiles, includeChirality=True)
+
+
+def scaffold_split(smiles: list[str], frac: tuple[float, float, float] = (0.8, 0.1, 0.1)) -> dict:
+    """Deterministic scaffold split (Hu et al. 2020): molecules grouped by scaffold, groups
+    sorted largest first (ties: the group whose first molecule comes last, as in Hu et
+    al.'s code), each group put whole into train until train would pass ``frac[0]``, then into valid until train +
+    valid would pass ``frac[0] + frac[1]``, then into test. No scaffold is in two parts."""
+    if abs(sum(frac) - 1.0) > 1e-6 or min(frac) < 0:
+        raise ValueError(f"split fractions must be non-negative and sum to 1, got {frac}")
+    groups: dict[str, list[int]] = {}
+    for i, s in enumerate(smiles):
+        groups.setdefault(murcko_scaffold(s), []).append(i)
+    ordered = sorted(groups.values(), key=lambda g: (len(g), g[0]), reverse=True)
+    n = len(smiles)
+    train_cut, valid_cut = frac[0] * n, (frac[0] + frac[1]) * n
+    parts: dict[str, list[int]] = {"train": [], "valid": [], "test": []}
+    for g in ordered:
+        if len(parts["train"]) + len(g) > train_cut:
+            if len(parts["train"]) + len(parts["valid"]) + len(g) > valid_cut:
+                parts["test"].extend(g)
+            else:
+                parts["valid"].extend(g)
+        else:
+            parts["train"].extend(g)
+    return {k: sorted(v) for k, v in parts.items()} | {"num_scaffolds": len(groups)}

@@ -63,14 +63,42 @@ def semi_table(summaries: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def transfer_table(summaries: list[dict]) -> str:
+    """Fine-tuning ROC-AUC: one row per pre-training tag, one column group per dataset."""
+    from ..data.moleculenet import MOLECULENET
+
+    order = list(MOLECULENET)
+    datasets = sorted({s["dataset"] for s in summaries}, key=lambda d: order.index(d) if d in order else len(order))
+    tags = sorted({s["tag"] for s in summaries}, key=lambda t: (t != "no_pretrain", t))
+    by = {(s["tag"], s["dataset"]): s for s in summaries}
+    head = "| pre-training | " + " | ".join(f"{d} val | {d} test_max | {d} published" for d in datasets) + " |"
+    lines = [head, "|---|" + "---|" * (3 * len(datasets))]
+    for t in tags:
+        cells = []
+        for d in datasets:
+            s = by.get((t, d))
+            key = "autogcl" if s is None else (s.get("pretrain_method") if s["pretrained"] else "no_pretrain")
+            pub = published.fmt(published.TRANSFER.get((key, d)))
+            if s is None:
+                cells += ["-", "-", pub]
+                continue
+            n = f" ({s['n_seeds']} seeds, {s['config']['epochs']} ep)"
+            cells += [_ms(s["val"]) + n, _ms(s["test_max"]), pub]
+        lines.append(f"| {t} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def render(summaries: list[dict]) -> str:
     parts = []
     uns = [s for s in summaries if s.get("protocol") == "unsupervised"]
     semi = [s for s in summaries if s.get("protocol") == "semi"]
+    transfer = [s for s in summaries if s.get("protocol") == "transfer"]
     if uns:
         parts.append("## Unsupervised (SVM accuracy %, mean ± std over seeds)\n\n" + unsupervised_table(uns))
     if semi:
         parts.append("## Semi-supervised (accuracy %, mean ± std over seeds x folds)\n\n" + semi_table(semi))
+    if transfer:
+        parts.append("## Transfer (fine-tuning ROC-AUC %, mean ± std over seeds)\n\n" + transfer_table(transfer))
     if not parts:
         return "no finished runs (summary.json) found"
     parts.append("val: selection on data that is not the test fold (honest); "

@@ -95,7 +95,7 @@ class SemiConfig:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict) -> "SemiConfig":
+    def from_dict(cls, d: dict) -> SemiConfig:
         names = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in d.items() if k in names})
 

@@ -91,7 +91,7 @@ class UnsupervisedConfig:
         return d
 
     @classmethod
-    def from_dict(cls, d: dict) -> "UnsupervisedConfig":
+    def from_dict(cls, d: dict) -> UnsupervisedConfig:
         names = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in d.items() if k in names})
 
@@ -132,30 +132,16 @@ def run_unit(unit: runs.Unit, dataset, n_jobs: int = 1, save_embeddings: bool = 
     """Train and evaluate one seed; resumes from ``unit.partial`` when a checkpoint is there."""
     cfg = UnsupervisedConfig.from_dict(unit.config)
     seed = unit.seed
-    work = unit.partial
-    work.mkdir(parents=True, exist_ok=True)
-    started = work / "config.json"
-    if started.is_file() and runs.config_diff(runs.read_json(started), unit.config):
-        diff = "; ".join(runs.config_diff(runs.read_json(started), unit.config))
-        raise ConfigError(f"{work} holds an interrupted run with another configuration ({diff}); "
-                          "delete it or use another --out")
-    runs.atomic_write_json(started, unit.config)
+    work = runs.start_work(unit)
     loader_gen = runs.seed_everything(seed)
     strategy = build_strategy(cfg, dataset.num_features)
     train_loader = DataLoader(dataset, batch_size=cfg.batch_size, shuffle=True, generator=loader_gen)
     eval_loader = DataLoader(dataset, batch_size=512, shuffle=False)
 
-    rows: list[dict] = []
-    evals: dict = {}
-    start = 1
     ckpt = work / "checkpoint.pt"
-    if ckpt.is_file():
-        state = torch.load(ckpt, weights_only=False)
-        for name, mod in strategy.modules().items():
-            mod.load_state_dict(state["modules"][name])
-        strategy.opt.load_state_dict(state["optimizer"])
-        runs.set_rng_state(state["rng"], loader_gen)
-        rows, evals, start = state["rows"], state["evals"], state["epoch"] + 1
+    state = runs.load_checkpoint(ckpt, strategy.modules(), strategy.opt, loader_gen)
+    rows, evals, start = ([], {}, 1) if state is None else (state["rows"], state["evals"], state["epoch"] + 1)
+    if state is not None:
         log.info("%s seed %d: resuming at epoch %d", cfg.tag, seed, start)
 
     bar = tqdm(range(start, cfg.epochs + 1), desc=f"{cfg.tag} seed {seed}", unit="epoch",
@@ -174,11 +160,8 @@ def run_unit(unit: runs.Unit, dataset, n_jobs: int = 1, save_embeddings: bool = 
         rows.append(row)
         bar.set_postfix(loss=f"{row['loss']:.3f}")
         if epoch % ckpt_every == 0 or epoch in cfg.eval_epochs:
-            runs.atomic_save({
-                "modules": {k: m.state_dict() for k, m in strategy.modules().items()},
-                "optimizer": strategy.opt.state_dict(), "rng": runs.rng_state(loader_gen),
-                "rows": rows, "evals": evals, "epoch": epoch,
-            }, ckpt)
+            runs.save_checkpoint(ckpt, strategy.modules(), strategy.opt, loader_gen, rows=rows, evals=evals,
+                                 epoch=epoch)
     bar.close()
 
     sel = select(evals)
@@ -191,11 +174,7 @@ def run_unit(unit: runs.Unit, dataset, n_jobs: int = 1, save_embeddings: bool = 
         "num_graphs": len(dataset), "num_features": dataset.num_features,
     }
     runs.atomic_save({k: m.state_dict() for k, m in strategy.modules().items()}, work / "model.pt")
-    runs.atomic_write_csv(work / "metrics.csv", rows)
-    runs.atomic_write_json(work / "result.json", result)
-    ckpt.unlink(missing_ok=True)
-    unit.finish()
-    return result
+    return runs.publish(unit, rows, result)
 
 
 def summarize(results: list[dict]) -> dict:

@@ -2,4 +2,4 @@
 
 from .gin import ContrastModel, GINEncoder, ProjectionHead, xavier_init
 
-__all__ = ["GINEncoder", "ContrastModel", "ProjectionHead", "xavier_init"]
+__all__ = ["ContrastModel", "GINEncoder", "ProjectionHead", "xavier_init"]

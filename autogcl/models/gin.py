@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import torch
-import torch.nn as nn
 import torch.nn.functional as F
+from torch import nn
 from torch_geometric.nn import GINConv, global_add_pool
 
 from .embed import embed

@@ -9,8 +9,8 @@ BN, the class layer and log-softmax.
 from __future__ import annotations
 
 import torch
-import torch.nn as nn
 import torch.nn.functional as F
+from torch import nn
 from torch_geometric.nn import GCNConv, global_add_pool
 
 from .embed import embed

@@ -2,7 +2,7 @@
 
 from .naive import GraphCLStrategy, NaiveStrategy
 
-__all__ = ["NaiveStrategy", "GraphCLStrategy"]
+__all__ = ["GraphCLStrategy", "NaiveStrategy"]
 from .semi import (
     JointReleasedStrategy,
     JointStrategy,
@@ -10,4 +10,4 @@ from .semi import (
     SupervisedStrategy,
 )
 
-__all__ += ["SupervisedStrategy", "LearnableAugStrategy", "JointStrategy", "JointReleasedStrategy"]
+__all__ += ["JointReleasedStrategy", "JointStrategy", "LearnableAugStrategy", "SupervisedStrategy"]

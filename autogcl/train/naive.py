@@ -14,7 +14,7 @@ import math
 import time
 
 import torch
-import torch.nn as nn
+from torch import nn
 
 from ..errors import TrainingError
 from ..losses import cl_kwargs, nt_xent, similarity_loss

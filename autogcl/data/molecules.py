@@ -1,0 +1,305 @@
+"""Molecules to graphs with RDKit (Hu et al. 2020 features, SPEC 2.2), and SMILES CSV readers.
+
+Node features ``x`` (long, N x 2): atom type id (atomic number - 1; 119 = mask) and
+chirality id (0 unspecified/other, 1 CW, 2 CCW). Edge features ``edge_attr`` (long, E x 2):
+bond type id (0 single, 1 double, 2 triple, 3 aromatic; 4 self-loop and 5 mask are used by
+the model only) and bond direction id (0 none, 1 end-up-right, 2 end-down-right). Every
+bond is stored in both directions.
+
+SMILES that do not parse (or give a molecule without atoms) are skipped and reported with
+the file, row and SMILES; they never stop a run.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import logging
+import math
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from multiprocessing import get_context
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch_geometric.data import Data
+from tqdm.auto import tqdm
+
+from ..errors import DataError
+
+log = logging.getLogger(__name__)
+
+NUM_ATOM_TYPES = 120  # atomic numbers 1..118 -> ids 0..117, 118 unused, 119 = mask
+MASK_ATOM = 119
+NUM_CHIRALITY = 3
+NUM_BOND_TYPES = 6  # single, double, triple, aromatic, self-loop, mask
+SELF_LOOP_BOND = 4
+MASK_BOND = 5
+NUM_BOND_DIRS = 3
+
+#: featurising workers only run RDKit and numpy, so fork is safe and needs no importable
+#: __main__ (spawn re-imports it, which fails for ``python -`` and notebooks)
+_START_METHOD = "fork" if os.name == "posix" else "spawn"
+
+_rdkit = None
+
+
+def rdkit():
+    """Import RDKit once, with a clear error when it is missing."""
+    global _rdkit
+    if _rdkit is None:
+        try:
+            from rdkit import Chem, RDLogger
+        except ImportError as exc:  # pragma: no cover - rdkit is a dependency
+            raise DataError("molecules need RDKit: pip install rdkit") from exc
+        RDLogger.DisableLog("rdApp.*")  # parse failures are reported by us, with their row
+        _rdkit = Chem
+    return _rdkit
+
+
+def _tables():
+    Chem = rdkit()
+    chir = Chem.rdchem.ChiralType
+    bt = Chem.rdchem.BondType
+    bd = Chem.rdchem.BondDir
+    return (
+        {chir.CHI_TETRAHEDRAL_CW: 1, chir.CHI_TETRAHEDRAL_CCW: 2},
+        {bt.SINGLE: 0, bt.DOUBLE: 1, bt.TRIPLE: 2, bt.AROMATIC: 3},
+        {bd.ENDUPRIGHT: 1, bd.ENDDOWNRIGHT: 2},
+    )
+
+
+_TABLES = None
+
+
+def mol_to_arrays(mol) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(x, edge_index, edge_attr)`` of an RDKit molecule as int64 arrays.
+
+    Chirality and bond directions outside Hu et al.'s vocabulary map to 0; bond types
+    outside it (dative, ...) count as single bonds, as the vocabulary has no slot for them.
+    """
+    global _TABLES
+    if _TABLES is None:
+        _TABLES = _tables()
+    chir, btype, bdir = _TABLES
+    atoms = mol.GetAtoms()
+    x = np.array([[min(a.GetAtomicNum(), 119) - 1, chir.get(a.GetChiralTag(), 0)] for a in atoms],
+                 dtype=np.int64).reshape(-1, 2)
+    x[x[:, 0] < 0, 0] = 118  # dummy atoms ("*", atomic number 0) share the unused id 118
+    bonds = mol.GetBonds()
+    if len(bonds) == 0:
+        return x, np.zeros((2, 0), dtype=np.int64), np.zeros((0, 2), dtype=np.int64)
+    b = np.array([[bd.GetBeginAtomIdx(), bd.GetEndAtomIdx(), btype.get(bd.GetBondType(), 0),
+                   bdir.get(bd.GetBondDir(), 0)] for bd in bonds], dtype=np.int64)
+    edge_index = np.concatenate([b[:, [0, 1]], b[:, [1, 0]]], axis=0).T
+    edge_attr = np.concatenate([b[:, 2:], b[:, 2:]], axis=0)
+    return x, np.ascontiguousarray(edge_index), edge_attr
+
+
+def parse_smiles(smiles: str):
+    """The RDKit molecule of a SMILES string, or ``(None, reason)`` when it cannot be used."""
+    Chem = rdkit()
+    if not smiles or not smiles.strip():
+        return None, "empty SMILES"
+    mol = Chem.MolFromSmiles(smiles.strip())
+    if mol is None:
+        return None, "RDKit cannot parse it"
+    if mol.GetNumAtoms() == 0:
+        return None, "no atoms"
+    return mol, ""
+
+
+def smiles_to_graph(smiles: str) -> Data | None:
+    """The graph of one SMILES string, or ``None`` when it does not parse."""
+    mol, _ = parse_smiles(smiles)
+    if mol is None:
+        return None
+    x, ei, ea = mol_to_arrays(mol)
+    return Data(x=torch.from_numpy(x), edge_index=torch.from_numpy(ei), edge_attr=torch.from_numpy(ea))
+
+
+def _featurize_block(smiles: list[str]):
+    out = []
+    for s in smiles:
+        mol, reason = parse_smiles(s)
+        out.append(reason if mol is None else mol_to_arrays(mol))
+    return out
+
+
+@dataclass
+class Skipped:
+    """A row whose SMILES could not be used."""
+
+    source: str
+    row: int  # 1-based line of the file (header = line 1) or position in a list
+    smiles: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.source}, row {self.row}: {self.smiles!r} skipped ({self.reason})"
+
+
+@dataclass
+class Featurized:
+    """Arrays of the molecules that parsed, their positions in the input, and the skips."""
+
+    arrays: list = field(default_factory=list)
+    index: list[int] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)
+
+
+def featurize(smiles: list[str], rows: list[int] | None = None, source: str = "SMILES",
+              workers: int | None = None, block: int = 2000, progress: bool = True) -> Featurized:
+    """Featurise a list of SMILES on ``workers`` processes (default: all cores), with a
+    progress bar; unusable SMILES are skipped and listed in ``.skipped``."""
+    rows = list(range(1, len(smiles) + 1)) if rows is None else rows
+    workers = workers or os.cpu_count() or 1
+    blocks = [smiles[i:i + block] for i in range(0, len(smiles), block)]
+    res = Featurized()
+    bar = tqdm(total=len(smiles), desc=f"featurising {source}", unit="mol", disable=not progress,
+               leave=False)
+    if workers > 1 and len(blocks) > 1:
+        with get_context(_START_METHOD).Pool(workers) as pool:
+            results = pool.imap(_featurize_block, blocks)
+            _collect(results, blocks, rows, source, res, bar)
+    else:
+        _collect(map(_featurize_block, blocks), blocks, rows, source, res, bar)
+    bar.close()
+    return res
+
+
+def _collect(results: Iterable, blocks, rows, source, res: Featurized, bar) -> None:
+    pos = 0
+    for blk, out in zip(blocks, results):
+        for j, item in enumerate(out):
+            if isinstance(item, str):
+                res.skipped.append(Skipped(source, rows[pos + j], blk[j], item))
+            else:
+                res.arrays.append(item)
+                res.index.append(pos + j)
+        pos += len(blk)
+        bar.update(len(blk))
+
+
+def collate_arrays(arrays: list, y: np.ndarray | None = None) -> tuple[Data, dict]:
+    """Collate featurised molecules into ``(data, slices)`` of an in-memory dataset without
+    building one ``Data`` per molecule."""
+    n_nodes = np.array([a[0].shape[0] for a in arrays], dtype=np.int64)
+    n_edges = np.array([a[1].shape[1] for a in arrays], dtype=np.int64)
+    node_slice = torch.from_numpy(np.concatenate([[0], np.cumsum(n_nodes)]))
+    edge_slice = torch.from_numpy(np.concatenate([[0], np.cumsum(n_edges)]))
+    x = np.concatenate([a[0] for a in arrays]) if arrays else np.zeros((0, 2), np.int64)
+    ei = np.concatenate([a[1] for a in arrays], axis=1) if arrays else np.zeros((2, 0), np.int64)
+    ea = np.concatenate([a[2] for a in arrays]) if arrays else np.zeros((0, 2), np.int64)
+    data = Data(x=torch.from_numpy(x), edge_index=torch.from_numpy(ei), edge_attr=torch.from_numpy(ea))
+    slices = {"x": node_slice, "edge_index": edge_slice, "edge_attr": edge_slice}
+    if y is not None:
+        data.y = torch.as_tensor(y, dtype=torch.float32).view(len(arrays), -1)
+        slices["y"] = torch.arange(len(arrays) + 1)
+    return data, slices
+
+
+# ---------------------------------------------------------------------------------------
+# CSV files
+
+
+def open_text(path: Path) -> io.TextIOBase:
+    """A text handle on a plain or gzip-compressed file."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"{path}: no such file")
+    if path.suffix == ".gz":
+        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", newline="")
+    return open(path, encoding="utf-8", newline="")
+
+
+def _parse_label(cell: str, path: Path, line: int, col: str) -> float:
+    cell = cell.strip()
+    if cell == "":
+        return math.nan
+    try:
+        v = float(cell)
+    except ValueError:
+        raise DataError(f"{path}:{line}: label {cell!r} in column {col!r} is not a number") from None
+    if v not in (0.0, 1.0):
+        raise DataError(f"{path}:{line}: label {cell!r} in column {col!r} is not 0, 1 or empty "
+                        "(binary tasks only)")
+    return v
+
+
+def read_labeled_csv(path: Path, smiles_col: str, label_cols: list[str] | None,
+                     exclude: tuple[str, ...] = ()) -> tuple[list[str], list[int], np.ndarray, list[str]]:
+    """SMILES, their line numbers, a ``rows x tasks`` label matrix (NaN = missing) and the
+    task names. ``label_cols=None`` takes every column but the SMILES and ``exclude``."""
+    path = Path(path)
+    with open_text(path) as f:
+        reader = csv.reader(f)
+        try:
+            header = next(reader)
+        except StopIteration:
+            raise DataError(f"{path}: the file is empty") from None
+        except (csv.Error, UnicodeDecodeError, OSError) as exc:
+            raise DataError(f"{path}:1: cannot read the header ({exc})") from None
+        header = [h.strip() for h in header]
+        if smiles_col not in header:
+            raise DataError(f"{path}:1: no SMILES column {smiles_col!r}; columns are {header}")
+        if label_cols is None:
+            label_cols = [h for h in header if h != smiles_col and h not in exclude]
+        missing = [c for c in label_cols if c not in header]
+        if missing:
+            raise DataError(f"{path}:1: no label column(s) {missing}; columns are {header}")
+        if not label_cols:
+            raise DataError(f"{path}: no label columns")
+        si = header.index(smiles_col)
+        li = [header.index(c) for c in label_cols]
+        smiles, lines, labels = [], [], []
+        line = 1
+        try:
+            for line, row in enumerate(reader, start=2):
+                if not row:
+                    continue
+                if len(row) != len(header):
+                    raise DataError(f"{path}:{line}: {len(row)} fields, the header has {len(header)}")
+                smiles.append(row[si])
+                lines.append(line)
+                labels.append([_parse_label(row[i], path, line, c) for i, c in zip(li, label_cols)])
+        except (csv.Error, UnicodeDecodeError, EOFError, OSError) as exc:
+            raise DataError(f"{path}:{line + 1}: cannot read the file ({exc})") from None
+    y = np.asarray(labels, dtype=np.float32).reshape(len(smiles), len(label_cols))
+    return smiles, lines, y, list(label_cols)
+
+
+def iter_smiles(path: Path, smiles_col: str | None = None) -> Iterator[tuple[int, str]]:
+    """Stream ``(line, smiles)`` from a SMILES file: a CSV with a header naming the SMILES
+    column (``smiles_col``, else a column called SMILES in any case, else the first), or a
+    headerless ``.smi`` file (first whitespace-separated field of each line)."""
+    path = Path(path)
+    with open_text(path) as f:
+        name = path.name.lower().removesuffix(".gz")
+        if name.endswith((".smi", ".txt")) and smiles_col is None:
+            for line, text in enumerate(f, start=1):
+                parts = text.split()
+                if parts:
+                    yield line, parts[0]
+            return
+        reader = csv.reader(f)
+        header = [h.strip() for h in next(reader, [])]
+        if not header:
+            raise DataError(f"{path}: the file is empty")
+        if smiles_col is not None:
+            if smiles_col not in header:
+                raise DataError(f"{path}:1: no SMILES column {smiles_col!r}; columns are {header}")
+            col = header.index(smiles_col)
+        else:
+            lower = [h.lower() for h in header]
+            col = lower.index("smiles") if "smiles" in lower else 0
+        line = 1
+        try:
+            for line, row in enumerate(reader, start=2):
+                if row:
+                    yield line, row[col] if col < len(row) else ""
+        except (csv.Error, UnicodeDecodeError, EOFError, OSError) as exc:
+            raise DataError(f"{path}:{line + 1}: cannot read the file ({exc})") from None

@@ -1,0 +1,260 @@
+"""Transfer fine-tuning (SPEC 3.3): the molecule GIN, from a pre-trained encoder or from
+scratch ("No pretrain"), fine-tuned on a labeled molecule dataset with a scaffold split.
+
+Masked BCE over the labeled tasks; ROC-AUC averaged over the tasks that have both classes
+in the evaluated split. Every epoch is scored on the validation and test parts; the
+``val`` selection (default) reports the test ROC-AUC of the epoch with the best
+validation ROC-AUC, ``test_max`` the best test ROC-AUC (the published protocol). One unit
+per (dataset, seed); the split is saved with the run.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import shutil
+import time
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+import numpy as np
+import torch
+from sklearn.metrics import roc_auc_score
+from torch_geometric.loader import DataLoader
+from tqdm.auto import tqdm
+
+from .. import runs
+from ..data.moleculenet import MOLECULENET, load_molecule_csv, load_moleculenet
+from ..data.splits import scaffold_split
+from ..errors import ConfigError, TrainingError
+from ..losses import masked_bce
+from ..models.mol_gin import MolPredictor, load_encoder
+
+log = logging.getLogger(__name__)
+
+SELECTIONS = ("val", "test_max")
+
+
+@dataclass
+class FinetuneConfig:
+    dataset: str = "bbbp"
+    checkpoint: str | None = None  # None: the "No pretrain" row
+    csv: str | None = None  # a user's CSV instead of a MoleculeNet set
+    smiles_col: str = "smiles"
+    label_cols: list[str] | None = None
+    epochs: int = 100
+    batch_size: int = 32
+    lr: float = 0.001
+    weight_decay: float = 0.0
+    dropout: float = 0.5
+    dim: int = 300
+    num_layers: int = 5
+    select: str = "val"
+    frac: tuple[float, float, float] = (0.8, 0.1, 0.1)
+
+    def __post_init__(self):
+        if self.select not in SELECTIONS:
+            raise ConfigError(f"unknown selection {self.select!r}; choose from {SELECTIONS}")
+        if self.epochs < 1:
+            raise ConfigError("epochs must be >= 1")
+        self.frac = tuple(self.frac)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> FinetuneConfig:
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in names})
+
+
+def load_dataset(cfg: FinetuneConfig, data_root=None, workers: int | None = None):
+    if cfg.csv:
+        return load_molecule_csv(cfg.csv, cfg.smiles_col, cfg.label_cols, workers=workers)
+    return load_moleculenet(cfg.dataset, data_root, workers=workers)
+
+
+def roc_auc(y: np.ndarray, scores: np.ndarray) -> tuple[float, int]:
+    """Mean ROC-AUC over the tasks that have both classes among the labeled entries, and how
+    many tasks that is (NaN, 0 when none has)."""
+    aucs = []
+    for t in range(y.shape[1]):
+        lab = ~np.isnan(y[:, t])
+        yt = y[lab, t]
+        if yt.size and yt.min() != yt.max():
+            aucs.append(roc_auc_score(yt, scores[lab, t]))
+    return (float(np.mean(aucs)), len(aucs)) if aucs else (math.nan, 0)
+
+
+@torch.no_grad()
+def predict(model, loader) -> tuple[np.ndarray, np.ndarray]:
+    model.eval()
+    ys, outs = [], []
+    for batch in loader:
+        outs.append(model(batch))
+        ys.append(batch.y.view(outs[-1].shape))
+    return torch.cat(ys).numpy(), torch.cat(outs).numpy()
+
+
+def build_model(cfg: FinetuneConfig, num_tasks: int) -> tuple[MolPredictor, dict]:
+    """The predictor, with the pre-trained encoder loaded when ``cfg.checkpoint`` is set."""
+    dim, layers, meta = cfg.dim, cfg.num_layers, {}
+    state = None
+    if cfg.checkpoint:
+        state, arch, meta = load_encoder(cfg.checkpoint)
+        dim, layers = arch["dim"], arch["num_layers"]
+    model = MolPredictor(num_tasks, dim, layers, cfg.dropout)
+    if state is not None:
+        missing, unexpected = model.encoder.load_state_dict(state, strict=False)
+        if missing or unexpected:
+            raise ConfigError(f"{cfg.checkpoint} does not fit the molecule GIN "
+                              f"(missing {missing[:3]}, unexpected {unexpected[:3]})")
+    return model, meta
+
+
+def select(rows: list[dict]) -> dict:
+    """The reported epoch under each selection (first best; NaN scores never win)."""
+    def best(key):
+        vals = [r[key] if r[key] == r[key] else -math.inf for r in rows]
+        return int(np.argmax(vals))
+
+    v, t = best("val_auc"), best("test_auc")
+    return {"val": {"epoch": rows[v]["epoch"], "auc": rows[v]["test_auc"], "val_auc": rows[v]["val_auc"]},
+            "test_max": {"epoch": rows[t]["epoch"], "auc": rows[t]["test_auc"]}}
+
+
+def prepare_split(dataset, out_dir: Path, frac) -> dict:
+    """The scaffold split of the dataset, computed once and saved in ``out_dir/split.json``
+    (a saved split is reused after checking it belongs to the same molecules)."""
+    path = Path(out_dir) / "split.json"
+    n = len(dataset)
+    if path.is_file():
+        split = runs.read_json(path)
+        if split.get("num_graphs") == n and split.get("frac") == list(frac):
+            return split
+    split = scaffold_split(dataset.meta["smiles"], frac)
+    split.update(num_graphs=n, frac=list(frac), kind="scaffold",
+                 sizes={k: len(split[k]) for k in ("train", "valid", "test")})
+    runs.atomic_write_json(path, split)
+    runs.atomic_write_json(Path(out_dir) / "dataset.json",
+                           {k: v for k, v in dataset.meta.items() if k not in ("smiles", "rows")})
+    return split
+
+
+def run_unit(unit: runs.Unit, dataset, split: dict, show_progress: bool | None = None,
+             ckpt_every: int = 10) -> dict:
+    """Fine-tune one seed; resumes from ``unit.partial`` when a checkpoint is there."""
+    cfg = FinetuneConfig.from_dict(unit.config)
+    work = runs.start_work(unit)
+    loader_gen = runs.seed_everything(unit.seed)
+    num_tasks = int(dataset._data.y.shape[1])
+    model, enc_meta = build_model(cfg, num_tasks)
+    opt = torch.optim.Adam(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+
+    def part(name):
+        return dataset[torch.as_tensor(split[name], dtype=torch.long)]
+
+    train_loader = DataLoader(part("train"), batch_size=cfg.batch_size, shuffle=True, generator=loader_gen)
+    val_loader = DataLoader(part("valid"), batch_size=256)
+    test_loader = DataLoader(part("test"), batch_size=256)
+
+    ckpt = work / "checkpoint.pt"
+    modules = {"model": model}
+    state = runs.load_checkpoint(ckpt, modules, opt, loader_gen) or {"rows": [], "epoch": 0}
+    rows, start = state["rows"], state["epoch"] + 1
+
+    bar = tqdm(range(start, cfg.epochs + 1), desc=unit.label, unit="epoch", leave=False,
+               disable=None if show_progress is None else not show_progress)
+    for epoch in bar:
+        t0 = time.perf_counter()
+        model.train()
+        total, count = 0.0, 0
+        for step, batch in enumerate(train_loader):
+            opt.zero_grad()
+            loss = masked_bce(model(batch), batch.y)
+            if not torch.isfinite(loss):
+                raise TrainingError(f"{unit.label}: loss is {float(loss)} at epoch {epoch}, batch {step}")
+            loss.backward()
+            opt.step()
+            total += float(loss.detach()) * int(batch.num_graphs)
+            count += int(batch.num_graphs)
+        train_time = time.perf_counter() - t0
+        val_auc, n_val = roc_auc(*predict(model, val_loader))
+        test_auc, n_test = roc_auc(*predict(model, test_loader))
+        rows.append({"epoch": epoch, "loss": total / max(count, 1), "val_auc": val_auc,
+                     "test_auc": test_auc, "val_tasks": n_val, "test_tasks": n_test,
+                     "time_s": train_time, "eval_time_s": time.perf_counter() - t0 - train_time})
+        bar.set_postfix(loss=f"{rows[-1]['loss']:.3f}", val=f"{val_auc:.3f}")
+        if epoch % ckpt_every == 0 and epoch < cfg.epochs:
+            runs.save_checkpoint(ckpt, modules, opt, loader_gen, rows=rows, epoch=epoch)
+    bar.close()
+
+    sel = select(rows)
+    result = {
+        "protocol": "transfer", "dataset": cfg.dataset, "seed": unit.seed,
+        "pretrained": cfg.checkpoint is not None, "checkpoint": cfg.checkpoint,
+        "encoder_meta": {k: v for k, v in enc_meta.items() if k != "pretrain_config"},
+        "selection": cfg.select, "auc": sel[cfg.select]["auc"], "selections": sel,
+        "num_tasks": num_tasks, "tasks_scored": {"val": rows[-1]["val_tasks"], "test": rows[-1]["test_tasks"]},
+        "split_sizes": {k: len(split[k]) for k in ("train", "valid", "test")},
+        "train_time_s": float(sum(r["time_s"] for r in rows)),
+    }
+    return runs.publish(unit, rows, result)
+
+
+def summarize(results: list[dict]) -> dict:
+    out = {"n_seeds": len(results), "seeds": [r["seed"] for r in results]}
+    for s in SELECTIONS:
+        v = np.array([r["selections"][s]["auc"] for r in results], dtype=float) * 100
+        out[s] = {"mean": float(np.mean(v)), "std": float(np.std(v)), "values": v.tolist()}
+    out["train_time_s"] = float(np.mean([r["train_time_s"] for r in results]))
+    return out
+
+
+def run_sweep(cfg: FinetuneConfig, seeds: list[int], out: Path, tag: str, data_root=None,
+              resume: bool = False, show_progress: bool | None = None, workers: int | None = None) -> dict:
+    """Fine-tune every seed on one dataset into ``out/tag/dataset/seedN``; ``summary.json``."""
+    dataset = load_dataset(cfg, data_root, workers)
+    name = dataset.name if cfg.csv else cfg.dataset.lower()
+    cfg = FinetuneConfig.from_dict({**cfg.to_dict(), "dataset": name})
+    ddir = Path(out) / tag / name
+    units = [runs.Unit(dir=ddir / f"seed{s}", config=cfg.to_dict(), seed=s, label=f"{tag} {name} seed {s}")
+             for s in seeds]
+    runs.check_resumable(units, resume)
+    todo = [u for u in units if not u.finished]
+    if not resume:
+        for u in todo:
+            if u.partial.exists():
+                shutil.rmtree(u.partial)
+    split = prepare_split(dataset, ddir, cfg.frac)
+    bar = tqdm(total=len(units), initial=len(units) - len(todo), desc=f"{tag} {name} seeds", unit="seed",
+               disable=None if show_progress is None else not show_progress)
+
+    def fn(u):
+        r = run_unit(u, dataset, split, show_progress=show_progress)
+        log.info("%s: val %.2f, test_max %.2f", u.label, 100 * r["selections"]["val"]["auc"],
+                 100 * r["selections"]["test_max"]["auc"])
+        return r
+
+    runs.run_serial(todo, fn, progress=bar)
+    bar.close()
+    results = [u.result() for u in units]
+    summary = {"protocol": "transfer", "tag": tag, "dataset": name, "selection": cfg.select,
+               "pretrained": cfg.checkpoint is not None,
+               "pretrain_method": results[0]["encoder_meta"].get("method") if cfg.checkpoint else None,
+               "config": cfg.to_dict(),
+               "num_molecules": len(dataset), "skipped_smiles": len(dataset.meta["skipped"]),
+               "split_sizes": split["sizes"], **summarize(results)}
+    runs.atomic_write_json(ddir / "summary.json", summary)
+    return summary
+
+
+def dataset_names(spec: str) -> list[str]:
+    """``all`` or a comma-separated list of MoleculeNet names."""
+    if spec.lower() == "all":
+        return list(MOLECULENET)
+    names = [s.strip().lower() for s in spec.split(",") if s.strip()]
+    unknown = [n for n in names if n not in MOLECULENET]
+    if unknown:
+        raise ConfigError(f"unknown MoleculeNet dataset(s) {unknown}; known: {', '.join(MOLECULENET)} or all")
+    return names

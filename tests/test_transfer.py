@@ -1,0 +1,79 @@
+"""Fine-tuning protocol: ROC-AUC over tasks, selections, end to end on a slice of BBBP."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from autogcl.cli import main
+from autogcl.eval import transfer as T
+
+
+def test_roc_auc_skips_single_class_and_missing():
+    y = np.array([[1, 0, np.nan], [0, 0, 1], [1, 0, np.nan], [0, np.nan, 1]], dtype=float)
+    s = np.array([[0.9, 0.1, 0.0], [0.2, 0.3, 0.5], [0.8, 0.2, 0.0], [0.4, 0.5, 0.1]])
+    auc, n = T.roc_auc(y, s)
+    assert n == 1 and auc == 1.0  # task 2 has one class only, task 3 only positives
+    s[0, 0] = 0.1  # one positive now ranks below both negatives
+    assert T.roc_auc(y, s) == (0.5, 1)
+    auc, n = T.roc_auc(y[:, 1:], s[:, 1:])
+    assert n == 0 and math.isnan(auc)
+
+
+def test_selections_use_val_by_default_and_record_test_max():
+    rows = [{"epoch": 1, "val_auc": 0.6, "test_auc": 0.9}, {"epoch": 2, "val_auc": 0.8, "test_auc": 0.7},
+            {"epoch": 3, "val_auc": float("nan"), "test_auc": 0.5}]
+    sel = T.select(rows)
+    assert sel["val"] == {"epoch": 2, "auc": 0.7, "val_auc": 0.8}
+    assert sel["test_max"] == {"epoch": 1, "auc": 0.9}
+
+
+@pytest.fixture
+def tiny_csv(data_root, tmp_path):
+    lines = (data_root / "moleculenet" / "bbbp.csv").read_text().splitlines()
+    p = tmp_path / "tiny.csv"
+    p.write_text("\n".join(lines[:1] + lines[1:61] + lines[-60:] + ["C1CC,1"]) + "\n")  # both classes + a bad row
+    return p
+
+
+def test_finetune_one_epoch_end_to_end(tiny_csv, tmp_path):
+    out = tmp_path / "runs"
+    cfg = T.FinetuneConfig(csv=str(tiny_csv), label_cols=["p_np"], epochs=1, dim=16, num_layers=2)
+    s = T.run_sweep(cfg, [0], out, "no_pretrain", show_progress=False, workers=1)
+    unit = out / "no_pretrain" / "tiny" / "seed0"
+    assert (unit / "result.json").is_file() and (unit / "metrics.csv").is_file()
+    split = T.runs.read_json(out / "no_pretrain" / "tiny" / "split.json")
+    assert sum(split["sizes"].values()) == 120 and s["num_molecules"] == 120 and s["skipped_smiles"] == 1
+    assert set(s) >= {"val", "test_max"} and s["selection"] == "val"
+    dataset_json = T.runs.read_json(out / "no_pretrain" / "tiny" / "dataset.json")
+    assert dataset_json["skipped"][0]["row"] == 122
+    with pytest.raises(T.ConfigError, match="--resume"):
+        T.run_sweep(cfg, [0], out, "no_pretrain", show_progress=False, workers=1)
+
+
+def test_cli_pretrain_then_finetune(tiny_csv, tmp_path, capsys):
+    corpus = tmp_path / "corpus.smi"
+    corpus.write_text("\n".join(["CCO", "c1ccccc1O", "CC(=O)Nc1ccccc1", "bad((", "CCN(CC)CC", "OCC(O)CO"] * 6) + "\n")
+    pre = tmp_path / "pre"
+    assert main(["transfer", "pretrain", "--corpus", str(corpus), "--epochs", "1", "--batch-size", "8",
+                 "--chunk-size", "20", "--out", str(pre), "--workers", "1", "--no-progress"]) == 0
+    res = T.runs.read_json(pre / "result.json")
+    assert res["corpus"]["skipped"] == 6 and res["corpus"]["molecules"] == 30 and res["steps"] == 3
+    assert (pre / "encoder.pt").is_file()
+    out = tmp_path / "ft"
+    assert main(["transfer", "finetune", "--csv", str(tiny_csv), "--label-cols", "p_np", "--checkpoint",
+                 str(pre / "encoder.pt"), "--epochs", "1", "--seeds", "1", "--out", str(out), "--no-progress"]) == 0
+    s = T.runs.read_json(out / "pre" / "tiny" / "summary.json")
+    assert s["pretrained"] and s["pretrain_method"] == "autogcl"
+    assert "| pre |" in capsys.readouterr().out
+    assert main(["report", str(out)]) == 0
+    assert "Transfer" in (out / "report.md").read_text()
+
+
+def test_cli_errors(tmp_path, capsys):
+    assert main(["transfer", "finetune", "--dataset", "bbbq", "--out", str(tmp_path)]) == 2
+    assert "unknown MoleculeNet dataset" in capsys.readouterr().err
+    assert main(["transfer", "finetune", "--checkpoint", str(tmp_path / "none.pt"), "--data-root",
+                 str(tmp_path), "--out", str(tmp_path)]) == 2
