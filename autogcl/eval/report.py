@@ -64,27 +64,22 @@ def semi_table(summaries: list[dict]) -> str:
 
 
 def transfer_table(summaries: list[dict]) -> str:
-    """Fine-tuning ROC-AUC: one row per pre-training tag, one column group per dataset."""
+    """Fine-tuning ROC-AUC: a row per (dataset, pre-training), in MoleculeNet order."""
     from ..data.moleculenet import MOLECULENET
 
     order = list(MOLECULENET)
-    datasets = sorted({s["dataset"] for s in summaries}, key=lambda d: order.index(d) if d in order else len(order))
-    tags = sorted({s["tag"] for s in summaries}, key=lambda t: (t != "no_pretrain", t))
-    by = {(s["tag"], s["dataset"]): s for s in summaries}
-    head = "| pre-training | " + " | ".join(f"{d} val | {d} test_max | {d} published" for d in datasets) + " |"
-    lines = [head, "|---|" + "---|" * (3 * len(datasets))]
-    for t in tags:
-        cells = []
-        for d in datasets:
-            s = by.get((t, d))
-            key = "autogcl" if s is None else (s.get("pretrain_method") if s["pretrained"] else "no_pretrain")
-            pub = published.fmt(published.TRANSFER.get((key, d)))
-            if s is None:
-                cells += ["-", "-", pub]
-                continue
-            n = f" ({s['n_seeds']} seeds, {s['config']['epochs']} ep)"
-            cells += [_ms(s["val"]) + n, _ms(s["test_max"]), pub]
-        lines.append(f"| {t} | " + " | ".join(cells) + " |")
+
+    def key(s):
+        d = s["dataset"]
+        return (order.index(d) if d in order else len(order), d, s["pretrained"], s["tag"])
+
+    lines = ["| dataset | pre-training | seeds | epochs | val (ours) | test_max (ours) | published (test_max) |",
+             "|---|---|---|---|---|---|---|"]
+    for s in sorted(summaries, key=key):
+        pub_key = s.get("pretrain_method") if s["pretrained"] else "no_pretrain"
+        pub = published.fmt(published.TRANSFER.get((pub_key, s["dataset"])))
+        lines.append(f"| {s['dataset']} | {s['tag']} | {s['n_seeds']} | {s['config']['epochs']} | "
+                     f"{_ms(s['val'])} | {_ms(s['test_max'])} | {pub} |")
     return "\n".join(lines)
 
 
