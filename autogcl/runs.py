@@ -161,3 +161,23 @@ def publish(unit: Unit, rows: list[dict], result: dict) -> dict:
     (unit.partial / "checkpoint.pt").unlink(missing_ok=True)
     unit.finish()
     return result
+
+
+def run_units(units: list[Unit], fn: Callable[[Unit], dict], resume: bool, desc: str, what: str = "seed",
+              show_progress: bool | None = None) -> list[dict]:
+    """Run a sweep's units with a progress bar: refuse to mix configurations or overwrite
+    finished work (:func:`check_resumable`), drop stale partial work unless resuming, run the
+    unfinished units (:func:`run_serial`) and return every unit's result."""
+    from tqdm.auto import tqdm
+
+    check_resumable(units, resume)
+    todo = [u for u in units if not u.finished]
+    if not resume:
+        for u in todo:  # a stale partial from an earlier run is not ours to continue
+            if u.partial.exists():
+                shutil.rmtree(u.partial)
+    bar = tqdm(total=len(units), initial=len(units) - len(todo), desc=desc, unit=what,
+               disable=None if show_progress is None else not show_progress)
+    run_serial(todo, fn, progress=bar)
+    bar.close()
+    return [u.result() for u in units]

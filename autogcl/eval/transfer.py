@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 import math
-import shutil
 import time
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -220,15 +219,7 @@ def run_sweep(cfg: FinetuneConfig, seeds: list[int], out: Path, tag: str, data_r
     ddir = Path(out) / tag / name
     units = [runs.Unit(dir=ddir / f"seed{s}", config=cfg.to_dict(), seed=s, label=f"{tag} {name} seed {s}")
              for s in seeds]
-    runs.check_resumable(units, resume)
-    todo = [u for u in units if not u.finished]
-    if not resume:
-        for u in todo:
-            if u.partial.exists():
-                shutil.rmtree(u.partial)
     split = prepare_split(dataset, ddir, cfg.frac)
-    bar = tqdm(total=len(units), initial=len(units) - len(todo), desc=f"{tag} {name} seeds", unit="seed",
-               disable=None if show_progress is None else not show_progress)
 
     def fn(u):
         r = run_unit(u, dataset, split, show_progress=show_progress)
@@ -236,9 +227,7 @@ def run_sweep(cfg: FinetuneConfig, seeds: list[int], out: Path, tag: str, data_r
                  100 * r["selections"]["test_max"]["auc"])
         return r
 
-    runs.run_serial(todo, fn, progress=bar)
-    bar.close()
-    results = [u.result() for u in units]
+    results = runs.run_units(units, fn, resume, f"{tag} {name} seeds", show_progress=show_progress)
     summary = {"protocol": "transfer", "tag": tag, "dataset": name, "selection": cfg.select,
                "pretrained": cfg.checkpoint is not None,
                "pretrain_method": results[0]["encoder_meta"].get("method") if cfg.checkpoint else None,

@@ -8,7 +8,6 @@ Composes: a dataset (``data``), view generators (``augment``), the GIN encoder
 from __future__ import annotations
 
 import logging
-import shutil
 import time
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -197,15 +196,6 @@ def run_sweep(cfg: UnsupervisedConfig, dataset, seeds: list[int], out: Path, res
               n_jobs: int = 1, save_embeddings: bool = False, show_progress: bool | None = None) -> dict:
     """Run every seed (skipping finished ones with ``resume``) and write ``summary.json``."""
     units = make_units(cfg, seeds, out)
-    runs.check_resumable(units, resume)
-    todo = [u for u in units if not u.finished]
-    if not resume:
-        for u in todo:  # a stale partial from an earlier run is not ours to continue
-            if u.partial.exists():
-                shutil.rmtree(u.partial)
-    bar = tqdm(total=len(units), desc=f"{cfg.tag} seeds", unit="seed",
-               disable=None if show_progress is None else not show_progress)
-    bar.update(len(units) - len(todo))
 
     def fn(u):
         r = run_unit(u, dataset, n_jobs=n_jobs, save_embeddings=save_embeddings, show_progress=show_progress)
@@ -213,9 +203,7 @@ def run_sweep(cfg: UnsupervisedConfig, dataset, seeds: list[int], out: Path, res
                  100 * r["selections"]["test_max"]["acc"])
         return r
 
-    runs.run_serial(todo, fn, progress=bar)
-    bar.close()
-    results = [u.result() for u in units]
+    results = runs.run_units(units, fn, resume, f"{cfg.tag} seeds", show_progress=show_progress)
     summary = {"protocol": "unsupervised", "tag": cfg.tag, "dataset": cfg.dataset, "method": cfg.method,
                "selection": cfg.select, "config": cfg.to_dict(), **summarize(results)}
     runs.atomic_write_json(Path(out) / cfg.tag / "summary.json", summary)
