@@ -395,6 +395,8 @@ def cmd_ablate(args) -> int:
 
 
 def add_transfer(sub) -> None:
+    from .augment import RandomAugmentor
+
     p = sub.add_parser("transfer", help="molecules: contrastive pre-training and MoleculeNet fine-tuning (SPEC 3.3)",
                        description="Transfer learning on molecules: pre-train the molecule GIN on unlabeled "
                        "SMILES, then fine-tune it on labeled molecules with a scaffold split.")
@@ -422,7 +424,8 @@ def add_transfer(sub) -> None:
     pre.add_argument("--dropped", default="remove", choices=["remove", "isolate"])
     pre.add_argument("--sim-loss", default="none", choices=["none", "cosine", "mse"],
                      help="add L_sim to the naive strategy (released code: mse)")
-    pre.add_argument("--aug", default="random4", help="GraphCL augmentation (method graphcl)")
+    pre.add_argument("--aug", default="random4", choices=list(RandomAugmentor.names),
+                     help="GraphCL augmentation (method graphcl)")
     pre.add_argument("--aug-ratio", type=float, default=0.2)
     pre.add_argument("--seed", type=int, default=0)
     pre.add_argument("--workers", type=int, default=None, help="featurising processes (default: all cores)")
@@ -490,6 +493,8 @@ def cmd_finetune(args) -> int:
         tag = args.tag or Path(args.checkpoint).resolve().parent.name
     else:
         tag = args.tag or "no_pretrain"
+    if args.label_cols and not args.csv:
+        raise AutoGCLError("--label-cols and --smiles-col are for --csv files; MoleculeNet sets have fixed columns")
     labels = [c.strip() for c in args.label_cols.split(",")] if args.label_cols else None
     names = [args.csv] if args.csv else dataset_names(args.dataset)
     summaries = []

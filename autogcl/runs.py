@@ -83,6 +83,10 @@ class Unit:
 
 
 def config_diff(a: dict, b: dict) -> list[str]:
+    """The keys whose values differ, compared as JSON (a tuple equals the list it is saved as)."""
+    import json
+
+    a, b = (json.loads(json.dumps(d, default=str)) for d in (a, b))
     keys = sorted(set(a) | set(b))
     return [f"{k}: {a.get(k)!r} != {b.get(k)!r}" for k in keys if a.get(k) != b.get(k)]
 

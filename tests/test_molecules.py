@@ -100,3 +100,13 @@ def test_iter_smiles_csv_gz_and_smi(tmp_path):
     s = tmp_path / "c.smi"
     s.write_text("CCO ethanol\n\nc1ccccc1 benzene\n")
     assert list(iter_smiles(s)) == [(1, "CCO"), (3, "c1ccccc1")]
+
+
+def test_rows_are_file_lines_and_nan_is_missing(tmp_path):
+    p = tmp_path / "q.csv"
+    p.write_text('smiles,name,a\nCCO,"two\nlines",1\nCCN,x,nan\nC1CC,y,yes\n')
+    with pytest.raises(DataError, match=r"q.csv:5: label 'yes'"):  # record 3 starts on line 5
+        read_labeled_csv(p, "smiles", ["a"])
+    p.write_text('smiles,name,a\nCCO,"two\nlines",1\nCCN,x,nan\n')
+    _, lines, y, _ = read_labeled_csv(p, "smiles", ["a"])
+    assert lines == [2, 4] and math.isnan(y[1, 0])

@@ -72,3 +72,13 @@ def test_resume_after_interruption_gives_the_same_encoder(corpus, tmp_path, monk
     b, _, _ = load_encoder(tmp_path / "cut" / "encoder.pt")
     for k in a:
         assert torch.equal(a[k], b[k]), k
+
+
+def test_a_chunk_without_usable_molecules_is_skipped_not_fatal(tmp_path):
+    p = tmp_path / "c.smi"
+    p.write_text("CCO\nCCN\nc1ccccc1\nCCC\nbad((\n")
+    c = MoleculeCorpus(p, chunk_size=4, workers=1, progress=False)
+    assert [ch.lines for ch in c.prepare()] == [4]
+    assert c.summary()["skipped"] == 1 and c.summary()["lines"] == 5
+    with pytest.raises(P.ConfigError, match="unknown augmentation"):
+        small(corpus=str(p), aug="bogus")

@@ -77,3 +77,25 @@ def test_cli_errors(tmp_path, capsys):
     assert "unknown MoleculeNet dataset" in capsys.readouterr().err
     assert main(["transfer", "finetune", "--checkpoint", str(tmp_path / "none.pt"), "--data-root",
                  str(tmp_path), "--out", str(tmp_path)]) == 2
+
+
+def test_resume_keeps_finished_seeds_and_adds_new_ones(tiny_csv, tmp_path):
+    out = tmp_path / "runs"
+    cfg = T.FinetuneConfig(csv=str(tiny_csv), label_cols=["p_np"], epochs=1, dim=8, num_layers=1)
+    first = T.run_sweep(cfg, [0], out, "t", show_progress=False, workers=1)
+    both = T.run_sweep(cfg, [0, 1], out, "t", show_progress=False, workers=1, resume=True)
+    assert both["n_seeds"] == 2 and both["test_max"]["values"][0] == first["test_max"]["values"][0]
+
+
+def test_empty_validation_auc_gives_no_val_selection():
+    rows = [{"epoch": 1, "val_auc": float("nan"), "test_auc": 0.7}]
+    sel = T.select(rows)
+    assert sel["val"]["epoch"] is None and math.isnan(sel["val"]["auc"]) and sel["test_max"]["auc"] == 0.7
+
+
+def test_a_split_with_an_empty_part_is_refused(tmp_path):
+    p = tmp_path / "acyclic.csv"
+    p.write_text("smiles,y\n" + "".join(f"{'C' * (i + 1)}O,{i % 2}\n" for i in range(12)))  # one scaffold
+    cfg = T.FinetuneConfig(csv=str(p), label_cols=["y"], epochs=1, dim=8, num_layers=1)
+    with pytest.raises(T.DataError, match="leaves a part empty"):
+        T.run_sweep(cfg, [0], tmp_path / "runs", "t", show_progress=False, workers=1)

@@ -20,7 +20,7 @@ from torch_geometric.data import Data
 
 from .. import paths
 from ..atomic import atomic_save
-from ..errors import DataError
+from ..errors import ConfigError, DataError
 from .datasets import GraphDataset, fingerprint
 from .molecules import collate_arrays, featurize, iter_smiles
 
@@ -53,10 +53,10 @@ class MoleculeCorpus:
         self.path = Path(path)
         if not self.path.is_file():
             raise DataError(f"{self.path}: no such SMILES file")
-        if chunk_size < 1:
-            raise ValueError("chunk_size must be positive")
-        if max_molecules is not None and max_molecules < 1:
-            raise ValueError("max_molecules must be positive")
+        if chunk_size < 2:
+            raise ConfigError("the chunk size must be at least 2 molecules")
+        if max_molecules is not None and max_molecules < 2:
+            raise ConfigError("--max-molecules must be at least 2")
         self.smiles_col, self.max_molecules, self.chunk_size = smiles_col, max_molecules, chunk_size
         self.workers, self.progress = workers, progress
         key = json.dumps({"format": CACHE_FORMAT, "file": str(self.path.resolve()),
@@ -66,13 +66,14 @@ class MoleculeCorpus:
         stem = self.path.name.split(".")[0]
         self.cache = paths.cache_dir() / "processed" / "corpus" / f"{stem}-{digest}"
         self.chunks: list[ChunkInfo] = []
+        self.empty: list[ChunkInfo] = []  # chunks with fewer than 2 usable molecules
 
     def _chunk_path(self, i: int, lines: int) -> Path:
         return self.cache / f"chunk{i:05d}-{lines}.pt"
 
     def prepare(self) -> list[ChunkInfo]:
         """Build (or find) every chunk within ``max_molecules``; return their descriptions."""
-        self.chunks = []
+        self.chunks, self.empty = [], []
         stream = iter_smiles(self.path, self.smiles_col)
         if self.max_molecules is not None:
             stream = itertools.islice(stream, self.max_molecules)
@@ -89,15 +90,20 @@ class MoleculeCorpus:
                                   workers=self.workers, progress=self.progress)
                 for s in feats.skipped:
                     log.warning("%s", s)
-                if not feats.arrays:
-                    raise DataError(f"{self.path}: none of the SMILES on lines {lines[0]}-{lines[-1]} parse")
-                data, slices = collate_arrays(feats.arrays)
                 info = {"lines": len(block), "molecules": len(feats.arrays),
                         "skipped": [vars(s) for s in feats.skipped], "first_line": lines[0]}
+                data, slices = collate_arrays(feats.arrays)
                 atomic_save({"data": data.to_dict(), "slices": slices, "info": info}, path)
-            self.chunks.append(ChunkInfo(i, path, info["lines"], info["molecules"], len(info["skipped"])))
+            chunk = ChunkInfo(i, path, info["lines"], info["molecules"], len(info["skipped"]))
+            if chunk.molecules < 2:  # nothing to contrast: kept in the counts, never trained on
+                log.warning("%s: chunk %d (lines %d-%d) has %d usable molecule(s); skipped", self.path,
+                            i, info["first_line"], info["first_line"] + info["lines"] - 1, chunk.molecules)
+                self.empty.append(chunk)
+            else:
+                self.chunks.append(chunk)
         if not self.chunks:
-            raise DataError(f"{self.path}: no SMILES in the file")
+            raise DataError(f"{self.path}: no chunk with at least 2 molecules that parse "
+                            f"({sum(c.lines for c in self.empty)} SMILES lines read)")
         return self.chunks
 
     def load(self, i: int) -> GraphDataset:
@@ -106,8 +112,10 @@ class MoleculeCorpus:
                             {"chunk": i, **blob["info"]})
 
     def summary(self) -> dict:
+        every = self.chunks + self.empty
         return {"file": str(self.path), "chunk_size": self.chunk_size,
                 "max_molecules": self.max_molecules, "chunks": len(self.chunks),
-                "lines": sum(c.lines for c in self.chunks),
+                "lines": sum(c.lines for c in every),
                 "molecules": sum(c.molecules for c in self.chunks),
-                "skipped": sum(c.skipped for c in self.chunks)}
+                "skipped": sum(c.skipped for c in every),
+                "unused_molecules": sum(c.molecules for c in self.empty)}

@@ -224,6 +224,8 @@ def _parse_label(cell: str, path: Path, line: int, col: str) -> float:
         v = float(cell)
     except ValueError:
         raise DataError(f"{path}:{line}: label {cell!r} in column {col!r} is not a number") from None
+    if math.isnan(v):  # pandas writes missing values as "nan"
+        return math.nan
     if v not in (0.0, 1.0):
         raise DataError(f"{path}:{line}: label {cell!r} in column {col!r} is not 0, 1 or empty "
                         "(binary tasks only)")
@@ -258,7 +260,7 @@ def read_labeled_csv(path: Path, smiles_col: str, label_cols: list[str] | None,
         smiles, lines, labels = [], [], []
         line = 1
         try:
-            for line, row in enumerate(reader, start=2):
+            for line, row in _records(reader):
                 if not row:
                     continue
                 if len(row) != len(header):
@@ -270,6 +272,15 @@ def read_labeled_csv(path: Path, smiles_col: str, label_cols: list[str] | None,
             raise DataError(f"{path}:{line + 1}: cannot read the file ({exc})") from None
     y = np.asarray(labels, dtype=np.float32).reshape(len(smiles), len(label_cols))
     return smiles, lines, y, list(label_cols)
+
+
+def _records(reader) -> Iterator[tuple[int, list[str]]]:
+    """``(line, row)`` of a csv reader: the file line where each record starts (a quoted
+    field may span lines)."""
+    prev = reader.line_num
+    for row in reader:
+        yield prev + 1, row
+        prev = reader.line_num
 
 
 def iter_smiles(path: Path, smiles_col: str | None = None) -> Iterator[tuple[int, str]]:
@@ -286,7 +297,10 @@ def iter_smiles(path: Path, smiles_col: str | None = None) -> Iterator[tuple[int
                     yield line, parts[0]
             return
         reader = csv.reader(f)
-        header = [h.strip() for h in next(reader, [])]
+        try:
+            header = [h.strip() for h in next(reader, [])]
+        except (csv.Error, UnicodeDecodeError, EOFError, OSError) as exc:
+            raise DataError(f"{path}:1: cannot read the header ({exc})") from None
         if not header:
             raise DataError(f"{path}: the file is empty")
         if smiles_col is not None:
@@ -298,7 +312,7 @@ def iter_smiles(path: Path, smiles_col: str | None = None) -> Iterator[tuple[int
             col = lower.index("smiles") if "smiles" in lower else 0
         line = 1
         try:
-            for line, row in enumerate(reader, start=2):
+            for line, row in _records(reader):
                 if row:
                     yield line, row[col] if col < len(row) else ""
         except (csv.Error, UnicodeDecodeError, EOFError, OSError) as exc:

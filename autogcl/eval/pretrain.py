@@ -25,6 +25,7 @@ from tqdm.auto import tqdm
 from .. import paths, runs
 from ..augment import MoleculeViewGenerator, RandomAugmentor
 from ..data.corpus import MoleculeCorpus
+from ..data.datasets import fingerprint
 from ..errors import ConfigError, DataError
 from ..models.gin import ContrastModel
 from ..models.mol_gin import MolEncoder, MolNodeScorer, save_encoder
@@ -39,6 +40,7 @@ DEFAULT_CORPUS = "pretrain/moses_train.csv.gz"
 @dataclass
 class PretrainConfig:
     corpus: str = ""  # SMILES file; '' = <data root>/pretrain/moses_train.csv.gz
+    corpus_fingerprint: list | None = None  # name, size, mtime: a replaced file is never resumed
     smiles_col: str | None = None
     method: str = "autogcl"
     epochs: int = 20
@@ -66,6 +68,12 @@ class PretrainConfig:
             raise ConfigError(f"unknown pre-training method {self.method!r}; choose from {METHODS}")
         if self.epochs < 1 or self.batch_size < 2:
             raise ConfigError("epochs must be >= 1 and batch size >= 2 (contrastive loss)")
+        if self.aug not in RandomAugmentor.names:
+            raise ConfigError(f"unknown augmentation {self.aug!r}; choose from {', '.join(RandomAugmentor.names)}")
+        if not 0.0 <= self.aug_ratio < 1.0:
+            raise ConfigError(f"augmentation ratio must be in [0, 1), got {self.aug_ratio}")
+        if self.chunk_size < 2 or (self.max_molecules is not None and self.max_molecules < 2):
+            raise ConfigError("--chunk-size and --max-molecules must be at least 2")
 
     @property
     def temperature(self) -> float:
@@ -128,7 +136,8 @@ def pretrain(cfg: PretrainConfig, out: Path, data_root=None, resume: bool = Fals
     is then finished early and says so)."""
     out = Path(out)
     corpus_path = resolve_corpus(cfg.corpus, data_root)
-    cfg = PretrainConfig.from_dict({**cfg.to_dict(), "corpus": str(corpus_path)})
+    cfg = PretrainConfig.from_dict({**cfg.to_dict(), "corpus": str(corpus_path),
+                                    "corpus_fingerprint": fingerprint([corpus_path])[0]})
     unit = runs.Unit(dir=out, config=cfg.to_dict(), seed=cfg.seed, label=f"pretrain {cfg.method}")
     runs.check_resumable([unit], resume)
     if unit.finished:
@@ -168,8 +177,9 @@ def pretrain(cfg: PretrainConfig, out: Path, data_root=None, resume: bool = Fals
             acc = {"molecules": 0, "steps": 0, "time_s": 0.0, "sums": {}}
         while pos < len(order):
             ds = corpus.load(order[pos])
-            loader = DataLoader(ds, batch_size=cfg.batch_size, shuffle=True, drop_last=len(ds) > cfg.batch_size,
-                                generator=loader_gen)
+            # never a last batch of one molecule: nothing to contrast, and BatchNorm needs 2 nodes
+            drop = len(ds) > cfg.batch_size or len(ds) % cfg.batch_size == 1
+            loader = DataLoader(ds, batch_size=cfg.batch_size, shuffle=True, drop_last=drop, generator=loader_gen)
             count = {"steps": 0, "molecules": 0}
             limit = None if max_steps is None else max_steps - steps
             bar = tqdm(_counted(loader, count, limit), total=len(loader) if limit is None else min(limit, len(loader)),

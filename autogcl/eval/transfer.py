@@ -10,6 +10,7 @@ per (dataset, seed); the split is saved with the run.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import math
 import time
@@ -25,7 +26,7 @@ from tqdm.auto import tqdm
 from .. import runs
 from ..data.moleculenet import MOLECULENET, load_molecule_csv, load_moleculenet
 from ..data.splits import scaffold_split
-from ..errors import ConfigError, TrainingError
+from ..errors import ConfigError, DataError, TrainingError
 from ..losses import masked_bce
 from ..models.mol_gin import MolPredictor, load_encoder
 
@@ -115,11 +116,15 @@ def select(rows: list[dict]) -> dict:
     """The reported epoch under each selection (first best; NaN scores never win)."""
     def best(key):
         vals = [r[key] if r[key] == r[key] else -math.inf for r in rows]
-        return int(np.argmax(vals))
+        return None if max(vals) == -math.inf else int(np.argmax(vals))
 
     v, t = best("val_auc"), best("test_auc")
-    return {"val": {"epoch": rows[v]["epoch"], "auc": rows[v]["test_auc"], "val_auc": rows[v]["val_auc"]},
-            "test_max": {"epoch": rows[t]["epoch"], "auc": rows[t]["test_auc"]}}
+    if v is None:
+        log.warning("no task has both classes in the validation part: no val selection (NaN)")
+    nan = {"epoch": None, "auc": math.nan}
+    return {"val": nan | {"val_auc": math.nan} if v is None else
+            {"epoch": rows[v]["epoch"], "auc": rows[v]["test_auc"], "val_auc": rows[v]["val_auc"]},
+            "test_max": nan if t is None else {"epoch": rows[t]["epoch"], "auc": rows[t]["test_auc"]}}
 
 
 def prepare_split(dataset, out_dir: Path, frac) -> dict:
@@ -127,13 +132,18 @@ def prepare_split(dataset, out_dir: Path, frac) -> dict:
     (a saved split is reused after checking it belongs to the same molecules)."""
     path = Path(out_dir) / "split.json"
     n = len(dataset)
+    digest = hashlib.sha256("\n".join(dataset.meta["smiles"]).encode()).hexdigest()
     if path.is_file():
         split = runs.read_json(path)
-        if split.get("num_graphs") == n and split.get("frac") == list(frac):
+        if split.get("smiles_sha256") == digest and split.get("frac") == list(frac):
             return split
+        log.warning("%s was made for other molecules or fractions; computing the split again", path)
     split = scaffold_split(dataset.meta["smiles"], frac)
-    split.update(num_graphs=n, frac=list(frac), kind="scaffold",
-                 sizes={k: len(split[k]) for k in ("train", "valid", "test")})
+    sizes = {k: len(split[k]) for k in ("train", "valid", "test")}
+    if min(sizes.values()) == 0:
+        raise DataError(f"{dataset.name}: the scaffold split {sizes} leaves a part empty ({n} molecules, "
+                        f"{split['num_scaffolds']} scaffolds); use more molecules or other fractions")
+    split.update(num_graphs=n, frac=list(frac), kind="scaffold", sizes=sizes, smiles_sha256=digest)
     runs.atomic_write_json(path, split)
     runs.atomic_write_json(Path(out_dir) / "dataset.json",
                            {k: v for k, v in dataset.meta.items() if k not in ("smiles", "rows")})
@@ -153,7 +163,10 @@ def run_unit(unit: runs.Unit, dataset, split: dict, show_progress: bool | None =
     def part(name):
         return dataset[torch.as_tensor(split[name], dtype=torch.long)]
 
-    train_loader = DataLoader(part("train"), batch_size=cfg.batch_size, shuffle=True, generator=loader_gen)
+    train = part("train")
+    # a last batch of one single-atom molecule would break BatchNorm: drop such a remainder
+    train_loader = DataLoader(train, batch_size=cfg.batch_size, shuffle=True, generator=loader_gen,
+                              drop_last=len(train) % cfg.batch_size == 1)
     val_loader = DataLoader(part("valid"), batch_size=256)
     test_loader = DataLoader(part("test"), batch_size=256)
 
@@ -215,7 +228,10 @@ def run_sweep(cfg: FinetuneConfig, seeds: list[int], out: Path, tag: str, data_r
     """Fine-tune every seed on one dataset into ``out/tag/dataset/seedN``; ``summary.json``."""
     dataset = load_dataset(cfg, data_root, workers)
     name = dataset.name if cfg.csv else cfg.dataset.lower()
-    cfg = FinetuneConfig.from_dict({**cfg.to_dict(), "dataset": name})
+    arch = {}
+    if cfg.checkpoint:  # the encoder's architecture is the checkpoint's: record it
+        arch = dict(load_encoder(cfg.checkpoint)[1])
+    cfg = FinetuneConfig.from_dict({**cfg.to_dict(), "dataset": name, **arch})
     ddir = Path(out) / tag / name
     units = [runs.Unit(dir=ddir / f"seed{s}", config=cfg.to_dict(), seed=s, label=f"{tag} {name} seed {s}")
              for s in seeds]
