@@ -299,9 +299,10 @@ def cmd_views(args) -> int:
     torch.manual_seed(args.seed)
     res = V.run(cfg, out, args.data_root, args.examples, show_progress=False if args.no_progress else None)
     warm = f" (+ {res['warmup_epochs']} warm-up)" if res["warmup_epochs"] else ""
-    print(f"accuracy on generated views: {100 * res['view_acc']:.1f}% after {res['epochs']} epochs{warm} "
-          f"(target {100 * cfg.target_acc:.0f}%{'' if res['target_reached'] else ', NOT reached'}); "
-          f"on original graphs: {100 * res['test_acc']:.1f}%")
+    print(f"accuracy on generated views: {100 * res['val_view_acc']:.1f}% on validation graphs after "
+          f"{res['epochs']} epochs{warm} (target {100 * cfg.target_acc:.0f}%"
+          f"{'' if res['target_reached'] else ', NOT reached'}); on test graphs: "
+          f"{100 * res['view_acc']:.1f}% (views), {100 * res['test_acc']:.1f}% (original graphs)")
     for name, k in res.get("kept_shares", {}).items():
         print(f"{name:24s} keeps {100 * k['high_intensity_kept']:5.1f}% of high-intensity nodes, "
               f"{100 * k['other_kept']:5.1f}% of the others ({100 * k['all_kept']:.1f}% of all)")

@@ -79,3 +79,12 @@ def test_every_augmentation_keeps_every_graph(name):
 def test_unknown_augmentation():
     with pytest.raises(ValueError, match="unknown augmentation 'flip'"):
         RandomAugmentor("flip")
+
+
+def test_node_drop_carries_node_level_tensors_along():
+    b = make_batch()
+    b.pos = b.x[:, :2] * 10
+    torch.manual_seed(0)
+    view = node_drop(b, 0.4)
+    assert view.pos.shape[0] == view.x.shape[0] < b.num_nodes
+    assert torch.equal(view.pos, view.x[:, :2] * 10)  # each position stays with its node

@@ -5,15 +5,14 @@ import pytest
 import torch
 from torch_geometric.data import Batch, Data
 
-from autogcl.augment.learnable import DROP, KEEP, MASK
+from autogcl.augment.learnable import DROP, KEEP, MASK, GeometryKeepingGenerator
 from autogcl.augment.ops import keep_nodes
 from autogcl.errors import ConfigError
 from autogcl.eval.views import (
-    GeometryKeepingGenerator,
-    RelPosNet,
     ViewsConfig,
     make_models,
 )
+from autogcl.models.relpos import RelPosNet
 
 
 def superpixel_batch(n_graphs=3, n=12, k=3, seed=0) -> Batch:

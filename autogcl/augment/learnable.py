@@ -7,11 +7,14 @@ gradient) and applies it to the whole batch at once.
 
 from __future__ import annotations
 
+import copy
+
 import torch
 import torch.nn.functional as F
 from torch import nn
 from torch_geometric.nn import GINConv
 
+from ..data.mnist import POS_COLS
 from ..errors import TrainingError
 from .ops import first_argmax_per_group, graph_sizes, isolate_nodes, keep_nodes
 
@@ -111,18 +114,60 @@ class ViewGenerator(nn.Module):
             keep = keep + sample[:, MASK]
         x = data.x.float() * keep.view(-1, 1)
         if self.add_mask:
-            base = data.x.detach().float()
-            token = base.mean() if self.mask_token == "scalar" else base.mean(0, keepdim=True)
             m = sample[:, MASK].view(-1, 1)
-            x = x * (1.0 - m) + token * m
+            x = x * (1.0 - m) + self._token(data) * m
         keep_bool = keep.detach() > 0
         if self.dropped == "remove":
             return keep_nodes(data, keep_bool, x)
         return isolate_nodes(data, keep_bool, x)
 
+    def _token(self, data) -> torch.Tensor:
+        """The mask token: the batch's mean feature value (scalar) or mean feature vector."""
+        base = data.x.detach().float()
+        return base.mean() if self.mask_token == "scalar" else base.mean(0, keepdim=True)
+
     def forward(self, data):
         sample = self.sample(data)
         return self.apply(data, sample), sample
+
+
+class GeometryKeepingGenerator(ViewGenerator):
+    """A :class:`ViewGenerator` for graphs whose features hold node positions (``geometry``
+    columns): the mask operation hides the other features only, so a masked superpixel
+    keeps its place (positions are never scaled by the straight-through keep value).
+
+    ``dropped`` adds ``"weight"`` to ``"remove"`` and ``"isolate"``: every node stays in the
+    view with ``node_weight`` = its keep (+ mask) value, 0 for dropped nodes, which
+    :class:`RelPosNet` treats as removal. The forward pass is that of ``"remove"``, but a
+    dropped node's choice still gets a gradient (what putting it back would change); with
+    ``"remove"`` it gets none, and a drop, once sampled, is never pushed back."""
+
+    def __init__(self, in_dim: int, *args, dropped: str = "weight", geometry=POS_COLS, **kwargs):
+        super().__init__(in_dim, *args, dropped="isolate" if dropped == "weight" else dropped, **kwargs)
+        self.dropped, self.geometry = dropped, list(geometry)
+
+    def apply(self, data, sample: torch.Tensor):
+        keep = sample[:, KEEP] + (sample[:, MASK] if self.add_mask else 0)
+        keep_bool = keep.detach() > 0
+        if self.dropped == "weight":
+            view = copy.copy(data)
+            x = data.x.float()
+            if self.add_mask:
+                m = sample[:, MASK].view(-1, 1)
+                x = x * (1.0 - m) + self._token(data) * m
+            view.node_weight = keep
+        else:
+            view = super().apply(data, sample)
+            x = view.x
+        geo = data.x[:, self.geometry].float()
+        if self.dropped == "remove":
+            geo = geo[keep_bool]
+        elif self.dropped == "isolate":
+            geo = geo * keep_bool.view(-1, 1)
+        x = x.clone()
+        x[:, self.geometry] = geo
+        view.x = x
+        return view
 
 
 class MoleculeViewGenerator(ViewGenerator):

@@ -33,8 +33,13 @@ def first_argmax_per_group(score: torch.Tensor, group: torch.Tensor, num_groups:
     return scatter(cand, group, dim=0, dim_size=num_groups, reduce="min")
 
 
+#: node-level tensors besides ``x`` and ``batch`` that follow their nodes when some are removed
+NODE_ATTRS = ("pos", "node_keep", "node_mask", "node_weight")
+
+
 def keep_nodes(data, keep: torch.Tensor, x: torch.Tensor | None = None):
-    """A shallow copy of ``data`` with only the nodes where ``keep`` is true (relabelled).
+    """A shallow copy of ``data`` with only the nodes where ``keep`` is true (relabelled);
+    the node-level tensors of :data:`NODE_ATTRS` are subset with them.
 
     ``x`` replaces the node features before selection (to carry gradients)."""
     out = copy.copy(data)
@@ -45,6 +50,10 @@ def keep_nodes(data, keep: torch.Tensor, x: torch.Tensor | None = None):
         num_nodes=keep.numel(),
     )
     out.x = x[idx]
+    for name in NODE_ATTRS:
+        value = getattr(data, name, None)
+        if value is not None:
+            setattr(out, name, value[idx])
     out.edge_index = edge_index
     if getattr(data, "edge_attr", None) is not None:
         out.edge_attr = edge_attr

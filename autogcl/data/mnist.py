@@ -37,6 +37,9 @@ log = logging.getLogger(__name__)
 #: Bump when the conversion changes, so old caches are never reused.
 CACHE_FORMAT = 1
 
+#: columns of ``x`` that hold the centroid position (row / H, col / W)
+POS_COLS = (1, 2)
+
 #: SLIC compactness for intensity images in [0, 1]; gives a mean of about 75 superpixels
 #: per MNIST digit with ``n_segments=75`` (75.3 over the first 500 t10k images, range 66-82).
 COMPACTNESS = 0.3

@@ -28,6 +28,7 @@ from ..data.moleculenet import MOLECULENET, load_molecule_csv, load_moleculenet
 from ..data.splits import scaffold_split
 from ..errors import ConfigError, DataError, TrainingError
 from ..losses import masked_bce
+from ..models.embed import embed
 from ..models.mol_gin import MolPredictor, load_encoder
 
 log = logging.getLogger(__name__)
@@ -86,14 +87,10 @@ def roc_auc(y: np.ndarray, scores: np.ndarray) -> tuple[float, int]:
     return (float(np.mean(aucs)), len(aucs)) if aucs else (math.nan, 0)
 
 
-@torch.no_grad()
 def predict(model, loader) -> tuple[np.ndarray, np.ndarray]:
-    model.eval()
-    ys, outs = [], []
-    for batch in loader:
-        outs.append(model(batch))
-        ys.append(batch.y.view(outs[-1].shape))
-    return torch.cat(ys).numpy(), torch.cat(outs).numpy()
+    """Labels (``graphs x tasks``, NaN = missing) and the model's logits, in eval mode."""
+    scores, y = embed(model, loader)
+    return y.reshape(scores.shape), scores
 
 
 def build_model(cfg: FinetuneConfig, num_tasks: int) -> tuple[MolPredictor, dict]:

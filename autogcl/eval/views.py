@@ -4,10 +4,10 @@ nodes the views keep and draw them beside GraphCL's random node dropping.
 
 Training is the labeled pass of the joint strategy on every training graph:
 L_cls(x, x1, x2) + lambda * L_sim, with the mask operation on by default. The classifier
-is ResGCN for TU datasets and, on MNIST superpixels, :class:`RelPosNet`, which looks at the
+is ResGCN for TU datasets and, on MNIST superpixels, :class:`autogcl.models.relpos.RelPosNet`, which looks at the
 offsets between neighbouring superpixels (ResGCN's sum of GCN messages over absolute
 positions learns slowly there). On superpixels the generators are
-:class:`GeometryKeepingGenerator`: masking hides a node's intensity, not its position.
+:class:`autogcl.augment.learnable.GeometryKeepingGenerator`: masking hides a node's intensity, not its position.
 
 Measured on MNIST (docs/views_MNIST.json): when the views reach 90%, both generators keep
 the high-intensity (stroke) superpixels far more than the background; trained on past the
@@ -18,7 +18,6 @@ generators at the target, as the protocol asks.
 
 from __future__ import annotations
 
-import copy
 import logging
 import time
 from dataclasses import asdict, dataclass
@@ -26,27 +25,19 @@ from pathlib import Path
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from sklearn.model_selection import train_test_split
-from torch import nn
 from torch_geometric.data import Batch
 from torch_geometric.loader import DataLoader
-from torch_geometric.nn import (
-    MessagePassing,
-    global_add_pool,
-    global_max_pool,
-    global_mean_pool,
-)
-from torch_geometric.utils import scatter
 from tqdm.auto import tqdm
 
 from .. import runs
 from ..augment import ViewGenerator
-from ..augment.learnable import KEEP, MASK
+from ..augment.learnable import KEEP, MASK, GeometryKeepingGenerator
 from ..augment.random import node_drop_mask
 from ..data import load_tu
 from ..data.mnist import load_mnist_superpixels, read_idx_images
 from ..errors import ConfigError
+from ..models.relpos import RelPosNet
 from ..models.resgcn import ResGCN
 from ..train import JointStrategy, SupervisedStrategy
 from .semi import accuracy
@@ -110,128 +101,6 @@ class ViewsConfig:
             raise ConfigError("max_epochs must be at least 1 and warmup_epochs at least 0")
 
 
-#: columns of the MNIST superpixel features holding the position (row / H, col / W)
-POS_COLS = (1, 2)
-
-
-class RelPosConv(MessagePassing):
-    """``h_i = MLP(mean_j w_j relu(A x_j + B (p_j - p_i)) + C x_i)`` over the edges ``j -> i``.
-
-    A PointNet-style layer whose edge function is linear before the ReLU, so it is computed
-    per node (``A x``, ``B p``) and the per-edge work is a gather, an add and a scatter.
-    ``w`` (optional, 0/1 per node, differentiable) weighs what a node sends; the mean is
-    over the senders of weight 1. ``aggr="max"`` is a PointNet max instead: as accurate on
-    whole graphs, but a silenced sender never wins a max, so its weight gets no gradient
-    there (see GeometryKeepingGenerator)."""
-
-    def __init__(self, in_dim: int, hidden: int, aggr: str = "mean"):
-        if aggr not in ("mean", "max"):
-            raise ValueError(f"aggr must be 'mean' or 'max', got {aggr!r}")
-        super().__init__(aggr="max" if aggr == "max" else "add")
-        self.mean = aggr == "mean"
-        self.lin_x, self.lin_p = nn.Linear(in_dim, hidden), nn.Linear(2, hidden, bias=False)
-        self.root = nn.Linear(in_dim, hidden)
-        self.mlp = nn.Sequential(nn.BatchNorm1d(hidden), nn.ReLU(), nn.Linear(hidden, hidden))
-
-    def forward(self, x, pos, edge_index, w=None):
-        m = self.propagate(edge_index, a=self.lin_x(x), p=self.lin_p(pos), w=w)  # 0 without senders
-        if self.mean:
-            src, dst = edge_index
-            sent = x.new_ones(src.numel(), 1) if w is None else w[src]
-            m = m / scatter(sent, dst, dim=0, dim_size=x.shape[0], reduce="sum").clamp_min(1.0)
-        return self.mlp(m + self.root(x))
-
-    def message(self, a_j, p_j, p_i, w_j):
-        m = F.relu(a_j + p_j - p_i)
-        return m if w_j is None else m * w_j
-
-
-class RelPosNet(nn.Module):
-    """Superpixel classifier: ``num_layers`` RelPosConv -> BN -> ReLU over node features that
-    hold positions in ``pos_cols``; mean and max pooling of every layer, then an MLP.
-    ``model(batch)`` gives log-probabilities, ``model.represent(batch)`` the graph vector.
-
-    A batch may carry ``node_weight`` (0/1 per node, differentiable): a node of weight 0
-    sends no messages and is left out of the pooling, as if it were removed."""
-
-    def __init__(self, in_dim: int, num_classes: int, hidden: int = 64, num_layers: int = 4,
-                 pos_cols=POS_COLS, aggr: str = "mean", dropout: float = 0.0):
-        super().__init__()
-        self.pos_cols = list(pos_cols)
-        self.convs = nn.ModuleList(RelPosConv(in_dim if i == 0 else hidden, hidden, aggr)
-                                   for i in range(num_layers))
-        self.bns = nn.ModuleList(nn.BatchNorm1d(hidden) for _ in range(num_layers))
-        self.lin = nn.Sequential(nn.Linear(2 * hidden * num_layers, hidden), nn.BatchNorm1d(hidden), nn.ReLU())
-        self.lin_class = nn.Linear(hidden, num_classes)
-        self.out_dim, self.dropout = hidden, dropout
-
-    def represent(self, data) -> torch.Tensor:
-        x, n, b = data.x.float(), int(data.num_graphs), data.batch
-        w = getattr(data, "node_weight", None)
-        w = None if w is None else w.view(-1, 1)
-        pos, hs = x[:, self.pos_cols], []
-        for conv, bn in zip(self.convs, self.bns):
-            x = F.relu(bn(conv(x, pos, data.edge_index, w)))
-            hs.append(x)
-        h = torch.cat(hs, 1)  # >= 0, so a zeroed row never wins the max pooling
-        if w is None:
-            mean, top = global_mean_pool(h, b, n), global_max_pool(h, b, n)
-        else:
-            hw = h * w
-            mean = global_add_pool(hw, b, n) / global_add_pool(w, b, n).clamp_min(1e-6)
-            top = global_max_pool(hw, b, n)
-        return self.lin(torch.cat([mean, top], 1))
-
-    def forward(self, data) -> torch.Tensor:
-        x = F.dropout(self.represent(data), p=self.dropout, training=self.training)
-        return F.log_softmax(self.lin_class(x), dim=-1)
-
-
-class GeometryKeepingGenerator(ViewGenerator):
-    """A :class:`ViewGenerator` for graphs whose features hold node positions (``geometry``
-    columns): the mask operation hides the other features only, so a masked superpixel
-    keeps its place (positions are never scaled by the straight-through keep value).
-
-    ``dropped`` adds ``"weight"`` to ``"remove"`` and ``"isolate"``: every node stays in the
-    view with ``node_weight`` = its keep (+ mask) value, 0 for dropped nodes, which
-    :class:`RelPosNet` treats as removal. The forward pass is that of ``"remove"``, but a
-    dropped node's choice still gets a gradient (what putting it back would change); with
-    ``"remove"`` it gets none, and a drop, once sampled, is never pushed back."""
-
-    def __init__(self, in_dim: int, *args, dropped: str = "weight", geometry=POS_COLS, **kwargs):
-        super().__init__(in_dim, *args, dropped="isolate" if dropped == "weight" else dropped, **kwargs)
-        self.dropped, self.geometry = dropped, list(geometry)
-
-    def apply(self, data, sample: torch.Tensor):
-        keep = sample[:, KEEP] + (sample[:, MASK] if self.add_mask else 0)
-        keep_bool = keep.detach() > 0
-        if self.dropped == "weight":
-            view = copy.copy(data)
-            x = data.x.float()
-            if self.add_mask:
-                m = sample[:, MASK].view(-1, 1)
-                x = x * (1.0 - m) + self._token(data) * m
-            view.node_weight = keep
-        else:
-            view = super().apply(data, sample)
-            x = view.x
-            if self.dropped == "remove" and getattr(data, "pos", None) is not None:
-                view.pos = data.pos[keep_bool]  # keep_nodes leaves pos as it was
-        geo = data.x[:, self.geometry].float()
-        if self.dropped == "remove":
-            geo = geo[keep_bool]
-        elif self.dropped == "isolate":
-            geo = geo * keep_bool.view(-1, 1)
-        x = x.clone()
-        x[:, self.geometry] = geo
-        view.x = x
-        return view
-
-    def _token(self, data) -> torch.Tensor:
-        base = data.x.detach().float()
-        return base.mean() if self.mask_token == "scalar" else base.mean(0, keepdim=True)
-
-
 def make_models(cfg: ViewsConfig, num_features: int, num_classes: int):
     """The classifier and the two generators (2-layer GIN scorers of width 128) of ``cfg``."""
     if cfg.classifier == "relpos":
@@ -274,8 +143,21 @@ def view_accuracy(model, gens, loader) -> float:
     return correct / max(total, 1)
 
 
+def split_validation(train_ds, seed: int, fraction: float = 0.1):
+    """(fit, val): a stratified ``fraction`` of the training graphs held out to decide when
+    to stop, so that the test graphs (measured and drawn) never choose the epoch."""
+    y = train_ds._data.y[torch.as_tensor(list(train_ds.indices()))].view(-1).numpy()
+    counts = np.unique(y, return_counts=True)[1]
+    stratify = y if counts.min() >= 2 and round(fraction * len(y)) >= len(counts) else None  # tiny runs
+    fit, val = train_test_split(np.arange(len(train_ds)), test_size=fraction, stratify=stratify,
+                                random_state=seed)
+    return train_ds[torch.as_tensor(fit)], train_ds[torch.as_tensor(val)]
+
+
 def train_generators(cfg: ViewsConfig, train_ds, test_ds, show_progress=None):
-    """Train until the view accuracy on the test part reaches the target (or max epochs)."""
+    """Train until the view accuracy on a validation part of the training graphs reaches the
+    target (or max epochs); the test accuracies are recorded beside it."""
+    train_ds, val_ds = split_validation(train_ds, cfg.seed)
     loader_gen = runs.seed_everything(cfg.seed)
     nf = train_ds.num_features
     nc = int(max(int(train_ds._data.y.max()), int(test_ds._data.y.max())) + 1)
@@ -285,6 +167,7 @@ def train_generators(cfg: ViewsConfig, train_ds, test_ds, show_progress=None):
     strat = JointStrategy(model, *gens, opt, opt_gen, use_cl=False, use_sim=True, lam=cfg.lam)
     train_l = DataLoader(train_ds, batch_size=cfg.batch_size, shuffle=True, generator=loader_gen)
     test_l = DataLoader(test_ds, batch_size=512)
+    val_l = DataLoader(val_ds, batch_size=512)
     history = []
     t0 = time.perf_counter()
     warm = SupervisedStrategy(model, opt)
@@ -299,6 +182,7 @@ def train_generators(cfg: ViewsConfig, train_ds, test_ds, show_progress=None):
     for epoch in bar:
         row = {"phase": "joint", "epoch": epoch, **strat.train_epoch((None, train_l), epoch)}
         row["test_acc"] = accuracy(model, test_l)
+        row["val_view_acc"] = view_accuracy(model, gens, val_l)  # decides when to stop
         row["view_acc"] = view_accuracy(model, gens, test_l)
         if cfg.dataset.upper() == "MNIST":
             shares = kept_shares(gens, test_l, cfg.drop_ratio, cfg.high_intensity)
@@ -309,11 +193,11 @@ def train_generators(cfg: ViewsConfig, train_ds, test_ds, show_progress=None):
                                                                              k["other_masked"])
         row["wall_s"] = time.perf_counter() - t0
         history.append(row)
-        bar.set_postfix(view_acc=f"{row['view_acc']:.3f}")
-        log.info("epoch %d: loss %.3f, test accuracy %.3f, accuracy on generated views %.3f (%.0f s) %s",
-                 epoch, row["loss"], row["test_acc"], row["view_acc"], row["wall_s"],
+        bar.set_postfix(val_view_acc=f"{row['val_view_acc']:.3f}")
+        log.info("epoch %d: loss %.3f, test accuracy %.3f, accuracy on generated views %.3f (validation %.3f) "
+                 "(%.0f s) %s", epoch, row["loss"], row["test_acc"], row["view_acc"], row["val_view_acc"], row["wall_s"],
                  " ".join(f"{k} {v:.2f}" for k, v in row.items() if k.startswith("view") and ("kept" in k or "mask" in k)))
-        if row["view_acc"] >= cfg.target_acc:
+        if row["val_view_acc"] >= cfg.target_acc:
             break
     bar.close()
     return model, gens, history
@@ -393,8 +277,9 @@ def run(cfg: ViewsConfig, out_dir: Path, data_root=None, n_examples: int = 6, sh
              f"(accuracy on generated views {100 * last['view_acc']:.1f}% after {epochs}{warm} epochs)")
     written = draw(cfg, gens, test_ds, out_dir / "views.png", n_examples, data_root, title)
     result = {"config": asdict(cfg), "epochs": epochs, "warmup_epochs": cfg.warmup_epochs,
-              "view_acc": last["view_acc"], "test_acc": last["test_acc"],
-              "target_reached": last["view_acc"] >= cfg.target_acc, "wall_s": last["wall_s"],
+              "view_acc": last["view_acc"], "val_view_acc": last["val_view_acc"], "test_acc": last["test_acc"],
+              "target_reached": last["val_view_acc"] >= cfg.target_acc, "wall_s": last["wall_s"],
+              "stopping": "validation view accuracy (10% of the training graphs); accuracies and shares on test",
               "train_graphs": len(train_ds), "test_graphs": len(test_ds),
               "history": history, "figures": [str(p) for p in written]}
     if cfg.dataset.upper() == "MNIST":
