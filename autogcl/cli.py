@@ -1,4 +1,10 @@
-"""Command line: ``autogcl unsupervised | semi | transfer | report | visualize | ablate``."""
+"""Command line: ``autogcl unsupervised | semi | transfer | report | visualize | ablate``.
+
+A thin layer over the library: every protocol option is defined once, in its config
+dataclass (:mod:`autogcl.protocols`), and how a sweep runs in :class:`autogcl.config.RunOptions`;
+the parsers below are generated from them (:func:`autogcl.config.add_options`), so names,
+defaults, choices, help and validation are the same from Python and here.
+"""
 
 from __future__ import annotations
 
@@ -12,149 +18,90 @@ from .errors import AutoGCLError
 
 log = logging.getLogger("autogcl")
 
+#: RunOptions each command takes, with per-command defaults
+SWEEP = ("seeds", "first_seed", "out", "resume", "device", "data_root", "no_progress")
 
-def _seeds(args) -> list[int]:
-    if args.seeds < 1:
-        raise AutoGCLError("--seeds must be at least 1")
-    return list(range(args.first_seed, args.first_seed + args.seeds))
+
+def _parser(sub, name: str, help: str, description: str):
+    return sub.add_parser(name, help=help, description=description,
+                          formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+
+
+def _run_options(p, only, **defaults) -> None:
+    from .config import RunOptions, add_options
+
+    add_options(p, RunOptions, only=only, defaults=defaults)
+
+
+def _run(args):
+    from .config import RunOptions, from_args
+
+    return from_args(RunOptions, args)
 
 
 def add_unsupervised(sub) -> None:
-    from .augment import RandomAugmentor
+    from .config import add_options
+    from .protocols.unsupervised import UnsupervisedConfig
 
-    p = sub.add_parser(
-        "unsupervised",
-        help="contrastive pre-training + SVM evaluation (SPEC 3.1)",
-        description="Unsupervised protocol: train the GIN encoder with learnable view generators "
-        "(autogcl) or random augmentations (graphcl) on the whole dataset, score the embeddings "
-        "with an RBF SVM (10-fold CV, C by inner 5-fold search) at the evaluation epochs, repeat "
-        "over seeds, and print mean ± std under both selections beside the published figure.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-    )
-    p.add_argument("--dataset", default="MUTAG", help="TU dataset name (MUTAG, PROTEINS, NCI1, DD, ...)")
-    p.add_argument("--method", default="autogcl", choices=["autogcl", "graphcl"])
-    p.add_argument("--aug", default="random4", choices=list(RandomAugmentor.names),
-                   help="GraphCL augmentation (method graphcl)")
-    p.add_argument("--aug-ratio", type=float, default=0.2, help="GraphCL augmentation ratio")
-    p.add_argument("--seeds", type=int, default=5, help="number of seeds")
-    p.add_argument("--first-seed", type=int, default=0, help="seeds are first-seed .. first-seed+seeds-1")
-    p.add_argument("--epochs", type=int, default=30)
-    p.add_argument("--eval-epochs", default=None,
-                   help="comma-separated epochs to evaluate (default: 10,20,30 capped at --epochs)")
-    p.add_argument("--batch-size", type=int, default=128)
-    p.add_argument("--lr", type=float, default=0.001)
-    p.add_argument("--select", default="val", choices=["val", "test_max"],
-                   help="selection reported as the result (both are always recorded)")
-    p.add_argument("--feat", default="deg+odeg100", help="node-feature recipe (deg+odeg100, constant, ...)")
-    p.add_argument("--tau", type=float, default=None, help="NT-Xent temperature (default 0.5 autogcl, 0.2 graphcl)")
-    p.add_argument("--cl-variant", default="simclr", choices=["simclr", "released"],
-                   help="NT-Xent form: simclr (published) or released (positive left out of the "
-                   "denominator; one direction for graphcl)")
-    p.add_argument("--add-mask", action="store_true", help="generators may also mask nodes")
-    p.add_argument("--dropped", default="isolate", choices=["isolate", "remove"],
-                   help="dropped nodes stay as isolated zero nodes (released) or are removed")
-    p.add_argument("--mask-token", default="scalar", choices=["scalar", "feature"])
-    p.add_argument("--sim-loss", default="none", choices=["none", "cosine", "mse"],
-                   help="add L_sim to the naive strategy (released code: mse)")
-    p.add_argument("--graphcl-views", default="aug-aug", choices=["aug-aug", "orig-aug"])
-    p.add_argument("--data-root", default=None, help="data root (else $AUTOGCL_DATA, else the project cache)")
-    p.add_argument("--out", default="runs/unsupervised", help="run directory")
-    p.add_argument("--resume", action="store_true", help="keep finished seeds, continue interrupted ones")
-    p.add_argument("--jobs", type=int, default=2, help="processes for the SVM folds")
-    p.add_argument("--save-embeddings", action="store_true", help="save embeddings at the evaluation epochs")
-    p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    p = _parser(sub, "unsupervised", "contrastive pre-training + SVM evaluation (paper Table 2)",
+                "Unsupervised protocol: train the GIN encoder with learnable view generators "
+                "(autogcl) or random augmentations (graphcl) on the whole dataset, score the embeddings "
+                "with an RBF SVM (10-fold CV, C by inner 5-fold search) at the evaluation epochs, repeat "
+                "over seeds, and print mean ± std under both selections beside the published figure.")
+    add_options(p, UnsupervisedConfig)
+    _run_options(p, SWEEP + ("jobs", "save_embeddings"), out="runs/unsupervised")
     p.set_defaults(func=cmd_unsupervised)
 
 
 def cmd_unsupervised(args) -> int:
+    from .config import from_args
     from .data import load_tu
-    from .eval.report import unsupervised_table
-    from .eval.unsupervised import UnsupervisedConfig, run_sweep
+    from .protocols.report import unsupervised_table
+    from .protocols.unsupervised import UnsupervisedConfig, run_sweep
 
-    evals = ([int(e) for e in args.eval_epochs.split(",")] if args.eval_epochs
-             else [e for e in (10, 20, 30) if e <= args.epochs] or [args.epochs])
-    dataset = load_tu(args.dataset, args.data_root, args.feat)
-    cfg = UnsupervisedConfig(
-        dataset=dataset.name, method=args.method, feat=args.feat, epochs=args.epochs,
-        batch_size=args.batch_size, lr=args.lr, eval_epochs=evals, tau=args.tau,
-        cl_variant=args.cl_variant, add_mask=args.add_mask, dropped=args.dropped,
-        mask_token=args.mask_token, sim_loss=args.sim_loss, aug=args.aug, aug_ratio=args.aug_ratio,
-        graphcl_views=args.graphcl_views, select=args.select,
-    )
+    run = _run(args)
+    cfg = from_args(UnsupervisedConfig, args)  # validated before any data is read
+    dataset = load_tu(cfg.dataset, run.data_root, cfg.feat)
+    cfg = from_args(UnsupervisedConfig, args, dataset=dataset.name)
     log.info("%s: %d graphs, %d features, %d classes; writing to %s", dataset.name, len(dataset),
-             dataset.num_features, dataset.num_classes, Path(args.out) / cfg.tag)
-    summary = run_sweep(cfg, dataset, _seeds(args), Path(args.out), resume=args.resume,
-                        n_jobs=args.jobs, save_embeddings=args.save_embeddings,
-                        show_progress=False if args.no_progress else None)
+             dataset.num_features, dataset.num_classes, Path(run.out) / cfg.tag)
+    summary = run_sweep(cfg, dataset, run.seed_list, Path(run.out), resume=run.resume, n_jobs=run.jobs,
+                        save_embeddings=bool(run.save_embeddings), show_progress=run.progress, device=run.device)
     print(unsupervised_table([summary]))
-    print(f"\nselection reported as the result: {cfg.select}; results in {Path(args.out) / cfg.tag}")
+    print(f"\nselection reported as the result: {cfg.select}; results in {Path(run.out) / cfg.tag}")
     return 0
 
 
 def add_semi(sub) -> None:
-    from .augment import RandomAugmentor
-    from .eval.semi import ROWS
+    from .config import add_options
+    from .protocols.semi import ROWS, SemiConfig
 
-    p = sub.add_parser(
-        "semi",
-        help="semi-supervised protocol with a ResGCN classifier (SPEC 3.2)",
-        description="Semi-supervised protocol: 10-fold stratified CV (fold seed 12345); in each fold "
-        "a labeled 10% of the data drawn from the training part, the rest of it unlabeled, the "
-        "previous fold as validation (for the val selection) and the test fold. Rows: "
-        + "; ".join(f"{k}: {v}" for k, v in ROWS.items()) + ".",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-    )
-    p.add_argument("--dataset", default="PROTEINS")
-    p.add_argument("--row", default="joint",
-                   help="row(s) to run: a name, a comma-separated list, or 'all' (" + ", ".join(ROWS) + ")")
-    p.add_argument("--seeds", type=int, default=1, help="number of seeds (each seed: all folds)")
-    p.add_argument("--first-seed", type=int, default=0)
-    p.add_argument("--epochs", type=int, default=30)
-    p.add_argument("--pretrain-epochs", type=int, default=30, help="pre-training epochs of graphcl_cl and naive")
-    p.add_argument("--batch-size", type=int, default=None, help="default 128 (64 for DD, COLLAB, REDDIT-*, GITHUB)")
-    p.add_argument("--lr", type=float, default=0.01)
-    p.add_argument("--label-rate", type=float, default=0.1, help="labeled share of the whole dataset")
-    p.add_argument("--folds", type=int, default=10)
-    p.add_argument("--fold-limit", type=int, default=None, help="run only the first N folds (quick checks)")
-    p.add_argument("--select", default="val", choices=["val", "test_max"],
-                   help="selection reported as the result (both are always recorded)")
-    p.add_argument("--add-mask", action="store_true", help="generators may also mask nodes")
-    p.add_argument("--lambda", dest="lam", type=float, default=1.0, help="weight of L_sim")
-    p.add_argument("--sim-loss", default="cosine", choices=["cosine", "mse"])
-    p.add_argument("--tau", type=float, default=0.5)
-    p.add_argument("--cl-variant", default="simclr", choices=["simclr", "released"])
-    p.add_argument("--aug", default="random4", choices=list(RandomAugmentor.names), help="GraphCL rows' augmentation")
-    p.add_argument("--aug-ratio", type=float, default=0.2)
-    p.add_argument("--feat", default="deg+odeg100")
-    p.add_argument("--data-root", default=None)
-    p.add_argument("--out", default="runs/semi")
-    p.add_argument("--resume", action="store_true", help="keep finished folds, run only what is missing")
-    p.add_argument("--save-embeddings", default=None, metavar="EPOCHS",
-                   help="comma-separated epochs after which to save every graph's embedding (0 = before "
-                   "training), for 'autogcl visualize tsne'")
-    p.add_argument("--no-progress", action="store_true")
+    p = _parser(sub, "semi", "semi-supervised protocol with a ResGCN classifier (paper Table 3)",
+                "Semi-supervised protocol: 10-fold stratified CV (fold seed 12345); in each fold "
+                "a labeled 10%% of the data drawn from the training part, the rest of it unlabeled, the "
+                "previous fold as validation (for the val selection) and the test fold. Rows: "
+                + "; ".join(f"{k}: {v}" for k, v in ROWS.items()) + ".")
+    add_options(p, SemiConfig)
+    _run_options(p, SWEEP + ("fold_limit", "save_embeddings"), seeds=1, out="runs/semi")
     p.set_defaults(func=cmd_semi)
 
 
 def cmd_semi(args) -> int:
+    from .config import from_args
     from .data import load_tu
-    from .eval.report import semi_table
-    from .eval.semi import ROWS, SemiConfig, run_sweep
+    from .protocols.report import semi_table
+    from .protocols.semi import ROWS, SemiConfig, run_sweep
 
+    run = _run(args)
     rows = list(ROWS) if args.row == "all" else [r.strip() for r in args.row.split(",") if r.strip()]
-    dataset = load_tu(args.dataset, args.data_root, args.feat)
-    cfgs = [SemiConfig(dataset=dataset.name, row=r, feat=args.feat, epochs=args.epochs,
-                       pretrain_epochs=args.pretrain_epochs, batch_size=args.batch_size, lr=args.lr,
-                       label_rate=args.label_rate, folds=args.folds, lam=args.lam, tau=args.tau,
-                       cl_variant=args.cl_variant, sim_loss=args.sim_loss, add_mask=args.add_mask,
-                       aug=args.aug, aug_ratio=args.aug_ratio, select=args.select) for r in rows]
-    save = [int(e) for e in args.save_embeddings.split(",")] if args.save_embeddings else None
-    summaries = [run_sweep(c, dataset, _seeds(args), Path(args.out), resume=args.resume,
-                           fold_limit=args.fold_limit, show_progress=False if args.no_progress else None,
-                           save_embeddings=save)
+    cfgs = [from_args(SemiConfig, args, row=r) for r in rows]  # validated before any data is read
+    dataset = load_tu(cfgs[0].dataset, run.data_root, cfgs[0].feat)
+    cfgs = [from_args(SemiConfig, args, row=r, dataset=dataset.name) for r in rows]
+    summaries = [run_sweep(c, dataset, run.seed_list, Path(run.out), resume=run.resume, fold_limit=run.fold_limit,
+                           show_progress=run.progress, save_embeddings=run.save_embeddings, device=run.device)
                  for c in cfgs]
     print(semi_table(summaries))
-    print(f"\nselection reported as the result: {args.select}; results in {args.out}")
+    print(f"\nselection reported as the result: {cfgs[0].select}; results in {run.out}")
     return 0
 
 
@@ -172,7 +119,7 @@ def add_report(sub) -> None:
 
 
 def cmd_report(args) -> int:
-    from .eval.report import collect, render
+    from .protocols.report import collect, render
     from .runs import atomic_write_text
 
     summaries = collect([Path(d) for d in args.run_dirs])
@@ -185,6 +132,9 @@ def cmd_report(args) -> int:
 
 
 def add_visualize(sub) -> None:
+    from .config import add_options
+    from .protocols.views import ViewsConfig
+
     p = sub.add_parser("visualize", help="figures: generated views, learning curves, t-SNE of embeddings",
                        description="Figures of finished runs (PNG and SVG).")
     vs = p.add_subparsers(dest="figure", metavar="FIGURE")
@@ -206,46 +156,18 @@ def add_visualize(sub) -> None:
     t.add_argument("--labels", default=None)
     t.add_argument("--out", default=None, help="output file (default UNIT_DIR/tsne.png of the first)")
     t.set_defaults(func=cmd_tsne)
-    v = vs.add_parser(
-        "views", help="what the learnable generators do to graphs",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-        description="Train two learnable view generators jointly with a classifier "
+    v = _parser(
+        vs, "views", "what the learnable generators do to graphs",
+        "Train two learnable view generators jointly with a classifier "
         "(L_cls(x, x1, x2) + lambda L_sim, mask operation on; after --warmup-epochs of the classifier "
-        "alone) until the classifier's accuracy on "
-        "generated views reaches --target-acc (or --max-epochs), then draw, for several graphs, the "
+        "alone) until the classifier's accuracy on generated views of a validation part of the training "
+        "graphs reaches --target-acc (or --max-epochs), then draw, for several test graphs, the "
         "original, AutoGCL view 1 and view 2, and a GraphCL node-drop view. MNIST (default) uses "
         "superpixel graphs of the offline MNIST images, drawn at their image positions; a TU "
         "dataset is drawn with a graph layout. With --run UNIT_DIR, the saved generators of a "
         "finished unsupervised unit are drawn instead (no training).")
-    v.add_argument("--dataset", default="MNIST", help="MNIST or a TU dataset name")
-    v.add_argument("--target-acc", type=float, default=0.9)
-    v.add_argument("--max-epochs", type=int, default=30)
-    v.add_argument("--batch-size", type=int, default=None, help="default 64 relpos, 128 resgcn")
-    v.add_argument("--classifier", default=None, choices=["relpos", "resgcn"],
-                   help="relpos: layers over neighbour offsets, for superpixels (default on MNIST); "
-                   "resgcn: ResGCN (default on TU datasets)")
-    v.add_argument("--lr", type=float, default=None,
-                   help="Adam learning rate of the classifier (default 0.001 relpos, 0.01 resgcn)")
-    v.add_argument("--gen-lr", type=float, default=None, help="learning rate of the generators (default 0.01)")
-    v.add_argument("--warmup-epochs", type=int, default=None, help="train the classifier alone on the original "
-                   "graphs for this many epochs first (default 1 relpos, 0 resgcn)")
-    v.add_argument("--hidden", type=int, default=None, help="classifier width (default 64 relpos, 128 resgcn)")
-    v.add_argument("--lambda", dest="lam", type=float, default=None,
-                   help="weight of L_sim (default 0.3 relpos, 1.0 resgcn)")
-    v.add_argument("--dropped", default=None, choices=["weight", "remove", "isolate"],
-                   help="dropped nodes in the views the classifier trains on: weight (default with "
-                   "relpos: kept in the batch with weight 0, ignored by the classifier, so a drop still "
-                   "gets a gradient), remove (default with resgcn), isolate (isolated zero nodes, which "
-                   "skew the classifier's BatchNorm statistics)")
-    v.add_argument("--no-mask", action="store_true", help="generators only keep or drop")
-    v.add_argument("--examples", type=int, default=6, help="graphs (digits) to draw")
-    v.add_argument("--limit", type=int, default=None, help="use only N graphs per split (quick runs)")
-    v.add_argument("--drop-ratio", type=float, default=0.2, help="GraphCL node-drop ratio shown beside")
-    v.add_argument("--seed", type=int, default=0)
-    v.add_argument("--run", default=None, metavar="UNIT_DIR", help="draw the generators saved by this unit")
-    v.add_argument("--data-root", default=None)
-    v.add_argument("--out", default=None, help="output folder (default runs/views/DATASET)")
-    v.add_argument("--no-progress", action="store_true")
+    add_options(v, ViewsConfig)
+    _run_options(v, ("data_root", "out", "no_progress", "device", "run", "examples"), out=None)
     v.set_defaults(func=cmd_views)
 
 
@@ -286,18 +208,16 @@ def cmd_tsne(args) -> int:
 def cmd_views(args) -> int:
     import torch
 
-    from .eval import views as V
+    from .config import from_args
+    from .protocols import views as V
 
-    if args.run:
-        return _views_from_run(args)
-    cfg = V.ViewsConfig(dataset=args.dataset, target_acc=args.target_acc, max_epochs=args.max_epochs,
-                        batch_size=args.batch_size, classifier=args.classifier, lr=args.lr,
-                        gen_lr=args.gen_lr, warmup_epochs=args.warmup_epochs,
-                        hidden=args.hidden, lam=args.lam, add_mask=not args.no_mask, dropped=args.dropped,
-                        seed=args.seed, limit=args.limit, drop_ratio=args.drop_ratio)
-    out = Path(args.out) if args.out else Path("runs/views") / args.dataset
-    torch.manual_seed(args.seed)
-    res = V.run(cfg, out, args.data_root, args.examples, show_progress=False if args.no_progress else None)
+    run = _run(args)
+    if run.run:
+        return _views_from_run(args, run)
+    cfg = from_args(V.ViewsConfig, args)
+    out = Path(run.out) if run.out else Path("runs/views") / cfg.dataset
+    torch.manual_seed(cfg.seed)
+    res = V.run(cfg, out, run.data_root, run.examples, show_progress=run.progress, device=run.device)
     warm = f" (+ {res['warmup_epochs']} warm-up)" if res["warmup_epochs"] else ""
     print(f"accuracy on generated views: {100 * res['val_view_acc']:.1f}% on validation graphs after "
           f"{res['epochs']} epochs{warm} (target {100 * cfg.target_acc:.0f}%"
@@ -310,175 +230,112 @@ def cmd_views(args) -> int:
     return 0
 
 
-def _views_from_run(args) -> int:
-    import torch
-
-    from .augment import ViewGenerator
+def _views_from_run(args, run) -> int:
+    from .api import AutoGCL, load
     from .data import load_tu
-    from .eval import views as V
-    from .eval.unsupervised import UnsupervisedConfig
+    from .protocols import views as V
+    from .protocols.unsupervised import UnsupervisedConfig
     from .runs import read_json
 
-    unit = Path(args.run)
+    unit = Path(run.run)
     if not (unit / "model.pt").is_file() or not (unit / "config.json").is_file():
         raise AutoGCLError(f"{unit} is not a finished unit (needs model.pt and config.json)")
     ucfg = UnsupervisedConfig.from_dict(read_json(unit / "config.json"))
     if ucfg.method != "autogcl":
         raise AutoGCLError(f"{unit} was trained with {ucfg.method}: it has no learnable generators")
-    ds = load_tu(ucfg.dataset, args.data_root, ucfg.feat)
-    state = torch.load(unit / "model.pt", weights_only=True)
-    gens = []
-    for key in ("gen1", "gen2"):
-        g = ViewGenerator(ds.num_features, ucfg.gen_hidden, ucfg.gen_layers, ucfg.add_mask, ucfg.dropped,
-                          ucfg.mask_token)
-        g.load_state_dict(state[key])
-        gens.append(g)
+    ds = load_tu(ucfg.dataset, run.data_root, ucfg.feat)
+    model = load(unit / "model.pt")
+    if not isinstance(model, AutoGCL):
+        raise AutoGCLError(f"{unit / 'model.pt'} holds a {type(model).__name__} model: no learnable generators")
     cfg = V.ViewsConfig(dataset=ds.name, seed=args.seed, drop_ratio=args.drop_ratio)
-    out = Path(args.out) if args.out else unit / "views"
-    written = V.draw(cfg, gens, ds, out / "views.png", args.examples,
+    out = Path(run.out) if run.out else unit / "views"
+    written = V.draw(cfg, [model.gen1, model.gen2], ds, out / "views.png", run.examples,
                      title=f"{ds.name}: views of the generators saved in {unit}")
     print("\n".join(map(str, written)))
     return 0
 
 
 def add_ablate(sub) -> None:
-    from .eval.ablation import SINGLE_AUGS
-    from .eval.published import ABLATION_RATIOS
+    from .config import add_options
+    from .protocols.ablation import AblationConfig
 
     p = sub.add_parser("ablate", help="augmentation ablations of the GraphCL rows")
     ks = p.add_subparsers(dest="ablation", metavar="ABLATION")
     ks.required = True
-    a = ks.add_parser(
-        "graphcl-aug", formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-        help="GraphCL with each augmentation alone and at several ratios",
-        description="Run a semi-supervised GraphCL row with each GraphCL augmentation alone (ratio "
+    a = _parser(
+        ks, "graphcl-aug", "GraphCL with each augmentation alone and at several ratios",
+        "Run a semi-supervised GraphCL row with each GraphCL augmentation alone (ratio "
         "0.2), and with one augmentation at several ratios; print both tables in the shape of the "
         "paper's appendix tables (cells: val / test_max accuracy) and write them to OUT/ablation.md.")
-    a.add_argument("--dataset", default="NCI1", help="one or more comma-separated TU datasets")
-    a.add_argument("--row", default="graphcl_cl", choices=["graphcl_cl", "graphcl_aug"])
-    a.add_argument("--augs", default=",".join(SINGLE_AUGS))
-    a.add_argument("--ratios", default=",".join(f"{r:g}" for r in ABLATION_RATIOS))
-    a.add_argument("--ratio-aug", default="node_drop", help="augmentation of the ratio sweep")
-    a.add_argument("--seeds", type=int, default=1)
-    a.add_argument("--first-seed", type=int, default=0)
-    a.add_argument("--epochs", type=int, default=30)
-    a.add_argument("--pretrain-epochs", type=int, default=30)
-    a.add_argument("--fold-limit", type=int, default=None, help="run only the first N folds")
-    a.add_argument("--data-root", default=None)
-    a.add_argument("--out", default="runs/ablate")
-    a.add_argument("--resume", action="store_true")
-    a.add_argument("--no-progress", action="store_true")
+    add_options(a, AblationConfig)
+    _run_options(a, SWEEP + ("fold_limit",), seeds=1, out="runs/ablate")
     a.set_defaults(func=cmd_ablate)
 
 
 def cmd_ablate(args) -> int:
+    from .config import from_args
     from .data import load_tu
-    from .eval.ablation import run_ablation, tables
-    from .eval.semi import SemiConfig
+    from .protocols.ablation import AblationConfig, run_ablation, tables
     from .runs import atomic_write_text
 
+    run = _run(args)
+    cfg = from_args(AblationConfig, args)
+    cfg.base(cfg.dataset[0])  # validates the row and the augmentation before any work
     datasets = {}
-    for name in args.dataset.split(","):
-        ds = load_tu(name.strip(), args.data_root)
+    for name in cfg.dataset:
+        ds = load_tu(name, run.data_root)
         datasets[ds.name] = ds
-    augs = [a.strip() for a in args.augs.split(",") if a.strip()]
-    ratios = [float(r) for r in args.ratios.split(",")]
-    base = SemiConfig(dataset=next(iter(datasets)), row=args.row, epochs=args.epochs,
-                      pretrain_epochs=args.pretrain_epochs, aug=args.ratio_aug)
-    for a in augs:
-        SemiConfig(dataset=base.dataset, row=args.row, aug=a)  # validates the names early
-    res = run_ablation(base, datasets, _seeds(args), Path(args.out), augs, ratios, args.ratio_aug,
-                       args.resume, args.fold_limit, show_progress=False if args.no_progress else None)
+    base = cfg.base(next(iter(datasets)))
+    res = run_ablation(base, datasets, run.seed_list, Path(run.out), cfg.augs, cfg.ratios, cfg.ratio_aug,
+                       run.resume, run.fold_limit, show_progress=run.progress, device=run.device)
     text = tables(res)
     print(text)
-    atomic_write_text(Path(args.out) / "ablation.md", text + "\n")
+    atomic_write_text(Path(run.out) / "ablation.md", text + "\n")
     return 0
 
 
 def add_transfer(sub) -> None:
-    from .augment import RandomAugmentor
+    from .config import add_options
+    from .protocols.pretrain import PretrainConfig
+    from .protocols.transfer import FinetuneConfig
 
-    p = sub.add_parser("transfer", help="molecules: contrastive pre-training and MoleculeNet fine-tuning (SPEC 3.3)",
+    p = sub.add_parser("transfer", help="molecules: contrastive pre-training and MoleculeNet fine-tuning "
+                       "(paper Table 4)",
                        description="Transfer learning on molecules: pre-train the molecule GIN on unlabeled "
                        "SMILES, then fine-tune it on labeled molecules with a scaffold split.")
     ts = p.add_subparsers(dest="step", metavar="STEP")
     ts.required = True
-    pre = ts.add_parser(
-        "pretrain", help="contrastive pre-training on a SMILES corpus",
-        description="Pre-train the molecule GIN (5 x 300, Hu et al. features) with learnable view "
+    pre = _parser(
+        ts, "pretrain", "contrastive pre-training on a SMILES corpus",
+        "Pre-train the molecule GIN (5 x 300, Hu et al. features) with learnable view "
         "generators (autogcl, the naive strategy) or GraphCL's random augmentations (graphcl) on a "
         "SMILES file, read in cached chunks. A checkpoint is written after every chunk and epoch; "
         "--resume continues an interrupted run. The run folder ends with encoder.pt, the file "
-        "`autogcl transfer finetune --checkpoint` takes.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    pre.add_argument("--corpus", default="", help="SMILES file (CSV with a SMILES column, or .smi; .gz ok); "
-                     "default: <data root>/pretrain/moses_train.csv.gz")
-    pre.add_argument("--smiles-col", default=None, help="SMILES column (default: one named SMILES, else the first)")
-    pre.add_argument("--method", default="autogcl", choices=["autogcl", "graphcl"])
-    pre.add_argument("--max-molecules", type=int, default=None, help="read only the first N SMILES")
-    pre.add_argument("--epochs", type=int, default=20)
-    pre.add_argument("--batch-size", type=int, default=256)
-    pre.add_argument("--lr", type=float, default=0.001)
-    pre.add_argument("--chunk-size", type=int, default=50_000, help="SMILES per cached chunk (bounds memory)")
-    pre.add_argument("--tau", type=float, default=None, help="NT-Xent temperature (default 0.5 autogcl, 0.1 graphcl)")
-    pre.add_argument("--no-mask", action="store_true", help="generators only keep or drop atoms (no masking)")
-    pre.add_argument("--dropped", default="remove", choices=["remove", "isolate"])
-    pre.add_argument("--sim-loss", default="none", choices=["none", "cosine", "mse"],
-                     help="add L_sim to the naive strategy (released code: mse)")
-    pre.add_argument("--aug", default="random4", choices=list(RandomAugmentor.names),
-                     help="GraphCL augmentation (method graphcl)")
-    pre.add_argument("--aug-ratio", type=float, default=0.2)
-    pre.add_argument("--seed", type=int, default=0)
-    pre.add_argument("--workers", type=int, default=None, help="featurising processes (default: all cores)")
-    pre.add_argument("--data-root", default=None)
-    pre.add_argument("--out", default=None, help="run folder (default runs/pretrain/METHOD)")
-    pre.add_argument("--resume", action="store_true", help="continue an interrupted run")
-    pre.add_argument("--no-progress", action="store_true")
+        "`autogcl transfer finetune --checkpoint` takes.")
+    add_options(pre, PretrainConfig)
+    _run_options(pre, ("workers", "data_root", "out", "resume", "no_progress", "device"), out=None)
     pre.set_defaults(func=cmd_pretrain)
 
-    ft = ts.add_parser(
-        "finetune", help="fine-tune on MoleculeNet sets or your own CSV",
-        description="Fine-tune the molecule GIN (from --checkpoint, or from scratch for the No-pretrain "
+    ft = _parser(
+        ts, "finetune", "fine-tune on MoleculeNet sets or your own CSV",
+        "Fine-tune the molecule GIN (from --checkpoint, or from scratch for the No-pretrain "
         "row) on each dataset with a scaffold split 80/10/10: masked BCE, ROC-AUC averaged over the tasks "
         "with both classes. Reports mean ± std over seeds under the val selection (test ROC-AUC at the "
-        "epoch of best validation ROC-AUC) and test_max (best test ROC-AUC, the published protocol).",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    ft.add_argument("--dataset", default="bbbp",
-                    help="MoleculeNet name(s), comma-separated, or all: bbbp, tox21, toxcast, sider, clintox, muv, hiv, bace")
-    ft.add_argument("--csv", default=None, help="your own CSV instead of --dataset")
-    ft.add_argument("--smiles-col", default="smiles", help="SMILES column of --csv")
-    ft.add_argument("--label-cols", default=None, help="comma-separated label columns of --csv (default: all others)")
-    ft.add_argument("--checkpoint", default=None, help="encoder.pt of a pre-training run (none: No pretrain)")
-    ft.add_argument("--seeds", type=int, default=3)
-    ft.add_argument("--first-seed", type=int, default=0)
-    ft.add_argument("--epochs", type=int, default=100)
-    ft.add_argument("--batch-size", type=int, default=32)
-    ft.add_argument("--lr", type=float, default=0.001)
-    ft.add_argument("--dropout", type=float, default=0.5)
-    ft.add_argument("--select", default="val", choices=["val", "test_max"],
-                    help="selection reported as the result (both are always recorded)")
-    ft.add_argument("--tag", default=None, help="results go to OUT/TAG/DATASET (default: no_pretrain or "
-                    "the checkpoint's run folder name)")
-    ft.add_argument("--data-root", default=None)
-    ft.add_argument("--out", default="runs/transfer")
-    ft.add_argument("--resume", action="store_true", help="skip finished seeds, continue interrupted ones")
-    ft.add_argument("--no-progress", action="store_true")
+        "epoch of best validation ROC-AUC) and test_max (best test ROC-AUC, the published protocol).")
+    add_options(ft, FinetuneConfig)
+    _run_options(ft, SWEEP + ("workers", "tag"), seeds=3, out="runs/transfer")
     ft.set_defaults(func=cmd_finetune)
 
 
 def cmd_pretrain(args) -> int:
-    from .eval.pretrain import PretrainConfig, pretrain
+    from .config import from_args
+    from .protocols.pretrain import PretrainConfig, pretrain
 
-    cfg = PretrainConfig(corpus=args.corpus, smiles_col=args.smiles_col, method=args.method,
-                         epochs=args.epochs, batch_size=args.batch_size, lr=args.lr,
-                         max_molecules=args.max_molecules, chunk_size=args.chunk_size,
-                         add_mask=not args.no_mask, dropped=args.dropped, tau=args.tau,
-                         sim_kind="cosine" if args.sim_loss == "none" else args.sim_loss,
-                         sim_weight=0.0 if args.sim_loss == "none" else 1.0,
-                         aug=args.aug, aug_ratio=args.aug_ratio, seed=args.seed)
-    out = Path(args.out) if args.out else Path("runs/pretrain") / args.method
-    res = pretrain(cfg, out, args.data_root, resume=args.resume, workers=args.workers,
-                   show_progress=False if args.no_progress else None)
+    run = _run(args)
+    cfg = from_args(PretrainConfig, args)
+    out = Path(run.out) if run.out else Path("runs/pretrain") / cfg.method
+    res = pretrain(cfg, out, run.data_root, resume=run.resume, workers=run.workers, show_progress=run.progress,
+                   device=run.device)
     print(f"pre-trained {res['method']} for {res['epochs']} epoch(s) on {res['corpus']['molecules']} molecules "
           f"({res['corpus']['skipped']} SMILES skipped): {res['molecules_per_s']:.0f} molecules/s, "
           f"peak memory {res['peak_rss_mb']:.0f} MB")
@@ -487,24 +344,22 @@ def cmd_pretrain(args) -> int:
 
 
 def cmd_finetune(args) -> int:
-    from .eval.report import transfer_table
-    from .eval.transfer import FinetuneConfig, dataset_names, run_sweep
+    from .config import from_args
+    from .protocols.report import transfer_table
+    from .protocols.transfer import FinetuneConfig, dataset_names, run_sweep
 
+    run = _run(args)
     if args.checkpoint:
-        tag = args.tag or Path(args.checkpoint).resolve().parent.name
+        tag = run.tag or Path(args.checkpoint).resolve().parent.name
     else:
-        tag = args.tag or "no_pretrain"
+        tag = run.tag or "no_pretrain"
     if args.label_cols and not args.csv:
         raise AutoGCLError("--label-cols and --smiles-col are for --csv files; MoleculeNet sets have fixed columns")
-    labels = [c.strip() for c in args.label_cols.split(",")] if args.label_cols else None
     names = [args.csv] if args.csv else dataset_names(args.dataset)
-    summaries = []
-    for name in names:
-        cfg = FinetuneConfig(dataset=name, checkpoint=str(Path(args.checkpoint).resolve()) if args.checkpoint else None,
-                             csv=args.csv, smiles_col=args.smiles_col, label_cols=labels, epochs=args.epochs,
-                             batch_size=args.batch_size, lr=args.lr, dropout=args.dropout, select=args.select)
-        summaries.append(run_sweep(cfg, _seeds(args), Path(args.out), tag, args.data_root, args.resume,
-                                   show_progress=False if args.no_progress else None))
+    checkpoint = str(Path(args.checkpoint).resolve()) if args.checkpoint else None
+    cfgs = [from_args(FinetuneConfig, args, dataset=n, checkpoint=checkpoint) for n in names]
+    summaries = [run_sweep(cfg, run.seed_list, Path(run.out), tag, run.data_root, run.resume,
+                           show_progress=run.progress, workers=run.workers, device=run.device) for cfg in cfgs]
     print(transfer_table(summaries))
     return 0
 
@@ -538,7 +393,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"autogcl: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("autogcl: interrupted; finished seeds are kept, rerun with --resume to continue",
+        print("autogcl: interrupted; finished units are kept, rerun with --resume to continue",
               file=sys.stderr)
         return 130
 

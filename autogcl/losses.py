@@ -1,10 +1,14 @@
 """Losses: NT-Xent contrastive loss, the generators' similarity loss, classification losses
-(SPEC 2.3)."""
+(AutoGCL paper, Section 3.2), as functions and as ``nn.Module`` objects (:class:`NTXent`,
+:class:`SimilarityLoss`, :class:`ClassificationLoss`, :class:`MaskedBCE`) for own loops."""
 
 from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
+from torch import nn
+
+from .errors import ConfigError
 
 CL_VARIANTS = ("simclr", "released")
 SIM_KINDS = ("cosine", "mse")
@@ -37,7 +41,7 @@ def cl_kwargs(variant: str, method: str) -> dict:
         return {"exclude_positive": False, "symmetric": True}
     if variant == "released":
         return {"exclude_positive": True, "symmetric": method == "autogcl"}
-    raise ValueError(f"unknown NT-Xent variant {variant!r}; choose from {CL_VARIANTS}")
+    raise ConfigError(f"unknown NT-Xent variant {variant!r}; choose from {CL_VARIANTS}")
 
 
 def similarity_loss(s1: torch.Tensor, s2: torch.Tensor, kind: str = "cosine") -> torch.Tensor:
@@ -52,7 +56,7 @@ def similarity_loss(s1: torch.Tensor, s2: torch.Tensor, kind: str = "cosine") ->
         keep1 = s1[:, 0] + (s1[:, 2] if s1.shape[1] > 2 else 0)
         keep2 = s2[:, 0] + (s2[:, 2] if s2.shape[1] > 2 else 0)
         return 1.0 - F.mse_loss(keep1, keep2)
-    raise ValueError(f"unknown similarity loss {kind!r}; choose from {SIM_KINDS}")
+    raise ConfigError(f"unknown similarity loss {kind!r}; choose from {SIM_KINDS}")
 
 
 def classification_loss(log_probs: list[torch.Tensor], y: torch.Tensor, reduce: str = "sum") -> torch.Tensor:
@@ -70,3 +74,53 @@ def masked_bce(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     if not labeled.any():
         return logits.sum() * 0.0
     return F.binary_cross_entropy_with_logits(logits[labeled], y[labeled])
+
+
+class NTXent(nn.Module):
+    """``loss = NTXent(tau=0.5)(z1, z2)``: :func:`nt_xent` with a named variant
+    (``simclr``, published; ``released``: positive left out of the denominator, and one
+    direction when ``method="graphcl"``)."""
+
+    def __init__(self, tau: float = 0.5, variant: str = "simclr", method: str = "autogcl"):
+        super().__init__()
+        if not tau > 0:
+            raise ConfigError(f"the NT-Xent temperature must be positive, got {tau}")
+        self.tau, self.kwargs = tau, cl_kwargs(variant, method)
+
+    def forward(self, z1: torch.Tensor, z2: torch.Tensor) -> torch.Tensor:
+        return nt_xent(z1, z2, self.tau, **self.kwargs)
+
+
+class SimilarityLoss(nn.Module):
+    """``SimilarityLoss("cosine")(sample1, sample2)``: :func:`similarity_loss` of two
+    generators' one-hot samples (minimised to make the views differ)."""
+
+    def __init__(self, kind: str = "cosine"):
+        super().__init__()
+        if kind not in SIM_KINDS:
+            raise ConfigError(f"unknown similarity loss {kind!r}; choose from {SIM_KINDS}")
+        self.kind = kind
+
+    def forward(self, s1: torch.Tensor, s2: torch.Tensor) -> torch.Tensor:
+        return similarity_loss(s1, s2, self.kind)
+
+
+class ClassificationLoss(nn.Module):
+    """``ClassificationLoss()([logp_x, logp_x1, logp_x2], y)``: :func:`classification_loss`,
+    the sum (published) or mean (released) of the views' cross-entropies."""
+
+    def __init__(self, reduce: str = "sum"):
+        super().__init__()
+        if reduce not in ("sum", "mean"):
+            raise ConfigError(f"reduce must be 'sum' or 'mean', got {reduce!r}")
+        self.reduce = reduce
+
+    def forward(self, log_probs: list[torch.Tensor], y: torch.Tensor) -> torch.Tensor:
+        return classification_loss(log_probs, y, self.reduce)
+
+
+class MaskedBCE(nn.Module):
+    """``MaskedBCE()(logits, y)``: :func:`masked_bce`, multi-task BCE over the labeled entries."""
+
+    def forward(self, logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return masked_bce(logits, y)

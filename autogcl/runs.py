@@ -9,6 +9,7 @@ and, when finished, that folder is renamed atomically to ``<dir>``, which then h
 
 from __future__ import annotations
 
+import logging
 import os
 import random
 import shutil
@@ -26,15 +27,21 @@ from .atomic import (
     atomic_write_text,
     read_json,
 )
-from .errors import ConfigError
+from .errors import ConfigError, DataError
 
 __all__ = ["Unit", "atomic_save", "atomic_write_csv", "atomic_write_json", "atomic_write_text",
-           "check_resumable", "config_diff", "read_json", "rng_state", "run_serial",
-           "seed_everything", "set_rng_state"]
+           "check_resumable", "config_diff", "load_checkpoint", "publish", "read_json", "rng_state",
+           "run_serial", "run_units", "save_checkpoint", "seed_everything", "set_rng_state", "start_work"]
+
+log = logging.getLogger(__name__)
+
+#: keys of a stored ``config.json`` that describe where a unit ran, not what it computes
+RUNTIME_KEY = "runtime"
 
 
 def seed_everything(seed: int) -> torch.Generator:
-    """Seed python, numpy and torch; return a torch generator for data shuffling."""
+    """Seed python, numpy and torch (CPU and every CUDA device); return a CPU torch generator
+    for data shuffling."""
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
@@ -44,13 +51,29 @@ def seed_everything(seed: int) -> torch.Generator:
 
 
 def rng_state(loader_gen: torch.Generator) -> dict:
-    return {"torch": torch.get_rng_state(), "numpy": np.random.get_state(),
+    """Every RNG state a run draws from, as tensors and plain containers (so that a checkpoint
+    loads with ``torch.load(weights_only=True)``): torch CPU, every CUDA device, numpy,
+    python and the loader's generator."""
+    kind, keys, pos, has_gauss, gauss = np.random.get_state()
+    return {"torch": torch.get_rng_state(),
+            "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
+            "numpy": [kind, torch.from_numpy(keys.astype(np.int64)), int(pos), int(has_gauss), float(gauss)],
             "python": random.getstate(), "loader": loader_gen.get_state()}
 
 
 def set_rng_state(state: dict, loader_gen: torch.Generator) -> None:
+    """Restore :func:`rng_state`; CUDA states are restored where the same GPUs are there
+    (a checkpoint made on a GPU machine loads on a CPU-only one)."""
     torch.set_rng_state(state["torch"])
-    np.random.set_state(state["numpy"])
+    cuda = state.get("cuda") or []
+    if cuda and torch.cuda.is_available():
+        if len(cuda) == torch.cuda.device_count():
+            torch.cuda.set_rng_state_all(cuda)
+        else:
+            log.warning("checkpoint holds %d CUDA RNG states but %d devices are visible; CUDA RNG "
+                        "not restored", len(cuda), torch.cuda.device_count())
+    kind, keys, pos, has_gauss, gauss = state["numpy"]
+    np.random.set_state((kind, np.asarray(keys, dtype=np.int64).astype(np.uint32), pos, has_gauss, gauss))
     random.setstate(state["python"])
     loader_gen.set_state(state["loader"])
 
@@ -87,7 +110,7 @@ def config_diff(a: dict, b: dict) -> list[str]:
     import json
 
     a, b = (json.loads(json.dumps(d, default=str)) for d in (a, b))
-    keys = sorted(set(a) | set(b))
+    keys = sorted((set(a) | set(b)) - {RUNTIME_KEY})
     return [f"{k}: {a.get(k)!r} != {b.get(k)!r}" for k in keys if a.get(k) != b.get(k)]
 
 
@@ -124,38 +147,61 @@ def run_serial(units: list[Unit], fn: Callable[[Unit], dict], progress=None) -> 
     return results
 
 
-def start_work(unit: Unit) -> Path:
-    """Create the unit's partial folder and record its configuration; refuse to continue an
-    interrupted run of another configuration there."""
+def start_work(unit: Unit, runtime: dict | None = None) -> Path:
+    """Create the unit's partial folder and record its configuration and ``runtime`` (device,
+    threads: :func:`autogcl.devices.runtime_info`) in ``config.json``; refuse to continue an
+    interrupted run of another configuration there, and warn when it continues on another
+    runtime (its numbers then differ from an uninterrupted run's)."""
     work = unit.partial
     work.mkdir(parents=True, exist_ok=True)
     started = work / "config.json"
     if started.is_file():
-        diff = config_diff(read_json(started), unit.config)
+        old = read_json(started)
+        diff = config_diff(old, unit.config)
         if diff:
             raise ConfigError(f"{work} holds an interrupted run with another configuration "
                               f"({'; '.join(diff)}); delete it or use another --out")
-    atomic_write_json(started, unit.config)
+        before = old.get(RUNTIME_KEY)
+        if runtime is not None and before is not None and before != runtime:
+            log.warning("%s was started on %s and continues on %s: its numbers will not match an "
+                        "uninterrupted run", unit.label or work, before, runtime)
+    atomic_write_json(started, {**unit.config, **({RUNTIME_KEY: runtime} if runtime else {})})
     return work
 
 
-def save_checkpoint(path: Path, modules: dict, optimizer, loader_gen: torch.Generator, **extra) -> None:
-    """Weights, optimizer state, every RNG state and ``extra`` (progress so far), atomically."""
+def _as_dict(optimizers) -> dict:
+    return optimizers if isinstance(optimizers, dict) else {"optimizer": optimizers}
+
+
+def save_checkpoint(path: Path, modules: dict, optimizers, loader_gen: torch.Generator, **extra) -> None:
+    """Weights, optimizer states, every RNG state and ``extra`` (progress so far: plain
+    containers of numbers and strings), atomically. ``optimizers``: one or a name -> optimizer
+    dict."""
     atomic_save({"modules": {k: m.state_dict() for k, m in modules.items()},
-                 "optimizer": optimizer.state_dict(), "rng": rng_state(loader_gen), **extra}, path)
+                 "optimizers": {k: o.state_dict() for k, o in _as_dict(optimizers).items()},
+                 "rng": rng_state(loader_gen), **extra}, path)
 
 
-def load_checkpoint(path: Path, modules: dict, optimizer, loader_gen: torch.Generator) -> dict | None:
+def load_checkpoint(path: Path, modules: dict, optimizers, loader_gen: torch.Generator) -> dict | None:
     """Restore what :func:`save_checkpoint` wrote (``None`` when there is no checkpoint);
-    returns the extra entries."""
-    if not Path(path).is_file():
+    returns the extra entries. Loaded with ``weights_only=True`` onto the CPU (tensors then
+    follow the modules' and optimizers' devices), so a checkpoint runs no code when read and
+    one made on a GPU loads on a machine without one."""
+    path = Path(path)
+    if not path.is_file():
         return None
-    state = torch.load(path, weights_only=False)
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # torch raises many types for a damaged or unsafe file
+        raise DataError(f"{path}: not a readable autogcl checkpoint ({type(exc).__name__}: "
+                        f"{str(exc).splitlines()[0] if str(exc) else ''}); delete it to restart that "
+                        "unit from the beginning") from exc
     for name, mod in modules.items():
         mod.load_state_dict(state["modules"][name])
-    optimizer.load_state_dict(state["optimizer"])
+    for name, opt in _as_dict(optimizers).items():
+        opt.load_state_dict(state["optimizers"][name])
     set_rng_state(state["rng"], loader_gen)
-    return {k: v for k, v in state.items() if k not in ("modules", "optimizer", "rng")}
+    return {k: v for k, v in state.items() if k not in ("modules", "optimizers", "rng")}
 
 
 def publish(unit: Unit, rows: list[dict], result: dict) -> dict:

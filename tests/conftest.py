@@ -30,6 +30,21 @@ def make_batch(feat_dim: int = 4) -> Batch:
     return Batch.from_data_list(graphs)
 
 
+def superpixel_batch(n_graphs=3, n=12, k=3, seed=0) -> Batch:
+    """Graphs shaped like MNIST superpixels: x = [intensity, row, col] in [0, 1], pos in
+    pixels, symmetric kNN edges."""
+    g = torch.Generator().manual_seed(seed)
+    graphs = []
+    for c in range(n_graphs):
+        x = torch.rand(n, 3, generator=g)
+        d = torch.cdist(x[:, 1:], x[:, 1:]) + torch.eye(n) * 1e9
+        nbr = d.topk(k, largest=False).indices
+        e = torch.stack([torch.arange(n).repeat_interleave(k), nbr.reshape(-1)])
+        e = torch.unique(torch.cat([e, e.flip(0)], 1), dim=1)
+        graphs.append(Data(x=x, edge_index=e, pos=x[:, 1:] * 28, y=torch.tensor([c % 2])))
+    return Batch.from_data_list(graphs)
+
+
 @pytest.fixture
 def batch() -> Batch:
     return make_batch()

@@ -1,6 +1,7 @@
 """View generators: the learnable AutoGCL generator and GraphCL's random augmentations."""
 
-from .learnable import MoleculeViewGenerator, ViewGenerator
+from .learnable import OPERATIONS, MoleculeViewGenerator, ViewDecision, ViewGenerator
 from .random import AUGMENTATIONS, RandomAugmentor
 
-__all__ = ["AUGMENTATIONS", "MoleculeViewGenerator", "RandomAugmentor", "ViewGenerator"]
+__all__ = ["AUGMENTATIONS", "OPERATIONS", "MoleculeViewGenerator", "RandomAugmentor", "ViewDecision",
+           "ViewGenerator"]

@@ -1,26 +1,43 @@
-"""The learnable view generator of AutoGCL (SPEC 2.1).
+"""The learnable view generator of AutoGCL (paper, Section 3.1).
 
 A small GIN scores every node with one logit per operation (0 = keep, 1 = drop,
 2 = mask), samples one operation per node with the hard Gumbel-softmax (straight-through
-gradient) and applies it to the whole batch at once.
+gradient) and applies it to the whole batch at once. :meth:`ViewGenerator.inspect` shows
+what a generator does to a batch: the operation of every node and their probabilities.
 """
 
 from __future__ import annotations
 
 import copy
+from collections.abc import Sequence
+from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 from torch_geometric.nn import GINConv
 
-from ..data.mnist import POS_COLS
-from ..errors import TrainingError
+from ..errors import ConfigError, DataError, TrainingError
 from .ops import first_argmax_per_group, graph_sizes, isolate_nodes, keep_nodes
 
 KEEP, DROP, MASK = 0, 1, 2
+#: operation names by column of a generator's sample matrix
+OPERATIONS = ("keep", "drop", "mask")
 DROPPED_MODES = ("isolate", "remove")
 MASK_TOKENS = ("scalar", "feature")
+
+
+class ViewDecision(NamedTuple):
+    """What a generator does to a batch (:meth:`ViewGenerator.inspect`).
+
+    ``op``: the operation of every node (0 keep, 1 drop, 2 mask; names in ``names``);
+    ``probs``: nodes x operations, the softmax of the generator's scores; ``sample``: the
+    one-hot matrix the view was made with."""
+
+    op: torch.Tensor
+    probs: torch.Tensor
+    sample: torch.Tensor
+    names: tuple[str, ...]
 
 
 class NodeScorer(nn.Module):
@@ -72,17 +89,22 @@ class ViewGenerator(nn.Module):
     ):
         super().__init__()
         if dropped not in DROPPED_MODES:
-            raise ValueError(f"dropped must be one of {DROPPED_MODES}, got {dropped!r}")
+            raise ConfigError(f"dropped must be one of {DROPPED_MODES}, got {dropped!r}")
         if mask_token not in MASK_TOKENS:
-            raise ValueError(f"mask_token must be one of {MASK_TOKENS}, got {mask_token!r}")
+            raise ConfigError(f"mask_token must be one of {MASK_TOKENS}, got {mask_token!r}")
+        if not tau > 0:
+            raise ConfigError(f"the Gumbel-softmax temperature must be positive, got {tau}")
         self.num_ops = 3 if add_mask else 2
         self.add_mask, self.dropped, self.mask_token, self.tau = add_mask, dropped, mask_token, tau
         self.scorer = scorer or NodeScorer(in_dim, hidden, self.num_ops, num_layers)
 
-    def sample(self, data) -> torch.Tensor:
-        """One-hot operation per node (``N x num_ops``) with straight-through gradients, and
-        at least one kept node in every graph."""
-        x_ok = torch.isfinite(data.x).all(1)
+    def scores(self, data) -> torch.Tensor:
+        """The scorer's logits, nodes x operations (checked: finite features and scores)."""
+        x = getattr(data, "x", None)
+        if x is None:
+            raise DataError("the graphs have no node features (x is None); give them some, e.g. with "
+                            "autogcl.NodeFeatures('deg+odeg100')")
+        x_ok = torch.isfinite(x).all(1)
         if not x_ok.all():
             bad = int((~x_ok).nonzero()[0])
             raise TrainingError(
@@ -93,7 +115,23 @@ class ViewGenerator(nn.Module):
         if not torch.isfinite(logits).all():
             raise TrainingError("view generator scores are not finite (diverged weights? "
                                 "try a lower learning rate)")
-        sample = F.gumbel_softmax(logits, tau=self.tau, hard=True)
+        return logits
+
+    def probabilities(self, data) -> torch.Tensor:
+        """Per-node operation probabilities (nodes x operations; columns keep, drop[, mask])."""
+        return self.scores(data).softmax(-1)
+
+    def sample(self, data, deterministic: bool = False, logits: torch.Tensor | None = None) -> torch.Tensor:
+        """One-hot operation per node (``N x num_ops``) with straight-through gradients, and
+        at least one kept node in every graph. ``deterministic`` takes every node's most
+        probable operation instead of a Gumbel-softmax draw."""
+        logits = self.scores(data) if logits is None else logits
+        if deterministic:
+            soft = logits.softmax(-1)
+            hard = F.one_hot(logits.argmax(-1), self.num_ops).to(soft.dtype)
+            sample = hard + soft - soft.detach()
+        else:
+            sample = F.gumbel_softmax(logits, tau=self.tau, hard=True)
         num_graphs = int(data.num_graphs)
         retained = sample[:, KEEP] + (sample[:, MASK] if self.add_mask else 0)  # masked nodes stay
         kept = graph_sizes(data.batch[retained > 0], num_graphs)
@@ -106,6 +144,14 @@ class ViewGenerator(nn.Module):
             rows = sample[forced]
             sample = sample.index_put((forced,), onehot + rows - rows.detach())
         return sample
+
+    @torch.no_grad()
+    def inspect(self, data, deterministic: bool = False) -> ViewDecision:
+        """The operation chosen for every node of ``data`` (a sampled draw, or the argmax with
+        ``deterministic``) and the per-node operation probabilities; no gradients."""
+        logits = self.scores(data)
+        sample = self.sample(data, deterministic, logits)
+        return ViewDecision(sample.argmax(-1), logits.softmax(-1), sample, OPERATIONS[: self.num_ops])
 
     def apply(self, data, sample: torch.Tensor):
         """Apply a sample matrix to a batch; differentiable w.r.t. ``sample``."""
@@ -126,8 +172,9 @@ class ViewGenerator(nn.Module):
         base = data.x.detach().float()
         return base.mean() if self.mask_token == "scalar" else base.mean(0, keepdim=True)
 
-    def forward(self, data):
-        sample = self.sample(data)
+    def forward(self, data, deterministic: bool = False):
+        """``(view, sample)``: the augmented batch and the one-hot operation matrix."""
+        sample = self.sample(data, deterministic)
         return self.apply(data, sample), sample
 
 
@@ -142,7 +189,7 @@ class GeometryKeepingGenerator(ViewGenerator):
     dropped node's choice still gets a gradient (what putting it back would change); with
     ``"remove"`` it gets none, and a drop, once sampled, is never pushed back."""
 
-    def __init__(self, in_dim: int, *args, dropped: str = "weight", geometry=POS_COLS, **kwargs):
+    def __init__(self, in_dim: int, *args, geometry: Sequence[int], dropped: str = "weight", **kwargs):
         super().__init__(in_dim, *args, dropped="isolate" if dropped == "weight" else dropped, **kwargs)
         self.dropped, self.geometry = dropped, list(geometry)
 
@@ -171,7 +218,8 @@ class GeometryKeepingGenerator(ViewGenerator):
 
 
 class MoleculeViewGenerator(ViewGenerator):
-    """The view generator for molecules, whose atoms are categorical ids (SPEC 2.2).
+    """The view generator for molecules, whose atoms are categorical ids (hidden 128, as the
+    released code).
 
     Ids cannot be multiplied by the keep indicator, so the view carries the sample as node
     weights instead: ``node_keep`` (keep column) and ``node_mask`` (mask column), which the

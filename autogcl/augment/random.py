@@ -1,4 +1,5 @@
-"""GraphCL's random augmentations (SPEC 2.5), applied to a whole batch at once.
+"""GraphCL's random augmentations (You et al. 2020), applied to a whole batch at once, on the
+batch's device.
 
 Each takes a PyG ``Batch`` and a ratio and returns a new batch; graphs never lose all of
 their nodes. ``RandomAugmentor("random4")`` picks one of the four at every call, so the
@@ -12,6 +13,7 @@ import copy
 import torch
 from torch_geometric.utils import scatter
 
+from ..errors import ConfigError
 from .ops import graph_sizes, keep_nodes, rank_within_group
 
 
@@ -44,8 +46,8 @@ def edge_pert(data, ratio: float = 0.2):
     kept = rank_within_group(edge_graph, g) >= k[edge_graph]
     new_graph = torch.repeat_interleave(torch.arange(g, device=ei.device), k)
     size = n[new_graph].double()
-    src = ptr[new_graph] + torch.floor(torch.rand(new_graph.numel(), dtype=torch.double) * size).long()
-    dst = ptr[new_graph] + torch.floor(torch.rand(new_graph.numel(), dtype=torch.double) * size).long()
+    src = ptr[new_graph] + torch.floor(torch.rand(new_graph.numel(), dtype=torch.double, device=ei.device) * size).long()
+    dst = ptr[new_graph] + torch.floor(torch.rand(new_graph.numel(), dtype=torch.double, device=ei.device) * size).long()
     out = copy.copy(data)
     out.edge_index = torch.cat([ei[:, kept], torch.stack([src, dst])], dim=1)
     if getattr(data, "edge_attr", None) is not None:
@@ -61,9 +63,9 @@ def subgraph(data, ratio: float = 0.2):
     n = graph_sizes(data.batch, g)
     ptr = torch.cat([n.new_zeros(1), n.cumsum(0)])
     target = torch.clamp(_count(n, 1.0 - ratio), min=1)
-    centre = ptr[:-1] + torch.floor(torch.rand(g, dtype=torch.double) * n.double()).long()
+    centre = ptr[:-1] + torch.floor(torch.rand(g, dtype=torch.double, device=n.device) * n.double()).long()
     centre = centre[n > 0]
-    in_set = torch.zeros(data.num_nodes, dtype=torch.bool)
+    in_set = torch.zeros(data.num_nodes, dtype=torch.bool, device=n.device)
     in_set[centre] = True
     size = graph_sizes(data.batch[in_set], g)
     src, dst = data.edge_index
@@ -114,15 +116,16 @@ RANDOM4 = ("node_drop", "subgraph", "edge_pert", "attr_mask")
 
 
 class RandomAugmentor:
-    """Callable augmentation by name: one of :data:`AUGMENTATIONS` or ``random4``."""
+    """Callable augmentation by name: one of :data:`AUGMENTATIONS` or ``random4`` (which
+    draws one of the four for every call, from the CPU generator); ``view = aug(batch)``."""
 
     names = tuple(AUGMENTATIONS) + ("random4",)
 
     def __init__(self, name: str = "random4", ratio: float = 0.2):
         if name not in self.names:
-            raise ValueError(f"unknown augmentation {name!r}; choose from {', '.join(self.names)}")
+            raise ConfigError(f"unknown augmentation {name!r}; choose from {', '.join(self.names)}")
         if not 0.0 <= ratio < 1.0:
-            raise ValueError(f"augmentation ratio must be in [0, 1), got {ratio}")
+            raise ConfigError(f"augmentation ratio must be in [0, 1), got {ratio}")
         self.name, self.ratio = name, ratio
 
     def __call__(self, data):

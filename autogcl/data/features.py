@@ -10,6 +10,10 @@ A recipe is a ``+``-joined list of tokens:
 Without ``constant`` the node labels of the file, one-hot encoded per label column as in
 PyTorch Geometric's ``TUDataset``, come first. ``deg+odeg100`` (the default) is the
 recipe of the released AutoGCL/GraphCL code (its ``FeatureExpander``).
+
+:class:`NodeFeatures` is the same recipe as a PyTorch Geometric transform, for a PyG
+``TUDataset`` (whose ``x`` holds the one-hot node labels) or a user's own graphs: it gives
+the features the TU reader of :func:`autogcl.data.load_tu` gives.
 """
 
 from __future__ import annotations
@@ -19,8 +23,9 @@ from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
+from torch_geometric.transforms import BaseTransform
 
-from ..errors import ConfigError
+from ..errors import ConfigError, DataError
 
 DEFAULT_RECIPE = "deg+odeg100"
 
@@ -74,11 +79,15 @@ def build_features(
     node_labels: torch.Tensor | None = None,
     node_attributes: torch.Tensor | None = None,
     dataset: str = "?",
+    base: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """Node feature matrix (float32, ``num_nodes x d``) for one recipe."""
+    """Node feature matrix (float32, ``num_nodes x d``) for one recipe. ``base``: features
+    that stand first instead of the one-hot ``node_labels`` (a graph's existing ``x``)."""
     parts: list[torch.Tensor] = []
     if recipe.constant:
-        parts.append(torch.ones(num_nodes, 1))
+        parts.append(torch.ones(num_nodes, 1, device=edge_index.device))
+    elif base is not None:
+        parts.append(base.float().view(num_nodes, -1))
     elif node_labels is not None:
         parts.append(one_hot_labels(node_labels))
     if recipe.attr and node_attributes is not None:
@@ -96,3 +105,37 @@ def build_features(
             "(it has no node labels); add deg/odegN or use 'constant'"
         )
     return torch.cat(parts, dim=1)
+
+
+class NodeFeatures(BaseTransform):
+    """PyG transform: ``data.x`` becomes the features of a recipe (default ``deg+odeg100``).
+
+    The graph's own ``x`` (e.g. the one-hot node labels of PyG's ``TUDataset``) stands first
+    (``constant`` replaces it by a column of ones), then the degree tokens; a graph without
+    ``x`` gets the degree tokens alone. Degrees count the graph's ``edge_index`` entries by
+    source (an undirected graph stores both directions), as the TU reader does. So that
+    ``NodeFeatures("deg+odeg100")`` on PyG's ``TUDataset("...", "MUTAG")`` gives exactly the
+    109 features of ``load_tu("MUTAG")`` (``attr`` has no meaning here: the transform keeps
+    whatever ``x`` holds).
+
+    >>> from torch_geometric.datasets import TUDataset
+    >>> ds = TUDataset(root, "MUTAG", transform=NodeFeatures("deg+odeg100"))  # doctest: +SKIP
+    """
+
+    def __init__(self, recipe: str = DEFAULT_RECIPE):
+        self.recipe = parse_recipe(recipe)
+        if self.recipe.attr:
+            raise ConfigError("the 'attr' token selects attributes of TU files; NodeFeatures keeps the "
+                              "graph's own x as it is (leave 'attr' out)")
+
+    def forward(self, data):
+        n = data.num_nodes
+        if n is None or n == 0:
+            raise DataError("NodeFeatures: a graph without nodes has no node features to build")
+        x = getattr(data, "x", None)
+        out = data.clone() if hasattr(data, "clone") else data
+        out.x = build_features(self.recipe, n, data.edge_index, base=x, dataset="the graph")
+        return out
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.recipe.spec!r})"

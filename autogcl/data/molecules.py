@@ -32,13 +32,17 @@ from ..errors import DataError
 
 log = logging.getLogger(__name__)
 
-NUM_ATOM_TYPES = 120  # atomic numbers 1..118 -> ids 0..117, 118 unused, 119 = mask
+NUM_ATOM_TYPES = 120  # atomic numbers 1..118 -> ids 0..117, 118 = dummy atom (*), 119 = mask
 MASK_ATOM = 119
 NUM_CHIRALITY = 3
 NUM_BOND_TYPES = 6  # single, double, triple, aromatic, self-loop, mask
 SELF_LOOP_BOND = 4
 MASK_BOND = 5
 NUM_BOND_DIRS = 3
+
+#: the vocabulary of this featurisation, which the molecule models take as ``vocab``
+VOCAB = {"num_atom_types": NUM_ATOM_TYPES, "num_chirality": NUM_CHIRALITY, "num_bond_types": NUM_BOND_TYPES,
+         "num_bond_dirs": NUM_BOND_DIRS, "mask_atom": MASK_ATOM, "self_loop_bond": SELF_LOOP_BOND}
 
 #: featurising workers only run RDKit and numpy, so fork is safe and needs no importable
 #: __main__ (spawn re-imports it, which fails for ``python -`` and notebooks)

@@ -1,21 +1,36 @@
-"""Graph embeddings of a whole loader in eval mode (for SVMs, t-SNE, figures)."""
+"""Graph embeddings of a whole loader in eval mode (for SVMs, t-SNE, figures, the API)."""
 
 from __future__ import annotations
 
-import numpy as np
 import torch
 
 
+def module_device(module: torch.nn.Module) -> torch.device:
+    """The device of a module's first parameter (CPU for a module without any)."""
+    p = next(module.parameters(), None)
+    return torch.device("cpu") if p is None else p.device
+
+
 @torch.no_grad()
-def embed(module: torch.nn.Module, loader, fn=None) -> tuple[np.ndarray, np.ndarray]:
-    """``fn(batch)`` (default ``module(batch)``) for every batch, in eval mode, and the labels;
-    the module's training mode is restored afterwards."""
+def embed(module: torch.nn.Module, loader, fn=None) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """``fn(batch)`` (default ``module(batch)``) of every batch, in eval mode, on the module's
+    device; returns the stacked outputs and labels as CPU tensors (labels ``None`` when the
+    graphs have no ``y``). The module's training mode is restored afterwards."""
     fn = fn or module
+    device = module_device(module)
     was_training = module.training
     module.eval()
     embs, ys = [], []
-    for batch in loader:
-        embs.append(fn(batch))
-        ys.append(batch.y.view(-1))
-    module.train(was_training)
-    return torch.cat(embs).numpy(), torch.cat(ys).numpy()
+    try:
+        for batch in loader:
+            batch = batch.to(device)
+            embs.append(fn(batch).cpu())
+            y = getattr(batch, "y", None)
+            ys.append(None if y is None else y.view(batch.num_graphs, -1).cpu())
+    finally:
+        module.train(was_training)
+    labels = None
+    if ys and all(y is not None for y in ys):
+        labels = torch.cat(ys)
+        labels = labels.view(-1) if labels.shape[1] == 1 else labels
+    return torch.cat(embs), labels

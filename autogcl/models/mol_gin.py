@@ -1,4 +1,5 @@
-"""The molecule GIN of Hu et al. 2020 (SPEC 2.2) and its heads.
+"""The molecule GIN of Hu et al. 2020 ("Strategies for pre-training graph neural networks")
+and its heads.
 
 Atoms enter as embeddings of (atom type, chirality); every GIN layer adds an embedding of
 (bond type, bond direction) to the messages, with a self-loop bond per atom; 5 layers of
@@ -11,31 +12,37 @@ straight-through one-hot sample); the encoder then uses
 
 from __future__ import annotations
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 from torch_geometric.nn import MessagePassing, global_mean_pool
 from torch_geometric.utils import add_self_loops
 
-from ..data.molecules import (
-    MASK_ATOM,
-    NUM_ATOM_TYPES,
-    NUM_BOND_DIRS,
-    NUM_BOND_TYPES,
-    NUM_CHIRALITY,
-    SELF_LOOP_BOND,
-)
 from .embed import embed
+
+#: the vocabulary the embeddings are sized for: every model here takes one as ``vocab``
+#: (e.g. :data:`autogcl.data.molecules.VOCAB`, the featurisation of Hu et al.)
+VOCAB_KEYS = ("num_atom_types", "num_chirality", "num_bond_types", "num_bond_dirs", "mask_atom",
+              "self_loop_bond")
+
+
+def check_vocab(vocab) -> dict:
+    """The vocabulary as a plain dict, with a clear error when an entry is missing."""
+    missing = [k for k in VOCAB_KEYS if k not in (vocab or {})]
+    if missing:
+        raise ValueError(f"molecule vocabulary lacks {missing}; pass e.g. autogcl.data.molecules.VOCAB")
+    return {k: int(vocab[k]) for k in VOCAB_KEYS}
 
 
 class AtomEncoder(nn.Module):
     """Sum of the atom-type and chirality embeddings, honouring generator weights."""
 
-    def __init__(self, dim: int):
+    def __init__(self, dim: int, vocab):
         super().__init__()
-        self.atom = nn.Embedding(NUM_ATOM_TYPES, dim)
-        self.chirality = nn.Embedding(NUM_CHIRALITY, dim)
+        vocab = check_vocab(vocab)
+        self.mask_atom = vocab["mask_atom"]
+        self.atom = nn.Embedding(vocab["num_atom_types"], dim)
+        self.chirality = nn.Embedding(vocab["num_chirality"], dim)
         nn.init.xavier_uniform_(self.atom.weight)
         nn.init.xavier_uniform_(self.chirality.weight)
 
@@ -44,7 +51,7 @@ class AtomEncoder(nn.Module):
         h = self.atom(x[:, 0]) + self.chirality(x[:, 1])
         keep = getattr(data, "node_keep", None)
         if keep is not None:
-            token = self.atom.weight[MASK_ATOM] + self.chirality.weight[0]
+            token = self.atom.weight[self.mask_atom] + self.chirality.weight[0]
             mask = getattr(data, "node_mask", None)
             h = h * keep.view(-1, 1)
             if mask is not None:
@@ -54,20 +61,22 @@ class AtomEncoder(nn.Module):
 
 class BondGINConv(MessagePassing):
     """GIN layer with bond embeddings: ``MLP(sum_j (h_j + e_ij))`` over neighbours and a
-    self-loop (bond type 4); MLP = Linear(d, 2d) -> ReLU -> Linear(2d, d)."""
+    self-loop (bond type ``vocab["self_loop_bond"]``); MLP = Linear(d, 2d) -> ReLU -> Linear(2d, d)."""
 
-    def __init__(self, dim: int):
+    def __init__(self, dim: int, vocab):
         super().__init__(aggr="add")
+        vocab = check_vocab(vocab)
+        self.self_loop_bond = vocab["self_loop_bond"]
         self.mlp = nn.Sequential(nn.Linear(dim, 2 * dim), nn.ReLU(), nn.Linear(2 * dim, dim))
-        self.bond = nn.Embedding(NUM_BOND_TYPES, dim)
-        self.direction = nn.Embedding(NUM_BOND_DIRS, dim)
+        self.bond = nn.Embedding(vocab["num_bond_types"], dim)
+        self.direction = nn.Embedding(vocab["num_bond_dirs"], dim)
         nn.init.xavier_uniform_(self.bond.weight)
         nn.init.xavier_uniform_(self.direction.weight)
 
     def forward(self, x, edge_index, edge_attr):
         n = x.shape[0]
         loops = torch.zeros(n, 2, dtype=edge_attr.dtype, device=edge_attr.device)
-        loops[:, 0] = SELF_LOOP_BOND
+        loops[:, 0] = self.self_loop_bond
         edge_index, _ = add_self_loops(edge_index, num_nodes=n)
         edge_attr = torch.cat([edge_attr, loops], dim=0)
         e = self.bond(edge_attr[:, 0]) + self.direction(edge_attr[:, 1])
@@ -81,13 +90,14 @@ class MolGNN(nn.Module):
     """Node representations: ``num_layers`` x (BondGINConv -> BatchNorm -> ReLU (not after
     the last) -> dropout); JK = last."""
 
-    def __init__(self, dim: int = 300, num_layers: int = 5, dropout: float = 0.0):
+    def __init__(self, vocab, dim: int = 300, num_layers: int = 5, dropout: float = 0.0):
         super().__init__()
         if num_layers < 1:
             raise ValueError("the molecule GIN needs at least one layer")
+        self.vocab = check_vocab(vocab)
         self.dim, self.dropout = dim, dropout
-        self.atoms = AtomEncoder(dim)
-        self.convs = nn.ModuleList(BondGINConv(dim) for _ in range(num_layers))
+        self.atoms = AtomEncoder(dim, vocab)
+        self.convs = nn.ModuleList(BondGINConv(dim, vocab) for _ in range(num_layers))
         self.bns = nn.ModuleList(nn.BatchNorm1d(dim) for _ in range(num_layers))
 
     def forward(self, data) -> torch.Tensor:
@@ -104,27 +114,28 @@ class MolGNN(nn.Module):
 class MolEncoder(nn.Module):
     """Graph embedding: mean pool of :class:`MolGNN` node representations (``out_dim``)."""
 
-    def __init__(self, dim: int = 300, num_layers: int = 5, dropout: float = 0.0):
+    def __init__(self, vocab, dim: int = 300, num_layers: int = 5, dropout: float = 0.0):
         super().__init__()
-        self.gnn = MolGNN(dim, num_layers, dropout)
+        self.gnn = MolGNN(vocab, dim, num_layers, dropout)
         self.out_dim = dim
 
     def forward(self, data) -> torch.Tensor:
         return global_mean_pool(self.gnn(data), data.batch, size=int(data.num_graphs))
 
-    def embed(self, loader) -> tuple[np.ndarray, np.ndarray]:
+    def embed(self, loader) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Graph embeddings (eval mode) and labels of every graph the loader yields."""
         return embed(self, loader)
 
     def config(self) -> dict:
-        return {"dim": self.gnn.dim, "num_layers": len(self.gnn.convs)}
+        return {"dim": self.gnn.dim, "num_layers": len(self.gnn.convs), "vocab": dict(self.gnn.vocab)}
 
 
 class MolPredictor(nn.Module):
     """Fine-tuning model: encoder (dropout inside the GNN) and one linear logit per task."""
 
-    def __init__(self, num_tasks: int, dim: int = 300, num_layers: int = 5, dropout: float = 0.5):
+    def __init__(self, num_tasks: int, vocab, dim: int = 300, num_layers: int = 5, dropout: float = 0.5):
         super().__init__()
-        self.encoder = MolEncoder(dim, num_layers, dropout)
+        self.encoder = MolEncoder(vocab, dim, num_layers, dropout)
         self.head = nn.Linear(dim, num_tasks)
 
     def forward(self, data) -> torch.Tensor:
@@ -133,11 +144,11 @@ class MolPredictor(nn.Module):
 
 class MolNodeScorer(nn.Module):
     """The molecule view generator's scorer: a small :class:`MolGNN` and a linear layer to
-    one logit per operation (hidden 128, SPEC 2.2)."""
+    one logit per operation (hidden 128, as the released code)."""
 
-    def __init__(self, num_ops: int, hidden: int = 128, num_layers: int = 2):
+    def __init__(self, num_ops: int, vocab, hidden: int = 128, num_layers: int = 2):
         super().__init__()
-        self.gnn = MolGNN(hidden, num_layers)
+        self.gnn = MolGNN(vocab, hidden, num_layers)
         self.out = nn.Linear(hidden, num_ops)
 
     def forward(self, data) -> torch.Tensor:

@@ -1,5 +1,5 @@
 """A superpixel classifier that reads the offsets between neighbouring nodes (RelPosNet),
-for the view visualisation on MNIST (SPEC 3.4): ResGCN's sum of GCN messages over absolute
+for the view visualisation on MNIST (the paper's view figure): ResGCN's sum of GCN messages over absolute
 positions learns slowly on superpixel graphs."""
 
 from __future__ import annotations
@@ -14,8 +14,6 @@ from torch_geometric.nn import (
     global_mean_pool,
 )
 from torch_geometric.utils import scatter
-
-from ..data.mnist import POS_COLS
 
 
 class RelPosConv(MessagePassing):
@@ -58,8 +56,8 @@ class RelPosNet(nn.Module):
     A batch may carry ``node_weight`` (0/1 per node, differentiable): a node of weight 0
     sends no messages and is left out of the pooling, as if it were removed."""
 
-    def __init__(self, in_dim: int, num_classes: int, hidden: int = 64, num_layers: int = 4,
-                 pos_cols=POS_COLS, aggr: str = "mean", dropout: float = 0.0):
+    def __init__(self, in_dim: int, num_classes: int, hidden: int = 64, num_layers: int = 4, *,
+                 pos_cols, aggr: str = "mean", dropout: float = 0.0):
         super().__init__()
         self.pos_cols = list(pos_cols)
         self.convs = nn.ModuleList(RelPosConv(in_dim if i == 0 else hidden, hidden, aggr)

@@ -1,8 +1,10 @@
-"""Training strategies."""
+"""Every training loop: the shared :class:`Trainer` and the strategies it runs (naive and
+GraphCL contrastive pre-training, the semi-supervised strategies, molecule fine-tuning and
+chunked molecule pre-training)."""
 
+from .finetune import FinetuneStrategy
+from .loop import Strategy, Trainer, check_finite, run_epoch, to_device
 from .naive import GraphCLStrategy, NaiveStrategy
-
-__all__ = ["GraphCLStrategy", "NaiveStrategy"]
 from .semi import (
     JointReleasedStrategy,
     JointStrategy,
@@ -10,4 +12,6 @@ from .semi import (
     SupervisedStrategy,
 )
 
-__all__ += ["JointReleasedStrategy", "JointStrategy", "LearnableAugStrategy", "SupervisedStrategy"]
+__all__ = ["FinetuneStrategy", "GraphCLStrategy", "JointReleasedStrategy", "JointStrategy", "LearnableAugStrategy",
+           "NaiveStrategy", "Strategy", "SupervisedStrategy", "Trainer", "check_finite", "run_epoch",
+           "to_device"]

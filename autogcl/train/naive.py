@@ -1,4 +1,4 @@
-"""Contrastive pre-training strategies on unlabeled graphs (SPEC 2.4).
+"""Contrastive pre-training strategies on unlabeled graphs (AutoGCL paper, Section 3.2; GraphCL, You et al. 2020).
 
 * :class:`NaiveStrategy` (AutoGCL Algorithm 1): two learnable generators make views
   x1, x2; two views drawn from {x, x1, x2} are contrasted; the generators and the encoder
@@ -10,20 +10,12 @@ Both expose ``train_epoch(loader, epoch) -> dict`` of mean loss terms.
 
 from __future__ import annotations
 
-import math
-import time
-
 import torch
 from torch import nn
 
-from ..errors import TrainingError
+from ..errors import ConfigError
 from ..losses import cl_kwargs, nt_xent, similarity_loss
-
-
-def _check_finite(loss: torch.Tensor, what: str) -> None:
-    value = float(loss.detach())
-    if not math.isfinite(value):
-        raise TrainingError(f"{what} loss is {value}")
+from .loop import Strategy, check_finite, optimizer_covers
 
 
 def sample_views(picks_from: int = 3) -> list[int]:
@@ -31,36 +23,18 @@ def sample_views(picks_from: int = 3) -> list[int]:
     return torch.randint(picks_from, (2,)).tolist()
 
 
-def run_epoch(loader, epoch: int, step_fn, terms) -> dict:
-    """Run ``step_fn`` on every batch; mean of each loss term weighted by graphs, and time.
-
-    A term may be absent from a step (not computed there); its mean is over the steps
-    that have it. Errors are re-raised with the epoch and batch where they happened."""
-    t0 = time.perf_counter()
-    sums = {k: 0.0 for k in terms}
-    counts = {k: 0 for k in terms}
-    for step, batch in enumerate(loader):
-        try:
-            vals = step_fn(batch, epoch, step)
-        except TrainingError as exc:
-            raise TrainingError(f"{exc} at epoch {epoch}, batch {step}") from exc
-        n = int(batch.num_graphs)
-        for k, v in vals.items():
-            sums[k] += v * n
-            counts[k] += n
-    out = {k: (sums[k] / counts[k] if counts[k] else float("nan")) for k in terms}
-    out["time_s"] = time.perf_counter() - t0
-    return out
+def require_optimized(optimizer, **modules: nn.Module) -> None:
+    """A clear error when some trainable parameter of ``modules`` is not in ``optimizer``
+    (a generator left out of it would silently never learn)."""
+    for name, module in modules.items():
+        missing = optimizer_covers(optimizer, module)
+        if missing:
+            raise ConfigError(f"the optimizer does not update {len(missing)} parameter(s) of {name} "
+                              f"(e.g. {missing[0]!r}); pass the parameters of the model and of both "
+                              "generators to it")
 
 
-class _Strategy:
-    terms: tuple[str, ...] = ("loss",)
-
-    def _run_epoch(self, loader, epoch: int, step_fn) -> dict:
-        return run_epoch(loader, epoch, step_fn, self.terms)
-
-
-class NaiveStrategy(_Strategy):
+class NaiveStrategy(Strategy):
     """Algorithm 1 with learnable generators ``gen1``, ``gen2`` and a contrast model.
 
     Args:
@@ -77,6 +51,7 @@ class NaiveStrategy(_Strategy):
                  tau: float = 0.5, cl_variant: str = "simclr", sim_kind: str = "cosine",
                  sim_weight: float = 0.0, view_sampling: str = "replacement", encode=None):
         self.model, self.gen1, self.gen2, self.opt = model, gen1, gen2, optimizer
+        require_optimized(optimizer, model=model, gen1=gen1, gen2=gen2)
         self.encode = encode or model
         self.tau, self.cl_variant, self.sim_kind, self.sim_weight = tau, cl_variant, sim_kind, sim_weight
         if view_sampling not in ("replacement", "generated"):
@@ -102,7 +77,7 @@ class NaiveStrategy(_Strategy):
         z1 = self.encode(views[picks[0]])
         z2 = z1 if picks[1] == picks[0] else self.encode(views[picks[1]])
         cl = nt_xent(z1, z2, self.tau, **cl_kwargs(self.cl_variant, "autogcl"))
-        _check_finite(cl, "contrastive")
+        check_finite(cl, "contrastive")
         loss = cl
         sim = similarity_loss(samples[1], samples[2], self.sim_kind)
         if self.sim_weight > 0:
@@ -113,13 +88,7 @@ class NaiveStrategy(_Strategy):
         out["loss"] = float(loss.detach())
         return out
 
-    def train_epoch(self, loader, epoch: int) -> dict:
-        for m in self.modules().values():
-            m.train()
-        return self._run_epoch(loader, epoch, self.step)
-
-
-class GraphCLStrategy(_Strategy):
+class GraphCLStrategy(Strategy):
     """GraphCL: contrast two random augmentations (or the graph and one augmentation)."""
 
     terms = ("loss", "cl_loss")
@@ -127,26 +96,20 @@ class GraphCLStrategy(_Strategy):
     def __init__(self, model: nn.Module, aug1, aug2, optimizer, tau: float = 0.2,
                  cl_variant: str = "simclr", views: str = "aug-aug", encode=None):
         self.model, self.aug1, self.aug2, self.opt = model, aug1, aug2, optimizer
+        require_optimized(optimizer, model=model)
         self.encode = encode or model
         self.tau, self.cl_variant = tau, cl_variant
         if views not in ("aug-aug", "orig-aug"):
             raise ValueError(f"unknown GraphCL views {views!r}")
         self.views = views
 
-    def modules(self) -> dict:
-        return {"model": self.model}
-
     def step(self, batch, epoch: int, step: int) -> dict:
         self.opt.zero_grad()
         v1 = batch if self.views == "orig-aug" else self.aug1(batch)
         v2 = self.aug2(batch)
         cl = nt_xent(self.encode(v1), self.encode(v2), self.tau, **cl_kwargs(self.cl_variant, "graphcl"))
-        _check_finite(cl, "contrastive")
+        check_finite(cl, "contrastive")
         cl.backward()
         self.opt.step()
         value = float(cl.detach())
         return {"loss": value, "cl_loss": value}
-
-    def train_epoch(self, loader, epoch: int) -> dict:
-        self.model.train()
-        return self._run_epoch(loader, epoch, self.step)

@@ -1,4 +1,4 @@
-"""Semi-supervised training strategies (SPEC 2.4) for a classifier such as ResGCN.
+"""Semi-supervised training strategies (AutoGCL paper, Section 3.2) for a classifier such as ResGCN.
 
 * :class:`SupervisedStrategy`: cross-entropy on labeled batches, optionally on a random
   augmentation of each batch (GraphCL "aug only").
@@ -21,38 +21,32 @@ import torch
 import torch.nn.functional as F
 
 from ..losses import cl_kwargs, classification_loss, nt_xent, similarity_loss
-from .naive import _check_finite, _Strategy, run_epoch, sample_views
+from .loop import Strategy, check_finite
+from .naive import sample_views
 
 
 def _nll(logp: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return F.nll_loss(logp, y.view(-1))
 
 
-class SupervisedStrategy(_Strategy):
+class SupervisedStrategy(Strategy):
     terms = ("loss", "cls_loss")
 
     def __init__(self, model, optimizer, augment=None):
         self.model, self.opt, self.augment = model, optimizer, augment
 
-    def modules(self) -> dict:
-        return {"model": self.model}
-
     def step(self, batch, epoch: int, step: int) -> dict:
         self.opt.zero_grad()
         view = batch if self.augment is None else self.augment(batch)
         loss = _nll(self.model(view), batch.y)
-        _check_finite(loss, "classification")
+        check_finite(loss, "classification")
         loss.backward()
         self.opt.step()
         v = float(loss.detach())
         return {"loss": v, "cls_loss": v}
 
-    def train_epoch(self, loader, epoch: int) -> dict:
-        self.model.train()
-        return self._run_epoch(loader, epoch, self.step)
 
-
-class LearnableAugStrategy(_Strategy):
+class LearnableAugStrategy(Strategy):
     """Supervised training on the two learnable views: CE(F(x1)) + CE(F(x2)) + lam * L_sim."""
 
     terms = ("loss", "cls_loss", "sim_loss")
@@ -64,6 +58,9 @@ class LearnableAugStrategy(_Strategy):
     def modules(self) -> dict:
         return {"model": self.model, "gen1": self.gen1, "gen2": self.gen2}
 
+    def optimizers(self) -> dict:
+        return {"model": self.opt_model, "gen": self.opt_gen}
+
     def step(self, batch, epoch: int, step: int) -> dict:
         self.opt_model.zero_grad()
         self.opt_gen.zero_grad()
@@ -71,19 +68,14 @@ class LearnableAugStrategy(_Strategy):
         cls = classification_loss([self.model(x1), self.model(x2)], batch.y)
         sim = similarity_loss(s1, s2, self.sim_kind)
         loss = cls + self.lam * sim
-        _check_finite(loss, "classification")
+        check_finite(loss, "classification")
         loss.backward()
         self.opt_model.step()
         self.opt_gen.step()
         return {"loss": float(loss.detach()), "cls_loss": float(cls.detach()), "sim_loss": float(sim.detach())}
 
-    def train_epoch(self, loader, epoch: int) -> dict:
-        for m in self.modules().values():
-            m.train()
-        return self._run_epoch(loader, epoch, self.step)
 
-
-class JointStrategy:
+class JointStrategy(Strategy):
     """Algorithm 2 and its loss ablations.
 
     ``train_epoch((unlabeled_loader, labeled_loader), epoch)``.
@@ -105,6 +97,9 @@ class JointStrategy:
     def modules(self) -> dict:
         return {"model": self.model, "gen1": self.gen1, "gen2": self.gen2}
 
+    def optimizers(self) -> dict:
+        return {"model": self.opt_model, "gen": self.opt_gen}
+
     def contrastive_step(self, batch, epoch: int, step: int) -> dict:
         """(a): generators frozen (eval mode, no gradient); only the classifier moves."""
         self.opt_model.zero_grad()
@@ -117,7 +112,7 @@ class JointStrategy:
         z1 = self.model.represent(views[picks[0]])
         z2 = z1 if picks[1] == picks[0] else self.model.represent(views[picks[1]])
         cl = nt_xent(z1, z2, self.tau, **cl_kwargs(self.cl_variant, "autogcl"))
-        _check_finite(cl, "contrastive")
+        check_finite(cl, "contrastive")
         cl.backward()
         self.opt_model.step()
         return {"cl_loss": float(cl.detach())}
@@ -130,7 +125,7 @@ class JointStrategy:
         cls = classification_loss([self.model(v) for v in (batch, x1, x2)], batch.y, self.cls_reduce)
         sim = similarity_loss(s1, s2, self.sim_kind)
         loss = cls + self.lam * sim if self.use_sim else cls
-        _check_finite(loss, "classification")
+        check_finite(loss, "classification")
         loss.backward()
         self.opt_model.step()
         self.opt_gen.step()
@@ -143,13 +138,13 @@ class JointStrategy:
             self.model.train()
             self.gen1.eval()
             self.gen2.eval()
-            out.update(run_epoch(unlabeled, epoch, self.contrastive_step, ("cl_loss",)))
+            out.update(self._run_epoch(unlabeled, epoch, self.contrastive_step, ("cl_loss",)))
             t_cl = out.pop("time_s")
         else:
             t_cl = 0.0
         for m in self.modules().values():
             m.train()
-        sup = run_epoch(labeled, epoch, self.labeled_step, ("loss", "cls_loss", "sim_loss"))
+        sup = self._run_epoch(labeled, epoch, self.labeled_step, ("loss", "cls_loss", "sim_loss"))
         out.update(sup)
         out["time_s"] = sup["time_s"] + t_cl
         if self.use_cl:
@@ -157,7 +152,7 @@ class JointStrategy:
         return out
 
 
-class JointReleasedStrategy(_Strategy):
+class JointReleasedStrategy(Strategy):
     """The released code's joint training: labeled batches only, loss =
     (1 - MSE(keep1, keep2)) + mean(CE(x), CE(x1), CE(x2)) + NT-Xent(F(x1), F(x2)) on the
     classifier's log-probabilities (positive left out of the denominator, tau 0.5)."""
@@ -171,6 +166,9 @@ class JointReleasedStrategy(_Strategy):
     def modules(self) -> dict:
         return {"model": self.model, "gen1": self.gen1, "gen2": self.gen2}
 
+    def optimizers(self) -> dict:
+        return {"model": self.opt_model, "gen": self.opt_gen}
+
     def step(self, batch, epoch: int, step: int) -> dict:
         self.opt_model.zero_grad()
         self.opt_gen.zero_grad()
@@ -180,7 +178,7 @@ class JointReleasedStrategy(_Strategy):
         cls = (_nll(out0, batch.y) + _nll(out1, batch.y) + _nll(out2, batch.y)) / 3
         cl = nt_xent(out1, out2, self.tau, exclude_positive=True, symmetric=True)
         loss = sim + cls + cl
-        _check_finite(loss, "joint")
+        check_finite(loss, "joint")
         loss.backward()
         self.opt_gen.step()
         self.opt_model.step()

@@ -7,7 +7,7 @@ import pytest
 
 from autogcl.cli import main
 from autogcl.data import load_tu
-from autogcl.eval import unsupervised as U
+from autogcl.protocols import unsupervised as U
 
 
 def read_rows(path):
@@ -57,24 +57,30 @@ def test_interrupted_unit_resumes_to_the_same_result(data_root, tmp_path, monkey
     U.run_unit(ref, ds, show_progress=False, ckpt_every=1)
 
     unit = U.make_units(cfg, [0], tmp_path / "cut")[0]
-    real_build = U.build_strategy
+    real_build = U.build_model
 
     def build_then_break(*a, **k):
-        strat = real_build(*a, **k)
-        real_epoch = strat.train_epoch
+        model = real_build(*a, **k)
+        real_make = model.make_strategy
 
-        def epoch(loader, e):
-            if e == 3:
-                raise KeyboardInterrupt
-            return real_epoch(loader, e)
-        strat.train_epoch = epoch
-        return strat
+        def make(*a2, **k2):
+            strat = real_make(*a2, **k2)
+            real_epoch = strat.train_epoch
 
-    monkeypatch.setattr(U, "build_strategy", build_then_break)
+            def epoch(loader, e):
+                if e == 3:
+                    raise KeyboardInterrupt
+                return real_epoch(loader, e)
+            strat.train_epoch = epoch
+            return strat
+        model.make_strategy = make
+        return model
+
+    monkeypatch.setattr(U, "build_model", build_then_break)
     with pytest.raises(KeyboardInterrupt):
         U.run_unit(unit, ds, show_progress=False, ckpt_every=1)
     assert (unit.partial / "checkpoint.pt").is_file() and not unit.finished
-    monkeypatch.setattr(U, "build_strategy", real_build)
+    monkeypatch.setattr(U, "build_model", real_build)
 
     changed = U.make_units(U.UnsupervisedConfig(dataset="MUTAG", method=method, epochs=4, eval_epochs=[2, 4],
                                                 svm_folds=3, lr=0.01), [0], tmp_path / "cut")[0]

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
+from autogcl.data.molecules import VOCAB
 from autogcl.data.corpus import MoleculeCorpus
-from autogcl.eval import pretrain as P
+from autogcl.protocols import pretrain as P
 from autogcl.models.mol_gin import load_encoder
 
 
@@ -41,7 +42,7 @@ def test_pretrain_one_step(corpus, tmp_path, method):
                      show_progress=False, max_steps=1)
     assert res["steps"] == 1 and res["stopped_early"] and res["molecules_seen"] == 16
     _state, arch, meta = load_encoder(tmp_path / method / "encoder.pt")
-    assert arch == {"dim": 16, "num_layers": 2} and meta["method"] == method
+    assert arch == {"dim": 16, "num_layers": 2, "vocab": VOCAB} and meta["method"] == method
 
 
 def test_resume_after_interruption_gives_the_same_encoder(corpus, tmp_path, monkeypatch):

@@ -1,6 +1,6 @@
 import json
 
-from autogcl.eval.report import collect, render, semi_table, unsupervised_table
+from autogcl.protocols.report import collect, render, semi_table, unsupervised_table
 
 
 def summ(**kw):

@@ -8,7 +8,7 @@ from torch_geometric.data import Batch
 
 from autogcl.augment import MoleculeViewGenerator
 from autogcl.augment.random import attr_mask
-from autogcl.data.molecules import smiles_to_graph
+from autogcl.data.molecules import VOCAB, smiles_to_graph
 from autogcl.errors import DataError
 from autogcl.models.mol_gin import (
     MolEncoder,
@@ -25,29 +25,29 @@ def mol_batch():
 
 def test_shapes_and_pooling():
     b = mol_batch()
-    enc = MolEncoder(dim=16, num_layers=3).eval()
+    enc = MolEncoder(VOCAB, dim=16, num_layers=3).eval()
     z = enc(b)
     assert z.shape == (4, 16) and torch.isfinite(z).all()
-    pred = MolPredictor(num_tasks=5, dim=16, num_layers=2)
+    pred = MolPredictor(num_tasks=5, vocab=VOCAB, dim=16, num_layers=2)
     assert pred(b).shape == (4, 5)
 
 
 def test_generator_views_carry_gradients_to_the_generator():
     torch.manual_seed(0)
     b = mol_batch()
-    gen = MoleculeViewGenerator(MolNodeScorer(3, hidden=8), add_mask=True, dropped="remove")
+    gen = MoleculeViewGenerator(MolNodeScorer(3, VOCAB, hidden=8), add_mask=True, dropped="remove")
     view, _sample = gen(b)
     assert view.x.dtype == torch.long and view.node_keep.shape[0] == view.num_nodes
     assert torch.equal(view.node_keep + view.node_mask, torch.ones(view.num_nodes))  # dropped are gone
     assert int(view.batch.max()) == 3  # every molecule keeps an atom
-    enc = MolEncoder(dim=8, num_layers=2)
+    enc = MolEncoder(VOCAB, dim=8, num_layers=2)
     enc(view).sum().backward()
     assert any(p.grad is not None and p.grad.abs().sum() > 0 for p in gen.parameters())
 
 
 def test_mask_weights_equal_the_mask_atom():
     b = mol_batch()
-    enc = MolEncoder(dim=8, num_layers=1).eval()
+    enc = MolEncoder(VOCAB, dim=8, num_layers=1).eval()
     masked = b.clone()
     masked.node_keep = torch.zeros(b.num_nodes)
     masked.node_mask = torch.ones(b.num_nodes)
@@ -60,10 +60,10 @@ def test_mask_weights_equal_the_mask_atom():
 
 
 def test_encoder_file_round_trip(tmp_path):
-    enc = MolEncoder(dim=12, num_layers=2)
+    enc = MolEncoder(VOCAB, dim=12, num_layers=2)
     save_encoder(enc, tmp_path / "e.pt", {"method": "autogcl"}, half=True)
     state, arch, meta = load_encoder(tmp_path / "e.pt")
-    assert arch == {"dim": 12, "num_layers": 2} and meta["method"] == "autogcl"
+    assert arch == {"dim": 12, "num_layers": 2, "vocab": VOCAB} and meta["method"] == "autogcl"
     other = MolEncoder(**arch)
     other.load_state_dict(state)
     for k, v in enc.state_dict().items():

@@ -1,28 +1,33 @@
-"""The semi-supervised protocol (SPEC 3.2): 10-fold CV, 10% labels, ResGCN classifier.
+"""The semi-supervised protocol (AutoGCL paper, Section 4 and Table 3; docs/method.md):
+10-fold CV, 10% labels, ResGCN classifier.
 
 A unit is one (dataset, row, seed, fold). Rows (experiments) compose a ResGCN classifier,
 view generators or random augmentors and a strategy from :mod:`autogcl.train`; each fold
 records per-epoch losses and labeled/val/test accuracy, and both selections: ``val`` (the
 epoch with the best accuracy on the validation fold) and ``test_max`` (the best test
-accuracy over epochs, the published protocol).
+accuracy over epochs, the published protocol). Every unit runs through
+:func:`autogcl.runs.run_units`, and its training phases through the shared
+:class:`autogcl.train.Trainer`, which checkpoints every epoch: an interrupted fold continues
+where it stopped.
 """
 
 from __future__ import annotations
 
 import logging
-import shutil
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 import numpy as np
 import torch
 from torch_geometric.loader import DataLoader
-from tqdm.auto import tqdm
 
 from .. import runs
 from ..augment import RandomAugmentor, ViewGenerator
+from ..config import check_range, option
 from ..data.splits import FOLD_SEED, SemiSplit, semi_splits
+from ..devices import resolve_device, runtime_info
 from ..errors import ConfigError
+from ..eval.metrics import accuracy
 from ..models.resgcn import ResGCN
 from ..train import (
     GraphCLStrategy,
@@ -31,6 +36,7 @@ from ..train import (
     LearnableAugStrategy,
     NaiveStrategy,
     SupervisedStrategy,
+    Trainer,
 )
 
 log = logging.getLogger(__name__)
@@ -53,27 +59,31 @@ SMALL_BATCH = {"DD", "COLLAB", "REDDIT-BINARY", "REDDIT-MULTI-5K", "github_starg
 
 @dataclass
 class SemiConfig:
-    dataset: str = "PROTEINS"
-    row: str = "joint"
-    feat: str = "deg+odeg100"
-    epochs: int = 30
-    pretrain_epochs: int = 30  # graphcl_cl and naive
-    batch_size: int | None = None  # None: 128, or 64 for DD, COLLAB, REDDIT-*, GITHUB
-    lr: float = 0.01
-    label_rate: float = 0.1
-    folds: int = 10
-    fold_seed: int = FOLD_SEED
-    hidden: int = 128
-    lam: float = 1.0
-    tau: float = 0.5
-    cl_variant: str = "simclr"
-    sim_loss: str = "cosine"
-    add_mask: bool = False
-    dropped: str = "isolate"
-    mask_token: str = "scalar"
-    aug: str = "random4"
-    aug_ratio: float = 0.2
-    select: str = "val"
+    """Everything that defines a semi-supervised result (one row on one dataset)."""
+
+    dataset: str = option("PROTEINS", "TU dataset name")
+    row: str = option("joint", "row(s) to run: a name, a comma-separated list, or 'all' (" + ", ".join(ROWS) + ")")
+    feat: str = option("deg+odeg100", "node-feature recipe")
+    epochs: int = option(30, "training epochs")
+    pretrain_epochs: int = option(30, "pre-training epochs of graphcl_cl and naive")
+    batch_size: int | None = option(None, "batch size (default 128; 64 for DD, COLLAB, REDDIT-*, GITHUB)", type=int)
+    lr: float = option(0.01, "Adam learning rate")
+    label_rate: float = option(0.1, "labeled share of the whole dataset")
+    folds: int = option(10, "cross-validation folds")
+    fold_seed: int = option(FOLD_SEED, "seed of the fold split", cli=False)
+    hidden: int = option(128, "classifier width", cli=False)
+    lam: float = option(1.0, "weight of L_sim", flag="--lambda")
+    tau: float = option(0.5, "NT-Xent temperature")
+    cl_variant: str = option("simclr", "NT-Xent form", choices=("simclr", "released"))
+    sim_loss: str = option("cosine", "L_sim form (published cosine, released mse)", choices=("cosine", "mse"))
+    add_mask: bool = option(False, "generators may also mask nodes")
+    dropped: str = option("isolate", "dropped nodes: isolated zero nodes (released) or removed",
+                          choices=("isolate", "remove"))
+    mask_token: str = option("scalar", "mask token", choices=("scalar", "feature"))
+    aug: str = option("random4", "GraphCL rows' augmentation", choices=RandomAugmentor.names)
+    aug_ratio: float = option(0.2, "GraphCL rows' augmentation ratio")
+    select: str = option("val", "selection reported as the result (both are always recorded)",
+                         choices=("val", "test_max"))
 
     def __post_init__(self):
         if self.row not in ROWS:
@@ -84,8 +94,15 @@ class SemiConfig:
             raise ConfigError(f"unknown augmentation {self.aug!r}; choose from {', '.join(RandomAugmentor.names)}")
         if self.batch_size is None:
             self.batch_size = 64 if self.dataset in SMALL_BATCH else 128
-        if self.epochs < 1 or self.pretrain_epochs < 0:
-            raise ConfigError("--epochs must be at least 1")
+        check_range("epochs", self.epochs, 1)
+        check_range("pretrain_epochs", self.pretrain_epochs, 0)
+        check_range("batch_size", self.batch_size, 2)
+        check_range("lr", self.lr, 0, low_open=True)
+        check_range("label_rate", self.label_rate, 0, 1, low_open=True, high_open=True)
+        check_range("folds", self.folds, 3)
+        check_range("lambda", self.lam, 0)
+        check_range("tau", self.tau, 0, low_open=True)
+        check_range("aug_ratio", self.aug_ratio, 0, 1, high_open=True)
 
     @property
     def tag(self) -> str:
@@ -136,16 +153,6 @@ def build(cfg: SemiConfig, num_features: int, num_classes: int):
     return None, strat, "joint"
 
 
-@torch.no_grad()
-def accuracy(model, loader) -> float:
-    model.eval()
-    correct = total = 0
-    for batch in loader:
-        correct += int((model(batch).argmax(1) == batch.y.view(-1)).sum())
-        total += int(batch.num_graphs)
-    return correct / max(total, 1)
-
-
 def select(rows: list[dict]) -> dict:
     best_val = max(rows, key=lambda r: r["val_acc"])  # first best on ties
     best_test = max(rows, key=lambda r: r["test_acc"])
@@ -156,16 +163,15 @@ def select(rows: list[dict]) -> dict:
 
 
 def run_fold(unit: runs.Unit, dataset, split: SemiSplit, show_progress: bool | None = None,
-             save_embeddings: list[int] | None = None) -> dict:
-    """Train and evaluate one fold; written atomically into ``unit.dir``.
+             save_embeddings: list[int] | None = None, device="cpu") -> dict:
+    """Train and evaluate one fold (pre-training first for the rows that have it); resumes
+    from the fold's checkpoints; published atomically into ``unit.dir``.
 
     ``save_embeddings``: epochs after which the classifier's representation of every graph of
     the dataset is saved (``embeddings_epoch{E}.npz``; epoch 0 = before training)."""
     cfg = SemiConfig.from_dict(unit.config)
-    work = unit.partial
-    if work.exists():
-        shutil.rmtree(work)  # folds are short: an interrupted fold starts again
-    work.mkdir(parents=True)
+    device = resolve_device(device)
+    work = runs.start_work(unit, runtime_info(device))
     gen = runs.seed_everything(unit.seed * 1000 + split.fold)
     pre, strat, data_kind = build(cfg, dataset.num_features, dataset.num_classes)
     bs = cfg.batch_size
@@ -182,27 +188,27 @@ def run_fold(unit: runs.Unit, dataset, split: SemiSplit, show_progress: bool | N
     all_l = DataLoader(dataset, batch_size=512, shuffle=False)
 
     def save_emb(epoch):
-        if epoch in save_at:
+        if epoch in save_at and not (work / f"embeddings_epoch{epoch}.npz").is_file():
             emb, y = strat.model.embed(all_l)
-            np.savez_compressed(work / f"embeddings_epoch{epoch}.npz", emb=emb, y=y)
+            np.savez_compressed(work / f"embeddings_epoch{epoch}.npz", emb=emb.numpy(), y=y.numpy())
 
+    strat.to(device)
     save_emb(0)
-    rows: list[dict] = []
     desc = f"{cfg.tag} seed {unit.seed} fold {split.fold}"
+    rows: list[dict] = []
     if pre is not None:
-        for epoch in tqdm(range(1, cfg.pretrain_epochs + 1), desc=desc + " pre-train", leave=False,
-                          disable=None if show_progress is None else not show_progress):
-            rows.append({"phase": "pretrain", "epoch": epoch, **pre.train_epoch(train_l, epoch)})
-    bar = tqdm(range(1, cfg.epochs + 1), desc=desc, leave=False, unit="epoch",
-               disable=None if show_progress is None else not show_progress)
-    for epoch in bar:
-        row = {"phase": "train", "epoch": epoch, **strat.train_epoch(train_data, epoch)}
-        model = strat.model
-        row.update({f"{k}_acc": accuracy(model, l) for k, l in eval_l.items()})
-        rows.append(row)
+        pre_trainer = Trainer(pre, device=device, checkpoint=work / "checkpoint-pretrain.pt", loader_gen=gen,
+                              desc=desc + " pre-train", show_progress=show_progress)
+        rows += pre_trainer.fit(train_l, cfg.pretrain_epochs, row_fields={"phase": "pretrain"})
+
+    def evaluate(epoch):
+        accs = {f"{k}_acc": accuracy(strat.model, l, device) for k, l in eval_l.items()}
         save_emb(epoch)
-        bar.set_postfix(loss=f"{row['loss']:.3f}", val=f"{row['val_acc']:.3f}")
-    bar.close()
+        return accs
+
+    trainer = Trainer(strat, device=device, checkpoint=work / "checkpoint.pt", loader_gen=gen, desc=desc,
+                      show_progress=show_progress)
+    rows += trainer.fit(train_data, cfg.epochs, evaluate=evaluate, row_fields={"phase": "train"})
 
     train_rows = [r for r in rows if r["phase"] == "train"]
     sel = select(train_rows)
@@ -211,12 +217,10 @@ def run_fold(unit: runs.Unit, dataset, split: SemiSplit, show_progress: bool | N
         "fold": split.fold, "selection": cfg.select, "acc": sel[cfg.select]["acc"], "selections": sel,
         "time_s": float(sum(r["time_s"] for r in rows)),
         "sizes": {k: len(getattr(split, k)) for k in ("labeled", "unlabeled", "val", "test")},
+        "runtime": runtime_info(device),
     }
-    runs.atomic_write_csv(work / "metrics.csv", rows)
-    runs.atomic_write_json(work / "config.json", unit.config)
-    runs.atomic_write_json(work / "result.json", result)
-    unit.finish()
-    return result
+    (work / "checkpoint-pretrain.pt").unlink(missing_ok=True)
+    return runs.publish(unit, rows, result)
 
 
 def summarize(results: list[dict]) -> dict:
@@ -232,11 +236,12 @@ def summarize(results: list[dict]) -> dict:
 
 def run_sweep(cfg: SemiConfig, dataset, seeds: list[int], out: Path, resume: bool = False,
               fold_limit: int | None = None, show_progress: bool | None = None,
-              save_embeddings: list[int] | None = None) -> dict:
-    """Every (seed, fold) unit of one row; splits are saved beside the folds."""
+              save_embeddings: list[int] | None = None, device="cpu") -> dict:
+    """Every (seed, fold) unit of one row, through :func:`autogcl.runs.run_units`; the splits
+    are saved beside the folds (``seedN/splits.json``)."""
     root = Path(out) / cfg.tag
     y = dataset._data.y.numpy() if hasattr(dataset, "_data") else np.array([int(d.y) for d in dataset])
-    plan = []
+    plan = {}
     for seed in seeds:
         splits = semi_splits(y, cfg.folds, cfg.label_rate, cfg.fold_seed, label_seed=seed)
         if fold_limit:
@@ -250,20 +255,18 @@ def run_sweep(cfg: SemiConfig, dataset, seeds: list[int], out: Path, resume: boo
                                             "label_seed": seed, "label_rate": cfg.label_rate,
                                             "folds": [s.to_dict() for s in splits]})
         for s in splits:
-            plan.append((runs.Unit(dir=root / f"seed{seed}" / f"fold{s.fold}", config=cfg.to_dict(), seed=seed,
-                                   label=f"{cfg.tag} seed {seed} fold {s.fold}"), s))
-    units = [u for u, _ in plan]
-    runs.check_resumable(units, resume)
-    bar = tqdm(total=len(units), desc=f"{cfg.tag} folds", unit="fold",
-               disable=None if show_progress is None else not show_progress)
-    for unit, split in plan:
-        if not unit.finished:
-            r = run_fold(unit, dataset, split, show_progress, save_embeddings)
-            log.info("%s: val %.2f, test_max %.2f", unit.label, 100 * r["selections"]["val"]["acc"],
-                     100 * r["selections"]["test_max"]["acc"])
-        bar.update(1)
-    bar.close()
-    results = [u.result() for u in units]
+            unit = runs.Unit(dir=root / f"seed{seed}" / f"fold{s.fold}", config=cfg.to_dict(), seed=seed,
+                             label=f"{cfg.tag} seed {seed} fold {s.fold}")
+            plan[unit.label] = (unit, s)
+
+    def fn(unit):
+        r = run_fold(unit, dataset, plan[unit.label][1], show_progress, save_embeddings, device=device)
+        log.info("%s: val %.2f, test_max %.2f", unit.label, 100 * r["selections"]["val"]["acc"],
+                 100 * r["selections"]["test_max"]["acc"])
+        return r
+
+    results = runs.run_units([u for u, _ in plan.values()], fn, resume, f"{cfg.tag} folds", what="fold",
+                             show_progress=show_progress)
     summary = {"protocol": "semi", "tag": cfg.tag, "dataset": cfg.dataset, "row": cfg.row,
                "selection": cfg.select, "config": cfg.to_dict(), **summarize(results)}
     runs.atomic_write_json(root / "summary.json", summary)

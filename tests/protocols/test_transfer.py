@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from autogcl.cli import main
-from autogcl.eval import transfer as T
+from autogcl.protocols import transfer as T
 
 
 def test_roc_auc_skips_single_class_and_missing():

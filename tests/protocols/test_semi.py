@@ -6,7 +6,7 @@ import pytest
 
 from autogcl.cli import main
 from autogcl.data import load_tu
-from autogcl.eval import semi as S
+from autogcl.protocols import semi as S
 
 
 def test_every_row_runs_and_writes_results(data_root, tmp_path, capsys):
@@ -35,11 +35,11 @@ def test_interrupted_run_resumes_without_redoing_finished_folds(data_root, tmp_p
     real = S.run_fold
     calls = []
 
-    def breaks_on_second_fold(unit, dataset, split, *args):
+    def breaks_on_second_fold(unit, dataset, split, *args, **kwargs):
         calls.append(split.fold)
         if split.fold == 1:
             raise KeyboardInterrupt
-        return real(unit, dataset, split, *args)
+        return real(unit, dataset, split, *args, **kwargs)
 
     monkeypatch.setattr(S, "run_fold", breaks_on_second_fold)
     with pytest.raises(KeyboardInterrupt):

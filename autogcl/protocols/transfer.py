@@ -1,4 +1,4 @@
-"""Transfer fine-tuning (SPEC 3.3): the molecule GIN, from a pre-trained encoder or from
+"""Transfer fine-tuning (AutoGCL paper, Table 4; Hu et al. 2020; docs/method.md): the molecule GIN, from a pre-trained encoder or from
 scratch ("No pretrain"), fine-tuned on a labeled molecule dataset with a scaffold split.
 
 Masked BCE over the labeled tasks; ROC-AUC averaged over the tasks that have both classes
@@ -19,17 +19,19 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from sklearn.metrics import roc_auc_score
 from torch_geometric.loader import DataLoader
-from tqdm.auto import tqdm
 
 from .. import runs
+from ..config import check_range, option
 from ..data.moleculenet import MOLECULENET, load_molecule_csv, load_moleculenet
+from ..data.molecules import VOCAB
 from ..data.splits import scaffold_split
-from ..errors import ConfigError, DataError, TrainingError
-from ..losses import masked_bce
+from ..devices import resolve_device, runtime_info
+from ..errors import ConfigError, DataError
+from ..eval.metrics import roc_auc
 from ..models.embed import embed
 from ..models.mol_gin import MolPredictor, load_encoder
+from ..train import FinetuneStrategy, Trainer
 
 log = logging.getLogger(__name__)
 
@@ -38,27 +40,35 @@ SELECTIONS = ("val", "test_max")
 
 @dataclass
 class FinetuneConfig:
-    dataset: str = "bbbp"
-    checkpoint: str | None = None  # None: the "No pretrain" row
-    csv: str | None = None  # a user's CSV instead of a MoleculeNet set
-    smiles_col: str = "smiles"
-    label_cols: list[str] | None = None
-    epochs: int = 100
-    batch_size: int = 32
-    lr: float = 0.001
-    weight_decay: float = 0.0
-    dropout: float = 0.5
-    dim: int = 300
-    num_layers: int = 5
-    select: str = "val"
-    frac: tuple[float, float, float] = (0.8, 0.1, 0.1)
+    """Everything that defines a fine-tuning result (one dataset)."""
+
+    dataset: str = option("bbbp", "MoleculeNet name(s), comma-separated, or all: " + ", ".join(MOLECULENET))
+    checkpoint: str | None = option(None, "encoder.pt of a pre-training run (none: the No-pretrain row)", type=str)
+    csv: str | None = option(None, "your own CSV instead of --dataset", type=str)
+    smiles_col: str = option("smiles", "SMILES column of --csv")
+    label_cols: list[str] | None = option(None, "comma-separated label columns of --csv (default: all others)",
+                                          type=str, metavar="A,B")
+    epochs: int = option(100, "fine-tuning epochs")
+    batch_size: int = option(32, "batch size")
+    lr: float = option(0.001, "Adam learning rate")
+    weight_decay: float = option(0.0, "Adam weight decay", cli=False)
+    dropout: float = option(0.5, "dropout of the fine-tuned GIN")
+    dim: int = option(300, "GIN width (without --checkpoint)", cli=False)
+    num_layers: int = option(5, "GIN layers (without --checkpoint)", cli=False)
+    select: str = option("val", "selection reported as the result (both are always recorded)", choices=SELECTIONS)
+    frac: tuple[float, float, float] = option((0.8, 0.1, 0.1), "scaffold split fractions", cli=False,
+                                              factory=None)
 
     def __post_init__(self):
         if self.select not in SELECTIONS:
             raise ConfigError(f"unknown selection {self.select!r}; choose from {SELECTIONS}")
-        if self.epochs < 1:
-            raise ConfigError("epochs must be >= 1")
+        check_range("epochs", self.epochs, 1)
+        check_range("batch_size", self.batch_size, 2)
+        check_range("lr", self.lr, 0, low_open=True)
+        check_range("dropout", self.dropout, 0, 1, high_open=True)
         self.frac = tuple(self.frac)
+        if isinstance(self.label_cols, str):
+            self.label_cols = [c.strip() for c in self.label_cols.split(",") if c.strip()]
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -75,32 +85,20 @@ def load_dataset(cfg: FinetuneConfig, data_root=None, workers: int | None = None
     return load_moleculenet(cfg.dataset, data_root, workers=workers)
 
 
-def roc_auc(y: np.ndarray, scores: np.ndarray) -> tuple[float, int]:
-    """Mean ROC-AUC over the tasks that have both classes among the labeled entries, and how
-    many tasks that is (NaN, 0 when none has)."""
-    aucs = []
-    for t in range(y.shape[1]):
-        lab = ~np.isnan(y[:, t])
-        yt = y[lab, t]
-        if yt.size and yt.min() != yt.max():
-            aucs.append(roc_auc_score(yt, scores[lab, t]))
-    return (float(np.mean(aucs)), len(aucs)) if aucs else (math.nan, 0)
-
-
 def predict(model, loader) -> tuple[np.ndarray, np.ndarray]:
     """Labels (``graphs x tasks``, NaN = missing) and the model's logits, in eval mode."""
     scores, y = embed(model, loader)
-    return y.reshape(scores.shape), scores
+    return y.reshape(scores.shape).numpy(), scores.numpy()
 
 
 def build_model(cfg: FinetuneConfig, num_tasks: int) -> tuple[MolPredictor, dict]:
     """The predictor, with the pre-trained encoder loaded when ``cfg.checkpoint`` is set."""
-    dim, layers, meta = cfg.dim, cfg.num_layers, {}
+    dim, layers, vocab, meta = cfg.dim, cfg.num_layers, VOCAB, {}
     state = None
     if cfg.checkpoint:
         state, arch, meta = load_encoder(cfg.checkpoint)
-        dim, layers = arch["dim"], arch["num_layers"]
-    model = MolPredictor(num_tasks, dim, layers, cfg.dropout)
+        dim, layers, vocab = arch["dim"], arch["num_layers"], arch.get("vocab", VOCAB)
+    model = MolPredictor(num_tasks, vocab, dim, layers, cfg.dropout)
     if state is not None:
         missing, unexpected = model.encoder.load_state_dict(state, strict=False)
         if missing or unexpected:
@@ -148,10 +146,11 @@ def prepare_split(dataset, out_dir: Path, frac) -> dict:
 
 
 def run_unit(unit: runs.Unit, dataset, split: dict, show_progress: bool | None = None,
-             ckpt_every: int = 10) -> dict:
+             ckpt_every: int = 10, device="cpu") -> dict:
     """Fine-tune one seed; resumes from ``unit.partial`` when a checkpoint is there."""
     cfg = FinetuneConfig.from_dict(unit.config)
-    work = runs.start_work(unit)
+    device = resolve_device(device)
+    work = runs.start_work(unit, runtime_info(device))
     loader_gen = runs.seed_everything(unit.seed)
     num_tasks = int(dataset._data.y.shape[1])
     model, enc_meta = build_model(cfg, num_tasks)
@@ -167,36 +166,17 @@ def run_unit(unit: runs.Unit, dataset, split: dict, show_progress: bool | None =
     val_loader = DataLoader(part("valid"), batch_size=256)
     test_loader = DataLoader(part("test"), batch_size=256)
 
-    ckpt = work / "checkpoint.pt"
-    modules = {"model": model}
-    state = runs.load_checkpoint(ckpt, modules, opt, loader_gen) or {"rows": [], "epoch": 0}
-    rows, start = state["rows"], state["epoch"] + 1
-
-    bar = tqdm(range(start, cfg.epochs + 1), desc=unit.label, unit="epoch", leave=False,
-               disable=None if show_progress is None else not show_progress)
-    for epoch in bar:
+    def evaluate(epoch):
         t0 = time.perf_counter()
-        model.train()
-        total, count = 0.0, 0
-        for step, batch in enumerate(train_loader):
-            opt.zero_grad()
-            loss = masked_bce(model(batch), batch.y)
-            if not torch.isfinite(loss):
-                raise TrainingError(f"{unit.label}: loss is {float(loss)} at epoch {epoch}, batch {step}")
-            loss.backward()
-            opt.step()
-            total += float(loss.detach()) * int(batch.num_graphs)
-            count += int(batch.num_graphs)
-        train_time = time.perf_counter() - t0
         val_auc, n_val = roc_auc(*predict(model, val_loader))
         test_auc, n_test = roc_auc(*predict(model, test_loader))
-        rows.append({"epoch": epoch, "loss": total / max(count, 1), "val_auc": val_auc,
-                     "test_auc": test_auc, "val_tasks": n_val, "test_tasks": n_test,
-                     "time_s": train_time, "eval_time_s": time.perf_counter() - t0 - train_time})
-        bar.set_postfix(loss=f"{rows[-1]['loss']:.3f}", val=f"{val_auc:.3f}")
-        if epoch % ckpt_every == 0 and epoch < cfg.epochs:
-            runs.save_checkpoint(ckpt, modules, opt, loader_gen, rows=rows, epoch=epoch)
-    bar.close()
+        return {"val_auc": val_auc, "test_auc": test_auc, "val_tasks": n_val, "test_tasks": n_test,
+                "eval_time_s": time.perf_counter() - t0}
+
+    trainer = Trainer(FinetuneStrategy(model, opt), device=device, checkpoint=work / "checkpoint.pt",
+                      loader_gen=loader_gen, ckpt_every=ckpt_every, ckpt_on_report=False, desc=unit.label,
+                      show_progress=show_progress)
+    rows = trainer.fit(train_loader, cfg.epochs, evaluate=evaluate)
 
     sel = select(rows)
     result = {
@@ -206,7 +186,7 @@ def run_unit(unit: runs.Unit, dataset, split: dict, show_progress: bool | None =
         "selection": cfg.select, "auc": sel[cfg.select]["auc"], "selections": sel,
         "num_tasks": num_tasks, "tasks_scored": {"val": rows[-1]["val_tasks"], "test": rows[-1]["test_tasks"]},
         "split_sizes": {k: len(split[k]) for k in ("train", "valid", "test")},
-        "train_time_s": float(sum(r["time_s"] for r in rows)),
+        "train_time_s": float(sum(r["time_s"] for r in rows)), "runtime": runtime_info(device),
     }
     return runs.publish(unit, rows, result)
 
@@ -221,7 +201,8 @@ def summarize(results: list[dict]) -> dict:
 
 
 def run_sweep(cfg: FinetuneConfig, seeds: list[int], out: Path, tag: str, data_root=None,
-              resume: bool = False, show_progress: bool | None = None, workers: int | None = None) -> dict:
+              resume: bool = False, show_progress: bool | None = None, workers: int | None = None,
+              device="cpu") -> dict:
     """Fine-tune every seed on one dataset into ``out/tag/dataset/seedN``; ``summary.json``."""
     dataset = load_dataset(cfg, data_root, workers)
     name = dataset.name if cfg.csv else cfg.dataset.lower()
@@ -235,7 +216,7 @@ def run_sweep(cfg: FinetuneConfig, seeds: list[int], out: Path, tag: str, data_r
     split = prepare_split(dataset, ddir, cfg.frac)
 
     def fn(u):
-        r = run_unit(u, dataset, split, show_progress=show_progress)
+        r = run_unit(u, dataset, split, show_progress=show_progress, device=device)
         log.info("%s: val %.2f, test_max %.2f", u.label, 100 * r["selections"]["val"]["auc"],
                  100 * r["selections"]["test_max"]["auc"])
         return r

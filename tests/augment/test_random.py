@@ -5,7 +5,7 @@ from torch_geometric.data import Batch
 from autogcl.augment import RandomAugmentor
 from autogcl.augment.random import attr_mask, edge_pert, node_drop, subgraph
 
-from .conftest import make_batch, undirected
+from tests.conftest import make_batch, undirected
 
 
 def big_batch():

@@ -1,16 +1,49 @@
-"""GraphCL augmentation ablations (SPEC 3.4): a semi-supervised GraphCL row run with each
+"""GraphCL augmentation ablations (the AutoGCL paper's appendix tables): a semi-supervised GraphCL row run with each
 augmentation alone, and with one augmentation at several ratios; tables in the shape of
 the paper's appendix tables (both selections)."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+from ..augment import RandomAugmentor
+from ..config import option
+from ..errors import ConfigError
 from . import published
 from .semi import SemiConfig, run_sweep
 
 SINGLE_AUGS = ("node_drop", "subgraph", "edge_pert", "attr_mask")
+
+
+@dataclass
+class AblationConfig:
+    """The GraphCL augmentation ablation: which row, augmentations and ratios, on which datasets."""
+
+    dataset: list = option(None, "one or more comma-separated TU datasets", factory=lambda: ["NCI1"], type=str)
+    row: str = option("graphcl_cl", "the semi-supervised GraphCL row", choices=("graphcl_cl", "graphcl_aug"))
+    augs: list = option(None, "augmentations run alone at ratio 0.2", factory=lambda: list(SINGLE_AUGS), type=str)
+    ratios: list = option(None, "ratios of the ratio sweep", factory=lambda: list(published.ABLATION_RATIOS),
+                          type=float)
+    ratio_aug: str = option("node_drop", "augmentation of the ratio sweep", choices=RandomAugmentor.names)
+    epochs: int = option(30, "training epochs")
+    pretrain_epochs: int = option(30, "pre-training epochs (graphcl_cl)")
+
+    def __post_init__(self):
+        if isinstance(self.dataset, str):
+            self.dataset = [d.strip() for d in self.dataset.split(",") if d.strip()]
+        for a in self.augs:
+            if a not in RandomAugmentor.names:
+                raise ConfigError(f"unknown augmentation {a!r} in --augs; choose from {', '.join(RandomAugmentor.names)}")
+        bad = [r for r in self.ratios if not 0.0 <= r < 1.0]
+        if bad:
+            raise ConfigError(f"--ratios {bad} must lie in [0, 1)")
+        if not self.dataset:
+            raise ConfigError("--dataset names no dataset")
+
+    def base(self, dataset: str) -> SemiConfig:
+        return SemiConfig(dataset=dataset, row=self.row, epochs=self.epochs, pretrain_epochs=self.pretrain_epochs,
+                          aug=self.ratio_aug)
 
 
 def _cell(s: dict) -> str:
@@ -20,21 +53,21 @@ def _cell(s: dict) -> str:
 
 def run_ablation(base: SemiConfig, datasets: dict, seeds: list[int], out: Path, augs=SINGLE_AUGS,
                  ratios=published.ABLATION_RATIOS, ratio_aug: str = "node_drop", resume: bool = False,
-                 fold_limit: int | None = None, show_progress=None) -> dict:
+                 fold_limit: int | None = None, show_progress=None, device="cpu") -> dict:
     """``datasets``: name -> loaded dataset. Returns the summaries of both sweeps."""
     by_aug, by_ratio = {}, {}
     for name, ds in datasets.items():
         for aug in augs:
             cfg = replace(base, dataset=name, aug=aug, aug_ratio=0.2)
             by_aug[(name, aug)] = run_sweep(cfg, ds, seeds, Path(out) / f"aug-{aug}-r0.2", resume,
-                                            fold_limit, show_progress)
+                                            fold_limit, show_progress, device=device)
         for r in ratios:
             cfg = replace(base, dataset=name, aug=ratio_aug, aug_ratio=float(r))
             key = Path(out) / f"aug-{ratio_aug}-r{float(r):g}"
             if ratio_aug in augs and abs(r - 0.2) < 1e-12:
                 by_ratio[(name, r)] = by_aug[(name, ratio_aug)]  # the same run
             else:
-                by_ratio[(name, r)] = run_sweep(cfg, ds, seeds, key, resume, fold_limit, show_progress)
+                by_ratio[(name, r)] = run_sweep(cfg, ds, seeds, key, resume, fold_limit, show_progress, device=device)
     return {"by_aug": by_aug, "by_ratio": by_ratio, "augs": list(augs), "ratios": list(ratios),
             "ratio_aug": ratio_aug, "datasets": list(datasets), "row": base.row}
 

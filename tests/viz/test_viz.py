@@ -7,7 +7,7 @@ from autogcl.cli import main
 
 @pytest.fixture(scope="module")
 def tiny_semi(tmp_path_factory):
-    from .conftest import DATA_ROOT
+    from tests.conftest import DATA_ROOT
 
     if not (DATA_ROOT / "TU" / "MUTAG").is_dir():
         pytest.skip("offline data mirror not found")

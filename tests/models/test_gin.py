@@ -24,5 +24,6 @@ def test_embed_is_eval_mode_and_order_preserving(batch):
     enc.eval()
     with torch.no_grad():
         full = enc(batch)  # eval mode: batch composition does not matter
-    assert torch.allclose(torch.from_numpy(emb), full, atol=1e-5)
+    assert isinstance(emb, torch.Tensor) and emb.device.type == "cpu"
+    assert torch.allclose(emb, full, atol=1e-5)
     assert y.tolist() == batch.y.tolist()

@@ -12,7 +12,7 @@ from autogcl.train import (
     SupervisedStrategy,
 )
 
-from .conftest import make_batch
+from tests.conftest import make_batch
 
 
 def params(m):

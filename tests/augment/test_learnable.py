@@ -2,7 +2,9 @@ import pytest
 import torch
 
 from autogcl.augment import ViewGenerator
-from autogcl.augment.learnable import DROP, KEEP, MASK
+from autogcl.augment.learnable import DROP, KEEP, MASK, GeometryKeepingGenerator
+from autogcl.data.mnist import POS_COLS
+from tests.conftest import superpixel_batch
 
 
 def test_gradients_reach_generator_weights_through_the_view(batch):
@@ -96,3 +98,30 @@ def test_masked_nodes_count_as_retained(batch):
         gen.scorer.bns[-1].weight[:] = 0.0
     view, sample = gen(batch)
     assert (sample[:, MASK] == 1).all() and view.edge_index.shape == batch.edge_index.shape
+
+
+def test_geometry_keeping_generator_views():
+    torch.manual_seed(0)
+    batch = superpixel_batch(n=20)
+    for dropped in ("weight", "remove", "isolate"):
+        gen = GeometryKeepingGenerator(3, 16, 2, add_mask=True, dropped=dropped, mask_token="feature", geometry=POS_COLS)
+        view, s = gen(batch)
+        drop, mask = s[:, DROP] > 0, s[:, MASK] > 0
+        assert drop.any() and mask.any() and (s[:, KEEP] > 0).any()
+        retained = ~drop
+        if dropped == "weight":
+            assert view.num_nodes == batch.num_nodes
+            assert torch.equal(view.node_weight.detach(), retained.float())
+            xs, orig = view.x, batch.x
+        elif dropped == "remove":
+            assert view.num_nodes == int(retained.sum())
+            assert torch.equal(view.pos, batch.pos[retained])  # pos follows the removed nodes
+            xs, orig, mask = view.x, batch.x[retained], mask[retained]
+        else:
+            assert (view.x[drop] == 0).all()
+            xs, orig = view.x, batch.x
+        if dropped != "remove":
+            xs, orig, mask = xs[retained], orig[retained], mask[retained]
+        assert torch.equal(xs[:, 1:], orig[:, 1:])  # positions survive masking
+        assert torch.allclose(xs[mask, 0], batch.x[:, 0].mean())  # intensity -> mean intensity
+        assert torch.equal(xs[~mask, 0], orig[~mask, 0])

@@ -4,7 +4,7 @@ import torch
 from autogcl.data.features import build_features, parse_recipe
 from autogcl.errors import ConfigError
 
-from .conftest import undirected
+from tests.conftest import undirected
 
 
 def test_parse_recipe():

@@ -6,7 +6,7 @@ from autogcl.errors import TrainingError
 from autogcl.models import ContrastModel, GINEncoder
 from autogcl.train import GraphCLStrategy, NaiveStrategy
 
-from .conftest import make_batch
+from tests.conftest import make_batch
 
 
 def naive(feat_dim, **kw):

@@ -5,7 +5,7 @@ import pytest
 from autogcl.data import load_tu
 from autogcl.errors import DataError
 
-from .test_tu import write_tu
+from tests.data.test_tu import write_tu
 
 
 def test_mutag_from_the_mirror(data_root):

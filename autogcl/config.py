@@ -1,0 +1,131 @@
+"""Options are defined once, as dataclass fields, and the command line is generated from them.
+
+``option(default, "help", ...)`` declares a config field with its help, choices and flag;
+:func:`add_options` adds a dataclass's options to an ``argparse`` parser (names, defaults,
+choices, help), and :func:`from_args` builds the dataclass from the parsed arguments, so
+that validation (in the dataclass's ``__post_init__``) is the same from Python and the CLI.
+:class:`RunOptions` holds the options of *how* a sweep runs (seeds, output folder, device,
+resume, ...), which never change a unit's result.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import MISSING, dataclass, field, fields
+
+from .errors import ConfigError
+
+
+def option(default=MISSING, help: str = "", *, choices=None, flag: str | None = None, type=None,
+           cli: bool = True, metavar: str | None = None, factory=None, negate: str | None = None):
+    """A dataclass field with what the CLI needs. ``type``: the argument parser (default: the
+    default's type; a ``list`` default parses comma-separated values with ``type``);
+    ``negate``: for a ``True`` boolean, the flag that sets it to ``False`` (e.g. ``--no-mask``)."""
+    meta = {"help": help, "choices": choices, "flag": flag, "type": type, "cli": cli, "metavar": metavar,
+            "negate": negate}
+    if factory is not None:
+        return field(default_factory=factory, metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+def comma_list(kind=str):
+    """An argument parser for ``a,b,c`` (each converted with ``kind``)."""
+    def parse(text: str):
+        try:
+            return [kind(t.strip()) for t in str(text).split(",") if t.strip()]
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(f"expected comma-separated {kind.__name__} values, got {text!r}") from exc
+    parse.__name__ = f"list of {kind.__name__}"
+    return parse
+
+
+def _default(f):
+    return f.default_factory() if f.default_factory is not MISSING else f.default
+
+
+def add_options(parser: argparse.ArgumentParser, cls, only=None, skip=(), defaults: dict | None = None) -> None:
+    """Add the CLI options of dataclass ``cls`` to ``parser`` (``only``/``skip``: field names;
+    ``defaults``: per-command default overrides)."""
+    for f in fields(cls):
+        meta = f.metadata
+        if not meta or not meta.get("cli", True) or f.name in skip or (only is not None and f.name not in only):
+            continue
+        default = (defaults or {}).get(f.name, _default(f))
+        flag = meta.get("flag") or "--" + f.name.replace("_", "-")
+        kw = {"dest": f.name, "help": meta.get("help") or None}
+        if isinstance(default, bool):
+            if default and meta.get("negate"):
+                parser.add_argument(meta["negate"], action="store_false", **kw)
+            else:
+                parser.add_argument(flag, action="store_true", **kw)
+            parser.set_defaults(**{f.name: default})
+            continue
+        kind = meta.get("type")
+        if kind is None:
+            kind = type(default) if default is not None and not isinstance(default, (list, tuple)) else str
+        if isinstance(default, (list, tuple)) or str(f.type).startswith(("list", "tuple")):
+            kind = comma_list(meta.get("type") if meta.get("type") not in (None, list, tuple) else str)
+        parser.add_argument(flag, default=default, type=kind, choices=meta.get("choices"),
+                            metavar=meta.get("metavar"), **kw)
+
+
+def from_args(cls, args: argparse.Namespace, **overrides):
+    """``cls`` built from the parsed options it defines (plus ``overrides``)."""
+    values = {f.name: getattr(args, f.name) for f in fields(cls) if hasattr(args, f.name)}
+    values.update(overrides)
+    return cls(**values)
+
+
+def check_range(name: str, value, low=None, high=None, *, low_open: bool = False, high_open: bool = False):
+    """A :class:`ConfigError` naming the option when ``value`` lies outside its range."""
+    if value is None:
+        return
+    bad = (low is not None and (value <= low if low_open else value < low)) or \
+          (high is not None and (value >= high if high_open else value > high))
+    if bad:
+        lo = "" if low is None else f"{'(' if low_open else '['}{low}"
+        hi = "" if high is None else f"{high}{')' if high_open else ']'}"
+        raise ConfigError(f"--{name.replace('_', '-')} must lie in {lo or '(-inf'}, {hi or 'inf)'}; got {value}")
+
+
+@dataclass
+class RunOptions:
+    """How a sweep runs: never part of a unit's configuration (so never blocks ``--resume``)."""
+
+    seeds: int = option(5, "number of seeds")
+    first_seed: int = option(0, "seeds are first-seed .. first-seed+seeds-1")
+    out: str = option("runs", "run directory")
+    resume: bool = option(False, "keep finished units, continue interrupted ones from their checkpoint")
+    device: str = option("auto", "auto (CUDA when available), cpu, cuda or cuda:N")
+    data_root: str | None = option(None, "data root (else $AUTOGCL_DATA, else the project cache)", type=str)
+    no_progress: bool = option(False, "no progress bars")
+    jobs: int = option(2, "processes for the SVM folds")
+    fold_limit: int | None = option(None, "run only the first N folds (quick checks)", type=int)
+    workers: int | None = option(None, "featurising processes (default: all cores)", type=int)
+    save_embeddings: list | None = option(None, "comma-separated epochs after which every graph's embedding is "
+                                          "saved (embeddings_epochE.npz; semi: 0 = before training; "
+                                          "unsupervised: evaluation epochs only)", type=int, metavar="EPOCHS")
+    tag: str | None = option(None, "results go to OUT/TAG/DATASET (default: no_pretrain or the checkpoint's "
+                             "run folder name)", type=str)
+    run: str | None = option(None, "draw the generators saved by this finished unsupervised unit instead of "
+                             "training", type=str, metavar="UNIT_DIR")
+    examples: int = option(6, "graphs (digits) to draw")
+
+    def __post_init__(self):
+        check_range("seeds", self.seeds, 1)
+        check_range("first_seed", self.first_seed, 0)
+        check_range("jobs", self.jobs, 1)
+        check_range("fold_limit", self.fold_limit, 1)
+        check_range("workers", self.workers, 1)
+        check_range("examples", self.examples, 1)
+        from .devices import resolve_device
+
+        resolve_device(self.device)
+
+    @property
+    def seed_list(self) -> list[int]:
+        return list(range(self.first_seed, self.first_seed + self.seeds))
+
+    @property
+    def progress(self) -> bool | None:
+        return False if self.no_progress else None

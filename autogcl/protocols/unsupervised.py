@@ -1,0 +1,213 @@
+"""The unsupervised protocol (AutoGCL paper, Section 4.1 and Table 2; docs/method.md):
+contrastive pre-training on the whole dataset, then an RBF-SVM on the frozen embeddings at
+a few epochs, over seeds.
+
+Composes: a dataset (``data``), an :class:`autogcl.AutoGCL` or :class:`autogcl.GraphCL`
+model (``api``: view generators or augmentors, encoder, strategy), the shared
+:class:`autogcl.train.Trainer` and the SVM evaluator (``eval.svm``); units run through
+:func:`autogcl.runs.run_units`.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+import numpy as np
+from torch_geometric.loader import DataLoader
+
+from .. import runs
+from ..api import AutoGCL, GraphCL
+from ..augment import RandomAugmentor
+from ..config import check_range, option
+from ..devices import resolve_device, runtime_info
+from ..errors import ConfigError
+from ..eval.svm import SELECTIONS, select_epoch, svm_evaluate
+from ..train import Trainer
+
+log = logging.getLogger(__name__)
+
+METHODS = ("autogcl", "graphcl")
+select = select_epoch  # the selections of this protocol (kept under its old name)
+
+
+@dataclass
+class UnsupervisedConfig:
+    """Everything that defines a result (how it runs, e.g. seeds or device, is in
+    :class:`autogcl.config.RunOptions`)."""
+
+    dataset: str = option("MUTAG", "TU dataset name (MUTAG, PROTEINS, NCI1, DD, ...)")
+    method: str = option("autogcl", "learnable view generators (autogcl) or random augmentations (graphcl)",
+                         choices=METHODS)
+    feat: str = option("deg+odeg100", "node-feature recipe (deg+odeg100, constant, ...)")
+    epochs: int = option(30, "training epochs")
+    batch_size: int = option(128, "batch size")
+    lr: float = option(0.001, "Adam learning rate")
+    eval_epochs: list | None = option(None, "comma-separated epochs to evaluate (default: 10,20,30 up to "
+                                      "--epochs, else the last)", type=int)
+    hidden: int = option(128, "encoder width", cli=False)
+    layers: int = option(5, "encoder layers", cli=False)
+    tau: float | None = option(None, "NT-Xent temperature (default 0.5 autogcl, 0.2 graphcl)", type=float)
+    cl_variant: str = option("simclr", "NT-Xent form: simclr (published) or released (positive left out of the "
+                             "denominator; one direction for graphcl)", choices=("simclr", "released"))
+    # autogcl
+    add_mask: bool = option(False, "generators may also mask nodes")
+    dropped: str = option("isolate", "dropped nodes stay as isolated zero nodes (released) or are removed",
+                          choices=("isolate", "remove"))
+    mask_token: str = option("scalar", "mask token: the batch's mean feature value (scalar) or per-feature mean",
+                             choices=("scalar", "feature"))
+    sim_loss: str = option("none", "add L_sim to the naive strategy (released code: mse)",
+                           choices=("none", "cosine", "mse"))
+    view_sampling: str = option("replacement", "views contrasted: two draws from {x, x1, x2} with replacement "
+                                "(released) or always x1 and x2", choices=("replacement", "generated"))
+    gen_hidden: int = option(128, "generator width", cli=False)
+    gen_layers: int = option(2, "generator layers", cli=False)
+    # graphcl
+    aug: str = option("random4", "GraphCL augmentation (method graphcl)", choices=RandomAugmentor.names)
+    aug_ratio: float = option(0.2, "GraphCL augmentation ratio")
+    graphcl_views: str = option("aug-aug", "GraphCL views: two augmentations or the graph and one",
+                                choices=("aug-aug", "orig-aug"))
+    # evaluation
+    svm_folds: int = option(10, "outer SVM folds", cli=False)
+    svm_inner_folds: int = option(5, "inner SVM folds (C search)", cli=False)
+    select: str = option("val", "selection reported as the result (both are always recorded)",
+                         choices=SELECTIONS)
+
+    def __post_init__(self):
+        if self.method not in METHODS:
+            raise ConfigError(f"unknown method {self.method!r}; choose from {', '.join(METHODS)}")
+        if self.select not in SELECTIONS:
+            raise ConfigError(f"unknown selection {self.select!r}; choose from {', '.join(SELECTIONS)}")
+        check_range("epochs", self.epochs, 1)
+        check_range("batch_size", self.batch_size, 2)
+        check_range("lr", self.lr, 0, low_open=True)
+        check_range("tau", self.tau, 0, low_open=True)
+        check_range("aug_ratio", self.aug_ratio, 0, 1, high_open=True)
+        check_range("svm_folds", self.svm_folds, 2)
+        check_range("svm_inner_folds", self.svm_inner_folds, 2)
+        if self.eval_epochs is None:
+            self.eval_epochs = [e for e in (10, 20, 30) if e <= self.epochs] or [self.epochs]
+        self.eval_epochs = sorted({int(e) for e in self.eval_epochs})
+        bad = [e for e in self.eval_epochs if not 1 <= e <= self.epochs]
+        if bad or not self.eval_epochs:
+            raise ConfigError(f"--eval-epochs {bad or self.eval_epochs} must lie in 1..{self.epochs}")
+        if self.aug not in RandomAugmentor.names:
+            raise ConfigError(f"unknown augmentation {self.aug!r}; choose from {', '.join(RandomAugmentor.names)}")
+        if self.sim_loss not in ("none", "cosine", "mse"):
+            raise ConfigError(f"unknown similarity loss {self.sim_loss!r}; choose none, cosine or mse")
+
+    @property
+    def temperature(self) -> float:
+        return self.tau if self.tau is not None else (0.5 if self.method == "autogcl" else 0.2)
+
+    @property
+    def tag(self) -> str:
+        return f"{self.dataset}-{self.method}" + (f"-{self.aug}" if self.method == "graphcl" else "")
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["tau"] = self.temperature
+        return d
+
+    @classmethod
+    def from_dict(cls, d: dict) -> UnsupervisedConfig:
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in names})
+
+
+def build_model(cfg: UnsupervisedConfig, num_features: int) -> AutoGCL | GraphCL:
+    """The model of one run (its features are prepared by the dataset's recipe already)."""
+    common = {"features": None, "lr": cfg.lr, "tau": cfg.temperature, "cl_variant": cfg.cl_variant}
+    if cfg.method == "autogcl":
+        return AutoGCL(num_features, cfg.hidden, cfg.layers, add_mask=cfg.add_mask, dropped=cfg.dropped,
+                       mask_token=cfg.mask_token, sim_loss=cfg.sim_loss, view_sampling=cfg.view_sampling,
+                       gen_hidden=cfg.gen_hidden, gen_layers=cfg.gen_layers, **common)
+    return GraphCL(num_features, cfg.hidden, cfg.layers, aug=cfg.aug, aug_ratio=cfg.aug_ratio,
+                   views=cfg.graphcl_views, **common)
+
+
+def build_strategy(cfg: UnsupervisedConfig, num_features: int):
+    """Models, optimizer and training strategy of one run (``strategy.model`` is the contrast
+    model, ``strategy.model.encoder`` the encoder)."""
+    return build_model(cfg, num_features).make_strategy()
+
+
+def run_unit(unit: runs.Unit, dataset, n_jobs: int = 1, save_embeddings: bool = False,
+             ckpt_every: int = 10, show_progress: bool | None = None, device="cpu") -> dict:
+    """Train and evaluate one seed; resumes from ``unit.partial`` when a checkpoint is there."""
+    cfg = UnsupervisedConfig.from_dict(unit.config)
+    seed, device = unit.seed, resolve_device(device)
+    work = runs.start_work(unit, runtime_info(device))
+    loader_gen = runs.seed_everything(seed)
+    model = build_model(cfg, dataset.num_features)
+    strategy = model.make_strategy()
+    train_loader = DataLoader(dataset, batch_size=cfg.batch_size, shuffle=True, generator=loader_gen)
+    eval_loader = DataLoader(dataset, batch_size=512, shuffle=False)
+    trainer = Trainer(strategy, device=device, checkpoint=work / "checkpoint.pt", loader_gen=loader_gen,
+                      ckpt_every=ckpt_every, desc=f"{cfg.tag} seed {seed}", show_progress=show_progress)
+    state = {"evals": {}}
+
+    def evaluate(epoch: int) -> dict | None:
+        if epoch not in cfg.eval_epochs:
+            return None
+        t0 = time.perf_counter()
+        emb, y = model.encoder.embed(eval_loader)
+        if save_embeddings:
+            np.savez_compressed(work / f"embeddings_epoch{epoch}.npz", emb=emb.numpy(), y=y.numpy())
+        res = svm_evaluate(emb, y, cfg.svm_folds, cfg.svm_inner_folds, seed=seed, n_jobs=n_jobs)
+        state["evals"][epoch] = res
+        return {"svm_val_acc": res["val_acc"], "svm_test_acc": res["test_acc"], "svm_test_std": res["test_std"],
+                "eval_time_s": time.perf_counter() - t0}
+
+    rows = trainer.fit(train_loader, cfg.epochs, evaluate=evaluate, extra=state)
+    evals = {int(k): v for k, v in state["evals"].items()}
+    sel = select_epoch(evals)
+    result = {
+        "protocol": "unsupervised", "dataset": cfg.dataset, "method": cfg.method, "tag": cfg.tag,
+        "seed": seed, "selection": cfg.select, "acc": sel[cfg.select]["acc"], "selections": sel,
+        "evaluations": {str(k): v for k, v in evals.items()},
+        "train_time_s": float(sum(r["time_s"] for r in rows)),
+        "eval_time_s": float(sum(r.get("eval_time_s", 0.0) for r in rows)),
+        "num_graphs": len(dataset), "num_features": dataset.num_features, "runtime": runtime_info(device),
+    }
+    model.history = rows
+    model.save(work / "model.pt")
+    return runs.publish(unit, rows, result)
+
+
+def summarize(results: list[dict]) -> dict:
+    """Mean and std (over seeds, population std) of each selection."""
+    out = {"n_seeds": len(results), "seeds": [r["seed"] for r in results]}
+    for s in SELECTIONS:
+        accs = np.array([r["selections"][s]["acc"] for r in results]) * 100
+        out[s] = {"mean": float(accs.mean()), "std": float(accs.std()), "values": accs.tolist()}
+    out["train_time_s"] = float(np.mean([r["train_time_s"] for r in results]))
+    out["eval_time_s"] = float(np.mean([r["eval_time_s"] for r in results]))
+    return out
+
+
+def make_units(cfg: UnsupervisedConfig, seeds: list[int], out: Path) -> list[runs.Unit]:
+    return [runs.Unit(dir=Path(out) / cfg.tag / f"seed{s}", config=cfg.to_dict(), seed=s,
+                      label=f"{cfg.tag} seed {s}") for s in seeds]
+
+
+def run_sweep(cfg: UnsupervisedConfig, dataset, seeds: list[int], out: Path, resume: bool = False,
+              n_jobs: int = 1, save_embeddings: bool = False, show_progress: bool | None = None,
+              device="cpu") -> dict:
+    """Run every seed (skipping finished ones with ``resume``) and write ``summary.json``."""
+    units = make_units(cfg, seeds, out)
+
+    def fn(u):
+        r = run_unit(u, dataset, n_jobs=n_jobs, save_embeddings=save_embeddings, show_progress=show_progress,
+                     device=device)
+        log.info("%s: val %.2f, test_max %.2f", u.label, 100 * r["selections"]["val"]["acc"],
+                 100 * r["selections"]["test_max"]["acc"])
+        return r
+
+    results = runs.run_units(units, fn, resume, f"{cfg.tag} seeds", show_progress=show_progress)
+    summary = {"protocol": "unsupervised", "tag": cfg.tag, "dataset": cfg.dataset, "method": cfg.method,
+               "selection": cfg.select, "config": cfg.to_dict(), **summarize(results)}
+    runs.atomic_write_json(Path(out) / cfg.tag / "summary.json", summary)
+    return summary

@@ -1,0 +1,176 @@
+"""The training loop every strategy, protocol and the Python API share.
+
+A *strategy* (:mod:`autogcl.train.naive`, :mod:`autogcl.train.semi`, ...) knows one epoch:
+``train_epoch(data, epoch) -> dict`` of mean loss terms, ``modules()`` and ``optimizers()``.
+:class:`Trainer` runs its epochs on a device with a progress bar, an evaluation hook after
+each epoch, an optional stopping rule, and checkpoints (weights, optimizers, every RNG state,
+the rows so far) from which an interrupted fit continues with the numbers of an
+uninterrupted one.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+
+from .. import runs
+from ..devices import resolve_device
+from ..errors import TrainingError
+
+
+def check_finite(loss: torch.Tensor, what: str) -> None:
+    """A :class:`TrainingError` when a loss is NaN or infinite (the loop adds epoch and batch)."""
+    value = float(loss.detach())
+    if not math.isfinite(value):
+        raise TrainingError(f"{what} loss is {value}")
+
+
+def to_device(batch, device: torch.device | None):
+    """``batch`` on ``device`` (a no-op when it is there already or ``device`` is None)."""
+    return batch if device is None else batch.to(device)
+
+
+def run_epoch(loader, epoch: int, step_fn, terms, device: torch.device | None = None) -> dict:
+    """Run ``step_fn(batch, epoch, step)`` on every batch (moved to ``device``); the mean of
+    each loss term weighted by graphs, and the time.
+
+    A term may be absent from a step (not computed there); its mean is over the steps
+    that have it. Errors are re-raised with the epoch and batch where they happened."""
+    t0 = time.perf_counter()
+    sums = {k: 0.0 for k in terms}
+    counts = {k: 0 for k in terms}
+    for step, batch in enumerate(loader):
+        batch = to_device(batch, device)
+        try:
+            vals = step_fn(batch, epoch, step)
+        except TrainingError as exc:
+            raise TrainingError(f"{exc} at epoch {epoch}, batch {step}") from exc
+        n = int(batch.num_graphs)
+        for k, v in vals.items():
+            sums[k] += v * n
+            counts[k] += n
+    out = {k: (sums[k] / counts[k] if counts[k] else float("nan")) for k in terms}
+    out["time_s"] = time.perf_counter() - t0
+    return out
+
+
+def optimizer_covers(optimizer, *modules: torch.nn.Module) -> list[str]:
+    """Names of the trainable parameters of ``modules`` that ``optimizer`` does not update
+    (a module left out of the optimizer would silently never learn)."""
+    held = {id(p) for group in optimizer.param_groups for p in group["params"]}
+    return [name for m in modules for name, p in m.named_parameters() if p.requires_grad and id(p) not in held]
+
+
+class Strategy:
+    """Base of the training strategies: one epoch of updates of some modules.
+
+    Subclasses define ``terms`` (the loss terms an epoch reports), ``step`` (one batch) and
+    ``modules()`` / ``optimizers()`` (what a checkpoint holds); ``device`` is where batches
+    go (set by :class:`Trainer`; ``None`` leaves them where they are)."""
+
+    terms: tuple[str, ...] = ("loss",)
+    device: torch.device | None = None
+
+    def modules(self) -> dict:
+        return {"model": self.model}
+
+    def optimizers(self) -> dict:
+        return {"optimizer": self.opt}
+
+    def to(self, device) -> Strategy:
+        """Move the strategy's modules (and with them their optimizers' future state) to
+        ``device``; later batches follow."""
+        self.device = resolve_device(device)
+        for m in self.modules().values():
+            m.to(self.device)
+        return self
+
+    def _run_epoch(self, loader, epoch: int, step_fn, terms=None) -> dict:
+        return run_epoch(loader, epoch, step_fn, self.terms if terms is None else terms, self.device)
+
+    def train_epoch(self, data, epoch: int) -> dict:
+        for m in self.modules().values():
+            m.train()
+        return self._run_epoch(data, epoch, self.step)
+
+
+class Trainer:
+    """Fit a strategy for some epochs.
+
+    Args:
+        strategy: a :class:`Strategy`.
+        device: where to train (``"auto"``, ``"cpu"``, ``"cuda"``, ``"cuda:N"``; ``None``
+            leaves modules and batches where they are).
+        checkpoint: file to checkpoint to and resume from (``None``: no checkpoints).
+        loader_gen: the CPU generator the data loaders shuffle with (its state is
+            checkpointed with the others).
+        ckpt_every: checkpoint every this many epochs, after the last, and (``ckpt_on_report``)
+            whenever ``evaluate`` reported something.
+        desc, show_progress: the progress bar (``None``: shown on a terminal).
+    """
+
+    def __init__(self, strategy: Strategy, device=None, checkpoint: Path | None = None,
+                 loader_gen: torch.Generator | None = None, ckpt_every: int = 1, ckpt_on_report: bool = True,
+                 desc: str = "train", show_progress: bool | None = None):
+        self.strategy = strategy
+        if device is not None:
+            strategy.to(device)
+        self.checkpoint = None if checkpoint is None else Path(checkpoint)
+        self.loader_gen = loader_gen if loader_gen is not None else torch.Generator()
+        self.ckpt_every, self.ckpt_on_report = ckpt_every, ckpt_on_report
+        self.desc, self.show_progress = desc, show_progress
+
+    def save(self, rows: list[dict], epoch: int, extra: dict) -> None:
+        runs.save_checkpoint(self.checkpoint, self.strategy.modules(), self.strategy.optimizers(),
+                             self.loader_gen, rows=rows, epoch=epoch, extra=extra)
+
+    def resume(self) -> tuple[list[dict], int, dict] | None:
+        """``(rows, last epoch, extra)`` of the checkpoint, restored into the strategy."""
+        if self.checkpoint is None:
+            return None
+        state = runs.load_checkpoint(self.checkpoint, self.strategy.modules(), self.strategy.optimizers(),
+                                     self.loader_gen)
+        return None if state is None else (state["rows"], state["epoch"], state.get("extra", {}))
+
+    def fit(self, data, epochs: int, evaluate: Callable[[int], dict | None] | None = None,
+            stop: Callable[[dict], bool] | None = None, extra: dict | None = None,
+            row_fields: dict | None = None) -> list[dict]:
+        """Train epochs ``1..epochs`` (continuing after the checkpoint's last one) and return a
+        row per epoch: ``epoch``, the strategy's loss terms, ``time_s`` and what ``evaluate(epoch)``
+        returns. ``stop(row)`` true ends the fit early. ``extra`` is state of the caller's
+        (plain containers) saved and restored with the checkpoint, in place. ``row_fields``
+        are put at the front of every row (e.g. a phase name)."""
+        from tqdm.auto import tqdm
+
+        extra = {} if extra is None else extra
+        rows, start = [], 1
+        resumed = self.resume()
+        if resumed is not None:
+            rows, last, saved = resumed
+            extra.clear()
+            extra.update(saved)
+            start = last + 1
+            if rows and stop is not None and stop(rows[-1]):
+                return rows
+        bar = tqdm(range(start, epochs + 1), desc=self.desc, unit="epoch", leave=False,
+                   disable=None if self.show_progress is None else not self.show_progress)
+        for epoch in bar:
+            row = {**(row_fields or {}), "epoch": epoch, **self.strategy.train_epoch(data, epoch)}
+            reported = evaluate(epoch) if evaluate is not None else None
+            if reported:
+                row.update(reported)
+            rows.append(row)
+            if "loss" in row:
+                bar.set_postfix(loss=f"{row['loss']:.3f}")
+            done = stop is not None and stop(row)
+            if self.checkpoint is not None and (epoch % self.ckpt_every == 0 or (reported and self.ckpt_on_report)
+                                                or done or epoch == epochs):
+                self.save(rows, epoch, extra)
+            if done:
+                break
+        bar.close()
+        return rows
