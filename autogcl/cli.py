@@ -66,7 +66,7 @@ def cmd_unsupervised(args) -> int:
     log.info("%s: %d graphs, %d features, %d classes; writing to %s", dataset.name, len(dataset),
              dataset.num_features, dataset.num_classes, Path(run.out) / cfg.tag)
     summary = run_sweep(cfg, dataset, run.seed_list, Path(run.out), resume=run.resume, n_jobs=run.jobs,
-                        save_embeddings=bool(run.save_embeddings), show_progress=run.progress, device=run.device)
+                        save_embeddings=run.save_embeddings or False, show_progress=run.progress, device=run.device)
     print(unsupervised_table([summary]))
     print(f"\nselection reported as the result: {cfg.select}; results in {Path(run.out) / cfg.tag}")
     return 0

@@ -11,18 +11,20 @@ resume, ...), which never change a unit's result.
 from __future__ import annotations
 
 import argparse
-from dataclasses import MISSING, dataclass, field, fields
+from dataclasses import MISSING, asdict, dataclass, field, fields
 
 from .errors import ConfigError
 
 
 def option(default=MISSING, help: str = "", *, choices=None, flag: str | None = None, type=None,
-           cli: bool = True, metavar: str | None = None, factory=None, negate: str | None = None):
+           cli: bool = True, metavar: str | None = None, factory=None, negate: str | None = None,
+           what: str | None = None):
     """A dataclass field with what the CLI needs. ``type``: the argument parser (default: the
     default's type; a ``list`` default parses comma-separated values with ``type``);
-    ``negate``: for a ``True`` boolean, the flag that sets it to ``False`` (e.g. ``--no-mask``)."""
+    ``negate``: for a ``True`` boolean, the flag that sets it to ``False`` (e.g. ``--no-mask``);
+    ``what``: the noun error messages use (default: the field name)."""
     meta = {"help": help, "choices": choices, "flag": flag, "type": type, "cli": cli, "metavar": metavar,
-            "negate": negate}
+            "negate": negate, "what": what}
     if factory is not None:
         return field(default_factory=factory, metadata=meta)
     return field(default=default, metadata=meta)
@@ -88,8 +90,32 @@ def check_range(name: str, value, low=None, high=None, *, low_open: bool = False
         raise ConfigError(f"--{name.replace('_', '-')} must lie in {lo or '(-inf'}, {hi or 'inf)'}; got {value}")
 
 
+class Config:
+    """Base of the config dataclasses: plain-dict round trip (what ``config.json`` stores) and
+    the check of every field declared with ``choices``."""
+
+    def check_choices(self) -> None:
+        """A :class:`ConfigError` naming the option when a value is not among its choices."""
+        for f in fields(self):
+            choices, value = f.metadata.get("choices"), getattr(self, f.name)
+            if choices and value is not None and value not in choices:
+                flag = f.metadata.get("flag") or "--" + f.name.replace("_", "-")
+                what = f.metadata.get("what") or f.name.replace("_", " ")
+                raise ConfigError(f"unknown {what} {value!r} ({flag}); choose from "
+                                  f"{', '.join(map(str, choices))}")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict):
+        """The config of a stored dict (keys that are not fields, e.g. ``runtime``, are ignored)."""
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in names})
+
+
 @dataclass
-class RunOptions:
+class RunOptions(Config):
     """How a sweep runs: never part of a unit's configuration (so never blocks ``--resume``)."""
 
     seeds: int = option(5, "number of seeds")

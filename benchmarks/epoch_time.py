@@ -26,7 +26,7 @@ def measure_semi(args) -> dict:
 
     from autogcl.data import load_tu
     from autogcl.data.splits import semi_splits
-    from autogcl.eval.semi import SemiConfig, build
+    from autogcl.protocols.semi import SemiConfig, build
     from autogcl.runs import seed_everything
 
     ds = load_tu(args.dataset, args.data_root, args.feat)
@@ -49,7 +49,7 @@ def measure(args) -> dict:
     from torch_geometric.loader import DataLoader
 
     from autogcl.data import load_tu
-    from autogcl.eval.unsupervised import UnsupervisedConfig, build_strategy
+    from autogcl.protocols.unsupervised import UnsupervisedConfig, build_strategy
     from autogcl.runs import seed_everything
 
     ds = load_tu(args.dataset, args.data_root, args.feat)

@@ -24,7 +24,11 @@ def measure(args) -> dict:
     from torch_geometric.loader import DataLoader
 
     from autogcl.data.corpus import MoleculeCorpus
-    from autogcl.eval.pretrain import PretrainConfig, build_strategy, resolve_corpus
+    from autogcl.protocols.pretrain import (
+        PretrainConfig,
+        build_strategy,
+        resolve_corpus,
+    )
     from autogcl.runs import seed_everything
 
     torch.set_num_threads(args.threads)

@@ -32,18 +32,16 @@ def reference(x, y, seed):
 
 
 def embeddings_from_unit(unit: Path, data_root):
-    import torch
     from torch_geometric.loader import DataLoader
 
+    import autogcl
     from autogcl.data import load_tu
-    from autogcl.eval.unsupervised import UnsupervisedConfig, build_strategy
+    from autogcl.protocols.unsupervised import UnsupervisedConfig
 
     cfg = UnsupervisedConfig.from_dict(json.loads((unit / "config.json").read_text()))
     ds = load_tu(cfg.dataset, data_root, cfg.feat)
-    strategy = build_strategy(cfg, ds.num_features)
-    state = torch.load(unit / "model.pt", weights_only=True)
-    strategy.model.load_state_dict(state["model"])
-    return strategy.model.encoder.embed(DataLoader(ds, batch_size=512))
+    emb, y = autogcl.load(unit / "model.pt").encoder.embed(DataLoader(ds, batch_size=512))
+    return emb.numpy(), y.numpy()
 
 
 def main() -> None:

@@ -1,5 +1,6 @@
 import math
 
+import pytest
 import torch
 
 from autogcl.losses import classification_loss, nt_xent, similarity_loss
@@ -66,3 +67,33 @@ def test_masked_bce_ignores_missing_labels():
     y_changed = y.clone()
     assert torch.allclose(masked_bce(logits.detach() + torch.tensor([[0.0, 9.0], [0.0, -9.0]]), y_changed), ref)
     assert masked_bce(logits, torch.full_like(y, float("nan"))).item() == 0.0
+
+
+def test_loss_objects_are_the_functions():
+    from autogcl.errors import ConfigError
+    from autogcl.losses import (
+        ClassificationLoss,
+        MaskedBCE,
+        NTXent,
+        SimilarityLoss,
+        classification_loss,
+        masked_bce,
+    )
+
+    torch.manual_seed(0)
+    z1, z2 = torch.randn(6, 4), torch.randn(6, 4)
+    assert torch.equal(NTXent(0.5)(z1, z2), nt_xent(z1, z2, 0.5))
+    assert torch.equal(NTXent(0.2, "released", "graphcl")(z1, z2),
+                       nt_xent(z1, z2, 0.2, exclude_positive=True, symmetric=False))
+    s1 = torch.eye(3)[torch.tensor([0, 1, 2, 0])]
+    s2 = torch.eye(3)[torch.tensor([0, 0, 2, 1])]
+    assert torch.equal(SimilarityLoss("mse")(s1, s2), similarity_loss(s1, s2, "mse"))
+    lp = torch.log_softmax(torch.randn(4, 2), 1)
+    y = torch.tensor([0, 1, 1, 0])
+    assert torch.equal(ClassificationLoss("mean")([lp, lp], y), classification_loss([lp, lp], y, "mean"))
+    logits, t = torch.randn(4, 2), torch.tensor([[1.0, float("nan")], [0.0, 1.0], [float("nan"), 0.0], [1.0, 1.0]])
+    assert torch.equal(MaskedBCE()(logits, t), masked_bce(logits, t))
+    for bad in (lambda: NTXent(0.0), lambda: NTXent(0.5, "other"), lambda: SimilarityLoss("l1"),
+                lambda: ClassificationLoss("max")):
+        with pytest.raises(ConfigError):
+            bad()

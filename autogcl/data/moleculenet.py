@@ -43,7 +43,7 @@ class MoleculeNetSpec:
     task_prefix: str | None = None
 
 
-#: The transfer benchmark (SPEC 3.3); columns as the pretrain-gnns loaders read them.
+#: The transfer benchmark (the AutoGCL paper's Table 4); columns as the pretrain-gnns loaders read them.
 MOLECULENET = {
     "bbbp": MoleculeNetSpec("bbbp.csv", "smiles", ("p_np",), "BBBP.csv"),
     "tox21": MoleculeNetSpec("tox21.csv", "smiles", None, "tox21.csv.gz"),

@@ -1,4 +1,4 @@
-"""Molecules to graphs with RDKit (Hu et al. 2020 features, SPEC 2.2), and SMILES CSV readers.
+"""Molecules to graphs with RDKit (Hu et al. 2020 features), and SMILES CSV readers.
 
 Node features ``x`` (long, N x 2): atom type id (atomic number - 1; 119 = mask) and
 chirality id (0 unspecified/other, 1 CW, 2 CCW). Edge features ``edge_attr`` (long, E x 2):

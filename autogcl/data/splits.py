@@ -1,4 +1,4 @@
-"""Data splits: stratified k-fold with a labeled subset (semi-supervised protocol, SPEC 3.2).
+"""Data splits: stratified k-fold with a labeled subset (semi-supervised protocol, docs/method.md).
 
 Each fold has a test part (one stratified fold), a validation part (the previous fold, used
 only by the ``val`` selection), the training part (the rest), and a labeled subset of the

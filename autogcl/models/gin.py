@@ -1,4 +1,4 @@
-"""The 5-layer GIN graph encoder and its contrastive projection head (SPEC 2.2)."""
+"""The 5-layer GIN graph encoder and its contrastive projection head (GraphCL/AutoGCL, docs/method.md)."""
 
 from __future__ import annotations
 

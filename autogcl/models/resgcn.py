@@ -1,5 +1,5 @@
 """ResGCN classifier of Chen et al. 2019 ("Are powerful graph neural nets necessary?"),
-as used by the GraphCL/AutoGCL semi-supervised experiments (SPEC 2.2).
+as used by the GraphCL/AutoGCL semi-supervised experiments (docs/method.md).
 
 BatchNorm on the input features, one GCN feature layer, ``num_conv_layers`` blocks of
 BN -> GCNConv -> ReLU, sum pooling, ``num_fc_layers - 1`` blocks of BN -> Linear -> ReLU,

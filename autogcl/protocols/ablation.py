@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..augment import RandomAugmentor
-from ..config import option
+from ..config import Config, option
 from ..errors import ConfigError
 from . import published
 from .semi import SemiConfig, run_sweep
@@ -17,7 +17,7 @@ SINGLE_AUGS = ("node_drop", "subgraph", "edge_pert", "attr_mask")
 
 
 @dataclass
-class AblationConfig:
+class AblationConfig(Config):
     """The GraphCL augmentation ablation: which row, augmentations and ratios, on which datasets."""
 
     dataset: list = option(None, "one or more comma-separated TU datasets", factory=lambda: ["NCI1"], type=str)
@@ -25,11 +25,12 @@ class AblationConfig:
     augs: list = option(None, "augmentations run alone at ratio 0.2", factory=lambda: list(SINGLE_AUGS), type=str)
     ratios: list = option(None, "ratios of the ratio sweep", factory=lambda: list(published.ABLATION_RATIOS),
                           type=float)
-    ratio_aug: str = option("node_drop", "augmentation of the ratio sweep", choices=RandomAugmentor.names)
+    ratio_aug: str = option("node_drop", "augmentation of the ratio sweep", choices=RandomAugmentor.names, what="augmentation")
     epochs: int = option(30, "training epochs")
     pretrain_epochs: int = option(30, "pre-training epochs (graphcl_cl)")
 
     def __post_init__(self):
+        self.check_choices()
         if isinstance(self.dataset, str):
             self.dataset = [d.strip() for d in self.dataset.split(",") if d.strip()]
         for a in self.augs:

@@ -12,14 +12,14 @@ and ``result.json``.
 from __future__ import annotations
 
 import logging
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
 from .. import paths, runs
 from ..augment import MoleculeViewGenerator, RandomAugmentor
-from ..config import check_range, option
+from ..config import Config, check_range, option
 from ..data.corpus import MoleculeCorpus
 from ..data.datasets import fingerprint
 from ..data.molecules import VOCAB
@@ -37,7 +37,7 @@ DEFAULT_CORPUS = "pretrain/moses_train.csv.gz"
 
 
 @dataclass
-class PretrainConfig:
+class PretrainConfig(Config):
     """Everything that defines a pre-training run."""
 
     corpus: str = option("", "SMILES file (CSV with a SMILES column, or .smi; .gz ok); default: "
@@ -62,28 +62,22 @@ class PretrainConfig:
     tau: float | None = option(None, "NT-Xent temperature (default 0.5 autogcl, 0.1 graphcl)", type=float)
     cl_variant: str = option("simclr", "NT-Xent form", cli=False)
     sim_loss: str = option("none", "add L_sim to the naive strategy (released code: mse)",
-                           choices=("none", "cosine", "mse"))
+                           choices=("none", "cosine", "mse"), what="similarity loss")
     view_sampling: str = option("replacement", "views contrasted", cli=False)
-    aug: str = option("random4", "GraphCL augmentation (method graphcl)", choices=RandomAugmentor.names)
+    aug: str = option("random4", "GraphCL augmentation (method graphcl)", choices=RandomAugmentor.names, what="augmentation")
     aug_ratio: float = option(0.2, "GraphCL augmentation ratio")
     seed: int = option(0, "seed")
 
     def __post_init__(self):
-        if self.method not in METHODS:
-            raise ConfigError(f"unknown pre-training method {self.method!r}; choose from {METHODS}")
+        self.check_choices()
         check_range("epochs", self.epochs, 1)
         check_range("batch_size", self.batch_size, 2)
         check_range("lr", self.lr, 0, low_open=True)
         check_range("tau", self.tau, 0, low_open=True)
         check_range("seed", self.seed, 0)
-        if self.aug not in RandomAugmentor.names:
-            raise ConfigError(f"unknown augmentation {self.aug!r}; choose from {', '.join(RandomAugmentor.names)}")
-        if not 0.0 <= self.aug_ratio < 1.0:
-            raise ConfigError(f"--aug-ratio must lie in [0, 1), got {self.aug_ratio}")
+        check_range("aug_ratio", self.aug_ratio, 0, 1, high_open=True)
         if self.chunk_size < 2 or (self.max_molecules is not None and self.max_molecules < 2):
             raise ConfigError("--chunk-size and --max-molecules must be at least 2")
-        if self.sim_loss not in ("none", "cosine", "mse"):
-            raise ConfigError(f"unknown similarity loss {self.sim_loss!r}; choose none, cosine or mse")
 
     @property
     def temperature(self) -> float:
@@ -91,13 +85,6 @@ class PretrainConfig:
             return self.tau
         return 0.5 if self.method == "autogcl" else 0.1
 
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> PretrainConfig:
-        names = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in d.items() if k in names})
 
 
 def resolve_corpus(corpus: str, data_root=None) -> Path:

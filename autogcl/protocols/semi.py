@@ -14,7 +14,7 @@ where it stopped.
 from __future__ import annotations
 
 import logging
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +23,7 @@ from torch_geometric.loader import DataLoader
 
 from .. import runs
 from ..augment import RandomAugmentor, ViewGenerator
-from ..config import check_range, option
+from ..config import Config, check_range, option
 from ..data.splits import FOLD_SEED, SemiSplit, semi_splits
 from ..devices import resolve_device, runtime_info
 from ..errors import ConfigError
@@ -58,7 +58,7 @@ SMALL_BATCH = {"DD", "COLLAB", "REDDIT-BINARY", "REDDIT-MULTI-5K", "github_starg
 
 
 @dataclass
-class SemiConfig:
+class SemiConfig(Config):
     """Everything that defines a semi-supervised result (one row on one dataset)."""
 
     dataset: str = option("PROTEINS", "TU dataset name")
@@ -80,18 +80,15 @@ class SemiConfig:
     dropped: str = option("isolate", "dropped nodes: isolated zero nodes (released) or removed",
                           choices=("isolate", "remove"))
     mask_token: str = option("scalar", "mask token", choices=("scalar", "feature"))
-    aug: str = option("random4", "GraphCL rows' augmentation", choices=RandomAugmentor.names)
+    aug: str = option("random4", "GraphCL rows' augmentation", choices=RandomAugmentor.names, what="augmentation")
     aug_ratio: float = option(0.2, "GraphCL rows' augmentation ratio")
     select: str = option("val", "selection reported as the result (both are always recorded)",
-                         choices=("val", "test_max"))
+                         choices=("val", "test_max"), what="selection")
 
     def __post_init__(self):
         if self.row not in ROWS:
             raise ConfigError(f"unknown row {self.row!r}; choose from {', '.join(ROWS)} (or all)")
-        if self.select not in ("val", "test_max"):
-            raise ConfigError(f"unknown selection {self.select!r}; choose val or test_max")
-        if self.aug not in RandomAugmentor.names:
-            raise ConfigError(f"unknown augmentation {self.aug!r}; choose from {', '.join(RandomAugmentor.names)}")
+        self.check_choices()
         if self.batch_size is None:
             self.batch_size = 64 if self.dataset in SMALL_BATCH else 128
         check_range("epochs", self.epochs, 1)
@@ -108,13 +105,6 @@ class SemiConfig:
     def tag(self) -> str:
         return f"{self.dataset}-{self.row}"
 
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> SemiConfig:
-        names = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in d.items() if k in names})
 
 
 def build(cfg: SemiConfig, num_features: int, num_classes: int):

@@ -14,7 +14,7 @@ import hashlib
 import logging
 import math
 import time
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -22,7 +22,7 @@ import torch
 from torch_geometric.loader import DataLoader
 
 from .. import runs
-from ..config import check_range, option
+from ..config import Config, check_range, option
 from ..data.moleculenet import MOLECULENET, load_molecule_csv, load_moleculenet
 from ..data.molecules import VOCAB
 from ..data.splits import scaffold_split
@@ -39,7 +39,7 @@ SELECTIONS = ("val", "test_max")
 
 
 @dataclass
-class FinetuneConfig:
+class FinetuneConfig(Config):
     """Everything that defines a fine-tuning result (one dataset)."""
 
     dataset: str = option("bbbp", "MoleculeNet name(s), comma-separated, or all: " + ", ".join(MOLECULENET))
@@ -55,13 +55,13 @@ class FinetuneConfig:
     dropout: float = option(0.5, "dropout of the fine-tuned GIN")
     dim: int = option(300, "GIN width (without --checkpoint)", cli=False)
     num_layers: int = option(5, "GIN layers (without --checkpoint)", cli=False)
-    select: str = option("val", "selection reported as the result (both are always recorded)", choices=SELECTIONS)
+    select: str = option("val", "selection reported as the result (both are always recorded)", choices=SELECTIONS,
+                         what="selection")
     frac: tuple[float, float, float] = option((0.8, 0.1, 0.1), "scaffold split fractions", cli=False,
                                               factory=None)
 
     def __post_init__(self):
-        if self.select not in SELECTIONS:
-            raise ConfigError(f"unknown selection {self.select!r}; choose from {SELECTIONS}")
+        self.check_choices()
         check_range("epochs", self.epochs, 1)
         check_range("batch_size", self.batch_size, 2)
         check_range("lr", self.lr, 0, low_open=True)
@@ -70,13 +70,6 @@ class FinetuneConfig:
         if isinstance(self.label_cols, str):
             self.label_cols = [c.strip() for c in self.label_cols.split(",") if c.strip()]
 
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, d: dict) -> FinetuneConfig:
-        names = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in d.items() if k in names})
 
 
 def load_dataset(cfg: FinetuneConfig, data_root=None, workers: int | None = None):

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +21,7 @@ from torch_geometric.loader import DataLoader
 from .. import runs
 from ..api import AutoGCL, GraphCL
 from ..augment import RandomAugmentor
-from ..config import check_range, option
+from ..config import Config, check_range, option
 from ..devices import resolve_device, runtime_info
 from ..errors import ConfigError
 from ..eval.svm import SELECTIONS, select_epoch, svm_evaluate
@@ -34,7 +34,7 @@ select = select_epoch  # the selections of this protocol (kept under its old nam
 
 
 @dataclass
-class UnsupervisedConfig:
+class UnsupervisedConfig(Config):
     """Everything that defines a result (how it runs, e.g. seeds or device, is in
     :class:`autogcl.config.RunOptions`)."""
 
@@ -59,13 +59,13 @@ class UnsupervisedConfig:
     mask_token: str = option("scalar", "mask token: the batch's mean feature value (scalar) or per-feature mean",
                              choices=("scalar", "feature"))
     sim_loss: str = option("none", "add L_sim to the naive strategy (released code: mse)",
-                           choices=("none", "cosine", "mse"))
+                           choices=("none", "cosine", "mse"), what="similarity loss")
     view_sampling: str = option("replacement", "views contrasted: two draws from {x, x1, x2} with replacement "
                                 "(released) or always x1 and x2", choices=("replacement", "generated"))
     gen_hidden: int = option(128, "generator width", cli=False)
     gen_layers: int = option(2, "generator layers", cli=False)
     # graphcl
-    aug: str = option("random4", "GraphCL augmentation (method graphcl)", choices=RandomAugmentor.names)
+    aug: str = option("random4", "GraphCL augmentation (method graphcl)", choices=RandomAugmentor.names, what="augmentation")
     aug_ratio: float = option(0.2, "GraphCL augmentation ratio")
     graphcl_views: str = option("aug-aug", "GraphCL views: two augmentations or the graph and one",
                                 choices=("aug-aug", "orig-aug"))
@@ -73,13 +73,10 @@ class UnsupervisedConfig:
     svm_folds: int = option(10, "outer SVM folds", cli=False)
     svm_inner_folds: int = option(5, "inner SVM folds (C search)", cli=False)
     select: str = option("val", "selection reported as the result (both are always recorded)",
-                         choices=SELECTIONS)
+                         choices=SELECTIONS, what="selection")
 
     def __post_init__(self):
-        if self.method not in METHODS:
-            raise ConfigError(f"unknown method {self.method!r}; choose from {', '.join(METHODS)}")
-        if self.select not in SELECTIONS:
-            raise ConfigError(f"unknown selection {self.select!r}; choose from {', '.join(SELECTIONS)}")
+        self.check_choices()
         check_range("epochs", self.epochs, 1)
         check_range("batch_size", self.batch_size, 2)
         check_range("lr", self.lr, 0, low_open=True)
@@ -93,10 +90,6 @@ class UnsupervisedConfig:
         bad = [e for e in self.eval_epochs if not 1 <= e <= self.epochs]
         if bad or not self.eval_epochs:
             raise ConfigError(f"--eval-epochs {bad or self.eval_epochs} must lie in 1..{self.epochs}")
-        if self.aug not in RandomAugmentor.names:
-            raise ConfigError(f"unknown augmentation {self.aug!r}; choose from {', '.join(RandomAugmentor.names)}")
-        if self.sim_loss not in ("none", "cosine", "mse"):
-            raise ConfigError(f"unknown similarity loss {self.sim_loss!r}; choose none, cosine or mse")
 
     @property
     def temperature(self) -> float:
@@ -110,11 +103,6 @@ class UnsupervisedConfig:
         d = asdict(self)
         d["tau"] = self.temperature
         return d
-
-    @classmethod
-    def from_dict(cls, d: dict) -> UnsupervisedConfig:
-        names = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in d.items() if k in names})
 
 
 def build_model(cfg: UnsupervisedConfig, num_features: int) -> AutoGCL | GraphCL:
@@ -134,9 +122,11 @@ def build_strategy(cfg: UnsupervisedConfig, num_features: int):
     return build_model(cfg, num_features).make_strategy()
 
 
-def run_unit(unit: runs.Unit, dataset, n_jobs: int = 1, save_embeddings: bool = False,
+def run_unit(unit: runs.Unit, dataset, n_jobs: int = 1, save_embeddings: bool | list[int] = False,
              ckpt_every: int = 10, show_progress: bool | None = None, device="cpu") -> dict:
-    """Train and evaluate one seed; resumes from ``unit.partial`` when a checkpoint is there."""
+    """Train and evaluate one seed; resumes from ``unit.partial`` when a checkpoint is there.
+    ``save_embeddings``: ``True`` (every evaluation epoch) or the evaluation epochs whose
+    embeddings are saved (``embeddings_epochE.npz``)."""
     cfg = UnsupervisedConfig.from_dict(unit.config)
     seed, device = unit.seed, resolve_device(device)
     work = runs.start_work(unit, runtime_info(device))
@@ -154,7 +144,7 @@ def run_unit(unit: runs.Unit, dataset, n_jobs: int = 1, save_embeddings: bool = 
             return None
         t0 = time.perf_counter()
         emb, y = model.encoder.embed(eval_loader)
-        if save_embeddings:
+        if save_embeddings is True or epoch in (save_embeddings or ()):
             np.savez_compressed(work / f"embeddings_epoch{epoch}.npz", emb=emb.numpy(), y=y.numpy())
         res = svm_evaluate(emb, y, cfg.svm_folds, cfg.svm_inner_folds, seed=seed, n_jobs=n_jobs)
         state["evals"][epoch] = res
@@ -194,7 +184,7 @@ def make_units(cfg: UnsupervisedConfig, seeds: list[int], out: Path) -> list[run
 
 
 def run_sweep(cfg: UnsupervisedConfig, dataset, seeds: list[int], out: Path, resume: bool = False,
-              n_jobs: int = 1, save_embeddings: bool = False, show_progress: bool | None = None,
+              n_jobs: int = 1, save_embeddings: bool | list[int] = False, show_progress: bool | None = None,
               device="cpu") -> dict:
     """Run every seed (skipping finished ones with ``resume``) and write ``summary.json``."""
     units = make_units(cfg, seeds, out)

@@ -29,13 +29,12 @@ import torch
 from sklearn.model_selection import train_test_split
 from torch_geometric.data import Batch
 from torch_geometric.loader import DataLoader
-from tqdm.auto import tqdm
 
 from .. import runs
 from ..augment import ViewGenerator
 from ..augment.learnable import KEEP, MASK, GeometryKeepingGenerator
 from ..augment.random import node_drop_mask
-from ..config import option
+from ..config import Config, option
 from ..data import load_tu
 from ..data.mnist import POS_COLS, load_mnist_superpixels, read_idx_images
 from ..devices import resolve_device
@@ -59,7 +58,7 @@ CLASSIFIER_DEFAULTS = {
 
 
 @dataclass
-class ViewsConfig:
+class ViewsConfig(Config):
     """Everything that defines a view-visualisation run (None: the classifier's default,
     :data:`CLASSIFIER_DEFAULTS`)."""
 
@@ -97,6 +96,7 @@ class ViewsConfig:
     high_intensity: float = option(0.5, "superpixels at or above this mean intensity count as strokes", cli=False)
 
     def __post_init__(self):
+        self.check_choices()
         mnist = self.dataset.upper() == "MNIST"
         if self.classifier is None:
             self.classifier = "relpos" if mnist else "resgcn"

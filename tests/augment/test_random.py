@@ -4,7 +4,6 @@ from torch_geometric.data import Batch
 
 from autogcl.augment import RandomAugmentor
 from autogcl.augment.random import attr_mask, edge_pert, node_drop, subgraph
-
 from tests.conftest import make_batch, undirected
 
 

@@ -4,7 +4,6 @@ import pytest
 
 from autogcl.data import load_tu
 from autogcl.errors import DataError
-
 from tests.data.test_tu import write_tu
 
 

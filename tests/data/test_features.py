@@ -2,8 +2,7 @@ import pytest
 import torch
 
 from autogcl.data.features import build_features, parse_recipe
-from autogcl.errors import ConfigError
-
+from autogcl.errors import ConfigError, DataError
 from tests.conftest import undirected
 
 
@@ -30,3 +29,24 @@ def test_constant_and_no_feature_errors():
     assert build_features(parse_recipe("constant"), 2, ei).tolist() == [[1.0], [1.0]]
     with pytest.raises(ConfigError, match="gives no node features"):
         build_features(parse_recipe("attr"), 2, ei, dataset="TOY")
+
+
+def test_node_features_transform_matches_the_reader_recipe():
+    from torch_geometric.data import Data
+
+    from autogcl.data.features import NodeFeatures, build_features
+
+    e = torch.tensor([[0, 1, 1, 2, 1, 3], [1, 0, 2, 1, 3, 1]])
+    x = torch.eye(4)[:, :2]
+    out = NodeFeatures("deg+odeg3")(Data(x=x, edge_index=e))
+    expected = build_features(parse_recipe("deg+odeg3"), 4, e, node_labels=torch.tensor([[0], [1], [0], [0]]))
+    assert out.x.shape == (4, 2 + 1 + 4)
+    assert torch.equal(out.x[:, 2:], expected[:, 2:]) and torch.equal(out.x[:, :2], x)
+    assert out.x[:, 2].tolist() == [1.0, 3.0, 1.0, 1.0]
+    no_x = NodeFeatures("odeg2")(Data(edge_index=e, num_nodes=5))  # an isolated node: degree 0
+    assert no_x.x.shape == (5, 3) and no_x.x[4].tolist() == [1.0, 0.0, 0.0]
+    assert torch.equal(NodeFeatures("constant")(Data(x=x, edge_index=e)).x, torch.ones(4, 1))
+    with pytest.raises(ConfigError, match="attr"):
+        NodeFeatures("attr+deg")
+    with pytest.raises(DataError, match="without nodes"):
+        NodeFeatures()(Data(edge_index=torch.empty(2, 0, dtype=torch.long), num_nodes=0))

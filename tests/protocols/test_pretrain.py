@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from autogcl.data.molecules import VOCAB
 from autogcl.data.corpus import MoleculeCorpus
-from autogcl.protocols import pretrain as P
+from autogcl.data.molecules import VOCAB
 from autogcl.models.mol_gin import load_encoder
+from autogcl.protocols import pretrain as P
 
 
 @pytest.fixture

@@ -9,24 +9,72 @@ from autogcl.data import load_tu
 from autogcl.protocols import semi as S
 
 
-def test_every_row_runs_and_writes_results(data_root, tmp_path, capsys):
+def test_every_row_runs_and_writes_results(data_root, tmp_path):
     out = tmp_path / "semi"
-    argv = ["semi", "--dataset", "MUTAG", "--row", "all", "--epochs", "1", "--pretrain-epochs", "1",
-            "--fold-limit", "2", "--data-root", str(data_root), "--out", str(out), "--no-progress"]
-    assert main(argv) == 0
-    table = capsys.readouterr().out
+    ds = load_tu("MUTAG", data_root)
     for row in S.ROWS:
-        assert f"| {row} |" in table
+        cfg = S.SemiConfig(dataset="MUTAG", row=row, epochs=1, pretrain_epochs=1)
+        summary = S.run_sweep(cfg, ds, [0], out, fold_limit=2, show_progress=False)
+        assert summary["row"] == row and summary["n_folds"] == 2
         fold = out / f"MUTAG-{row}" / "seed0" / "fold1"
         res = json.loads((fold / "result.json").read_text())
         assert res["row"] == row and set(res["selections"]) == {"val", "test_max"}
         assert res["sizes"] == {"labeled": 18, "unlabeled": 132, "val": 19, "test": 19}
+        assert res["runtime"]["device"] == "cpu" and res["runtime"]["torch_threads"] >= 1
+        stored = json.loads((fold / "config.json").read_text())
+        assert stored["runtime"] == res["runtime"] and S.SemiConfig.from_dict(stored) == cfg
         header = (fold / "metrics.csv").read_text().splitlines()[0].split(",")
         assert {"loss", "labeled_acc", "val_acc", "test_acc", "time_s"} <= set(header)
+        assert not list(fold.glob("checkpoint*.pt"))  # a finished fold keeps no checkpoint
     splits = json.loads((out / "MUTAG-joint" / "seed0" / "splits.json").read_text())
     assert splits["fold_seed"] == 12345 and len(splits["folds"]) == 2
+
+
+def test_cli_runs_rows_and_reports(data_root, tmp_path, capsys):
+    out = tmp_path / "semi"
+    argv = ["semi", "--dataset", "MUTAG", "--row", "labeled,joint", "--epochs", "1", "--fold-limit", "2",
+            "--data-root", str(data_root), "--out", str(out), "--no-progress", "--device", "cpu"]
+    assert main(argv) == 0
+    table = capsys.readouterr().out
+    assert "| labeled |" in table and "| joint |" in table
     assert main(["report", str(out)]) == 0
     assert "MUTAG test_max" in capsys.readouterr().out and (out / "report.md").is_file()
+
+
+@pytest.mark.parametrize("row,phase,epoch", [("naive", "pretrain", 2), ("joint", "train", 2)])
+def test_an_interrupted_fold_resumes_where_it_stopped(data_root, tmp_path, monkeypatch, row, phase, epoch):
+    ds = load_tu("MUTAG", data_root)
+    cfg = S.SemiConfig(dataset="MUTAG", row=row, epochs=3, pretrain_epochs=3)
+    S.run_sweep(cfg, ds, [0], tmp_path / "ref", fold_limit=1, show_progress=False)
+
+    real_build = S.build
+
+    def build_then_break(*a, **k):
+        pre, strat, kind = real_build(*a, **k)
+        target = pre if phase == "pretrain" else strat
+        real_epoch = target.train_epoch
+
+        def breaks(data, e):
+            if e == epoch:
+                raise KeyboardInterrupt
+            return real_epoch(data, e)
+        target.train_epoch = breaks
+        return pre, strat, kind
+
+    monkeypatch.setattr(S, "build", build_then_break)
+    with pytest.raises(KeyboardInterrupt):
+        S.run_sweep(cfg, ds, [0], tmp_path / "cut", fold_limit=1, show_progress=False)
+    partial = tmp_path / "cut" / f"MUTAG-{row}" / "seed0" / ".fold0.partial"
+    assert partial.is_dir() and list(partial.glob("checkpoint*.pt"))
+    monkeypatch.setattr(S, "build", real_build)
+    S.run_sweep(cfg, ds, [0], tmp_path / "cut", resume=True, fold_limit=1, show_progress=False)
+
+    def rows(root):
+        lines = (root / f"MUTAG-{row}" / "seed0" / "fold0" / "metrics.csv").read_text().splitlines()
+        head = lines[0].split(",")
+        keep = [i for i, k in enumerate(head) if not k.endswith("time_s")]
+        return [[line.split(",")[i] for i in keep] for line in lines]
+    assert rows(tmp_path / "cut") == rows(tmp_path / "ref")
 
 
 def test_interrupted_run_resumes_without_redoing_finished_folds(data_root, tmp_path, monkeypatch):

@@ -99,3 +99,14 @@ def test_a_split_with_an_empty_part_is_refused(tmp_path):
     cfg = T.FinetuneConfig(csv=str(p), label_cols=["y"], epochs=1, dim=8, num_layers=1)
     with pytest.raises(T.DataError, match="leaves a part empty"):
         T.run_sweep(cfg, [0], tmp_path / "runs", "t", show_progress=False, workers=1)
+
+
+def test_shipped_encoder_loads_into_the_fine_tuning_model():
+    from pathlib import Path
+
+    from autogcl.protocols.transfer import FinetuneConfig, build_model
+
+    shipped = Path(__file__).resolve().parents[2] / "pretrained" / "autogcl-moses200k.pt"
+    model, meta = build_model(FinetuneConfig(checkpoint=str(shipped)), num_tasks=2)
+    assert meta["method"] == "autogcl" and meta["molecules_seen"] == 399360
+    assert model.head.out_features == 2 and model.encoder.out_dim == 300

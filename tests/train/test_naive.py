@@ -5,7 +5,6 @@ from autogcl.augment import RandomAugmentor, ViewGenerator
 from autogcl.errors import TrainingError
 from autogcl.models import ContrastModel, GINEncoder
 from autogcl.train import GraphCLStrategy, NaiveStrategy
-
 from tests.conftest import make_batch
 
 

@@ -11,7 +11,6 @@ from autogcl.train import (
     LearnableAugStrategy,
     SupervisedStrategy,
 )
-
 from tests.conftest import make_batch
 
 

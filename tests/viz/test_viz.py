@@ -79,18 +79,6 @@ def test_views_on_a_tu_dataset_and_from_a_saved_run(data_root, tmp_path):
     assert nonempty_image(unit / "views" / "views.png")
 
 
-def test_ablation_command_runs(data_root, tmp_path, capsys):
-    out = tmp_path / "abl"
-    assert main(["ablate", "graphcl-aug", "--dataset", "MUTAG", "--epochs", "1", "--pretrain-epochs", "1",
-                 "--fold-limit", "2", "--augs", "node_drop,attr_mask", "--ratios", "0,0.2",
-                 "--data-root", str(data_root), "--out", str(out), "--no-progress"]) == 0
-    text = capsys.readouterr().out
-    assert "| node_drop | " in text and "| attr_mask | " in text and "| MUTAG | " in text
-    assert (out / "ablation.md").read_text().startswith("### graphcl_cl with one augmentation")
-    assert sorted(p.name for p in out.iterdir() if p.is_dir()) == [
-        "aug-attr_mask-r0.2", "aug-node_drop-r0", "aug-node_drop-r0.2"]
-
-
 def test_each_run_keeps_its_colour_in_every_panel(tiny_semi, tmp_path):
     """The naive run has no L_cl in its fine-tuning phase: the joint run's L_cl line must
     still be drawn in the joint run's colour."""

@@ -1,0 +1,72 @@
+"""Options defined once: config validation from Python, and the CLI generated from the configs."""
+
+import argparse
+
+import pytest
+
+from autogcl.cli import build_parser
+from autogcl.config import RunOptions, add_options, from_args
+from autogcl.errors import ConfigError
+from autogcl.protocols.pretrain import PretrainConfig
+from autogcl.protocols.semi import SemiConfig
+from autogcl.protocols.transfer import FinetuneConfig
+from autogcl.protocols.unsupervised import UnsupervisedConfig
+from autogcl.protocols.views import ViewsConfig
+
+
+def test_config_defaults_work_from_python():
+    assert UnsupervisedConfig(epochs=5).eval_epochs == [5]
+    assert UnsupervisedConfig(epochs=25).eval_epochs == [10, 20]
+    assert UnsupervisedConfig().eval_epochs == [10, 20, 30]
+    assert SemiConfig(dataset="DD").batch_size == 64
+
+
+@pytest.mark.parametrize("cls,kwargs,name", [
+    (UnsupervisedConfig, {"epochs": 0}, "--epochs"),
+    (UnsupervisedConfig, {"lr": -1.0}, "--lr"),
+    (UnsupervisedConfig, {"batch_size": 1}, "--batch-size"),
+    (UnsupervisedConfig, {"tau": 0.0}, "--tau"),
+    (UnsupervisedConfig, {"aug_ratio": 1.0}, "--aug-ratio"),
+    (UnsupervisedConfig, {"eval_epochs": [40]}, "--eval-epochs"),
+    (SemiConfig, {"label_rate": 0.0}, "--label-rate"),
+    (SemiConfig, {"lam": -1.0}, "--lambda"),
+    (SemiConfig, {"pretrain_epochs": -1}, "--pretrain-epochs"),
+    (FinetuneConfig, {"dropout": 1.0}, "--dropout"),
+    (PretrainConfig, {"batch_size": 1}, "--batch-size"),
+    (RunOptions, {"seeds": 0}, "--seeds"),
+    (RunOptions, {"first_seed": -1}, "--first-seed"),
+    (RunOptions, {"jobs": 0}, "--jobs"),
+    (RunOptions, {"device": "tpu"}, "device"),
+])
+def test_out_of_range_options_name_the_option(cls, kwargs, name):
+    with pytest.raises(ConfigError, match=name):
+        cls(**kwargs)
+
+
+def _subparser(parser, *path):
+    for name in path:
+        action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        parser = action.choices[name]
+    return parser
+
+
+@pytest.mark.parametrize("path,cls", [
+    (("unsupervised",), UnsupervisedConfig), (("semi",), SemiConfig),
+    (("transfer", "pretrain"), PretrainConfig), (("transfer", "finetune"), FinetuneConfig),
+    (("visualize", "views"), ViewsConfig),
+])
+def test_cli_defaults_are_the_config_defaults(path, cls):
+    sub = _subparser(build_parser(), *path)
+    args = sub.parse_args([])
+    assert from_args(cls, args) == cls()
+    assert {"device", "data_root", "out"} <= set(vars(args))
+
+
+def test_generated_options_parse_lists_and_negated_flags():
+    p = argparse.ArgumentParser()
+    add_options(p, UnsupervisedConfig)
+    add_options(p, PretrainConfig, only=["add_mask"])
+    args = p.parse_args(["--eval-epochs", "2,4", "--no-mask", "--method", "graphcl"])
+    assert args.eval_epochs == [2, 4] and args.add_mask is False and args.method == "graphcl"
+    with pytest.raises(SystemExit):
+        p.parse_args(["--eval-epochs", "2,x"])
