@@ -12,6 +12,7 @@ with these classes. See ``docs/api.md``.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import torch
@@ -34,6 +35,19 @@ __all__ = ["AutoGCL", "ContrastiveLearner", "GraphCL", "load"]
 
 MODEL_FORMAT = "autogcl-model-1"
 SIM_LOSSES = ("none", "cosine", "mse")
+
+
+@contextmanager
+def _eval_mode(*modules: nn.Module):
+    """Modules in eval mode inside the block, their own mode restored after it."""
+    was = [m.training for m in modules]
+    for m in modules:
+        m.eval()
+    try:
+        yield
+    finally:
+        for m, w in zip(modules, was):
+            m.train(w)
 
 
 class ContrastiveLearner(nn.Module):
@@ -241,19 +255,15 @@ class AutoGCL(ContrastiveLearner):
         operation of every node (0 keep, 1 drop, 2 mask) and the operation probabilities;
         ``deterministic`` takes each node's most probable operation instead of sampling."""
         batch = Batch.from_data_list(self.prepare(data)).to(self.device)
-        out = []
-        for g in (self.gen1, self.gen2):
-            was = g.training
-            g.eval()
-            out.append(g.inspect(batch, deterministic))
-            g.train(was)
-        return out[0], out[1]
+        with _eval_mode(self.gen1, self.gen2):
+            return self.gen1.inspect(batch, deterministic), self.gen2.inspect(batch, deterministic)
 
     @torch.no_grad()
     def views(self, data, deterministic: bool = False):
         """The two generated views of ``data`` (one ``Batch`` each, eval mode)."""
         batch = Batch.from_data_list(self.prepare(data)).to(self.device)
-        return tuple(g.eval()(batch, deterministic)[0] for g in (self.gen1, self.gen2))
+        with _eval_mode(self.gen1, self.gen2):
+            return self.gen1(batch, deterministic)[0], self.gen2(batch, deterministic)[0]
 
 
 class GraphCL(ContrastiveLearner):

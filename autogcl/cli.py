@@ -21,6 +21,17 @@ log = logging.getLogger("autogcl")
 #: RunOptions each command takes, with per-command defaults
 SWEEP = ("seeds", "first_seed", "out", "resume", "device", "data_root", "no_progress")
 
+#: the commands and their one-line help; a command's options (and the modules they come from)
+#: are built only when it is the one invoked, so ``autogcl --help`` imports no torch
+HELP = {
+    "unsupervised": "contrastive pre-training + SVM evaluation (paper Table 2)",
+    "semi": "semi-supervised protocol with a ResGCN classifier (paper Table 3)",
+    "report": "tables of finished runs beside the published figures",
+    "visualize": "figures: generated views, learning curves, t-SNE of embeddings",
+    "ablate": "augmentation ablations of the GraphCL rows",
+    "transfer": "molecules: contrastive pre-training and MoleculeNet fine-tuning (paper Table 4)",
+}
+
 
 def _parser(sub, name: str, help: str, description: str):
     return sub.add_parser(name, help=help, description=description,
@@ -43,7 +54,7 @@ def add_unsupervised(sub) -> None:
     from .config import add_options
     from .protocols.unsupervised import UnsupervisedConfig
 
-    p = _parser(sub, "unsupervised", "contrastive pre-training + SVM evaluation (paper Table 2)",
+    p = _parser(sub, "unsupervised", HELP["unsupervised"],
                 "Unsupervised protocol: train the GIN encoder with learnable view generators "
                 "(autogcl) or random augmentations (graphcl) on the whole dataset, score the embeddings "
                 "with an RBF SVM (10-fold CV, C by inner 5-fold search) at the evaluation epochs, repeat "
@@ -76,7 +87,7 @@ def add_semi(sub) -> None:
     from .config import add_options
     from .protocols.semi import ROWS, SemiConfig
 
-    p = _parser(sub, "semi", "semi-supervised protocol with a ResGCN classifier (paper Table 3)",
+    p = _parser(sub, "semi", HELP["semi"],
                 "Semi-supervised protocol: 10-fold stratified CV (fold seed 12345); in each fold "
                 "a labeled 10%% of the data drawn from the training part, the rest of it unlabeled, the "
                 "previous fold as validation (for the val selection) and the test fold. Rows: "
@@ -108,7 +119,7 @@ def cmd_semi(args) -> int:
 def add_report(sub) -> None:
     p = sub.add_parser(
         "report",
-        help="tables of finished runs beside the published figures",
+        help=HELP["report"],
         description="Collect every summary.json under the given run directories and print "
         "Markdown tables (unsupervised; semi-supervised rows x datasets) with mean ± std under "
         "both selections and the published figures; also written to --out.",
@@ -135,7 +146,7 @@ def add_visualize(sub) -> None:
     from .config import add_options
     from .protocols.views import ViewsConfig
 
-    p = sub.add_parser("visualize", help="figures: generated views, learning curves, t-SNE of embeddings",
+    p = sub.add_parser("visualize", help=HELP["visualize"],
                        description="Figures of finished runs (PNG and SVG).")
     vs = p.add_subparsers(dest="figure", metavar="FIGURE")
     vs.required = True
@@ -259,7 +270,7 @@ def add_ablate(sub) -> None:
     from .config import add_options
     from .protocols.ablation import AblationConfig
 
-    p = sub.add_parser("ablate", help="augmentation ablations of the GraphCL rows")
+    p = sub.add_parser("ablate", help=HELP["ablate"])
     ks = p.add_subparsers(dest="ablation", metavar="ABLATION")
     ks.required = True
     a = _parser(
@@ -299,8 +310,7 @@ def add_transfer(sub) -> None:
     from .protocols.pretrain import PretrainConfig
     from .protocols.transfer import FinetuneConfig
 
-    p = sub.add_parser("transfer", help="molecules: contrastive pre-training and MoleculeNet fine-tuning "
-                       "(paper Table 4)",
+    p = sub.add_parser("transfer", help=HELP["transfer"],
                        description="Transfer learning on molecules: pre-train the molecule GIN on unlabeled "
                        "SMILES, then fine-tune it on labeled molecules with a scaffold split.")
     ts = p.add_subparsers(dest="step", metavar="STEP")
@@ -364,7 +374,9 @@ def cmd_finetune(args) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The whole parser, or (given the command line ``argv``) one whose only fully built
+    command is the invoked one: the others are listed by name and help alone."""
     parser = argparse.ArgumentParser(
         prog="autogcl",
         description="Graph contrastive learning with learnable view generators (AutoGCL).",
@@ -373,17 +385,20 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    add_unsupervised(sub)
-    add_semi(sub)
-    add_report(sub)
-    add_visualize(sub)
-    add_ablate(sub)
-    add_transfer(sub)
+    chosen = None if argv is None else next((a for a in argv if not a.startswith("-")), "")
+    adders = {"unsupervised": add_unsupervised, "semi": add_semi, "report": add_report,
+              "visualize": add_visualize, "ablate": add_ablate, "transfer": add_transfer}
+    for name, add in adders.items():
+        if chosen is None or chosen == name:
+            add(sub)
+        else:
+            sub.add_parser(name, help=HELP[name])
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(levelname)s %(name)s: %(message)s")

@@ -116,3 +116,11 @@ def test_bad_arguments_are_clear_errors():
         autogcl.GraphCL(aug="shuffle")
     with pytest.raises(DataError, match="no graphs"):
         autogcl.AutoGCL().fit([], epochs=1)
+
+
+def test_inspection_leaves_training_mode_alone():
+    model = autogcl.AutoGCL(4, hidden=8, num_layers=1, features=None)
+    model.train()
+    model.inspect(make_batch())
+    model.views(make_batch())
+    assert model.gen1.training and model.gen2.training
