@@ -22,10 +22,11 @@ from torch_geometric.loader import DataLoader
 
 from . import __version__, runs
 from .augment import RandomAugmentor, ViewGenerator
-from .augment.learnable import ViewDecision
+from .augment.learnable import DROPPED_MODES, MASK_TOKENS, ViewDecision
 from .data.features import DEFAULT_RECIPE, NodeFeatures
 from .devices import resolve_device
 from .errors import ConfigError, DataError
+from .losses import cl_kwargs
 from .models import ContrastModel, GINEncoder
 from .models.embed import embed as _embed
 from .models.embed import module_device
@@ -73,6 +74,7 @@ class ContrastiveLearner(nn.Module):
             raise ConfigError(f"tau must be positive, got {tau}")
         if features not in (None, "auto"):
             NodeFeatures(features)  # validates the recipe now
+        cl_kwargs(cl_variant, "autogcl")  # validates the NT-Xent variant now
         self.hparams = {"in_channels": in_channels, "hidden": hidden, "num_layers": num_layers,
                         "features": features, "lr": lr, "tau": tau, "cl_variant": cl_variant}
         self.history: list[dict] = []
@@ -168,10 +170,8 @@ class ContrastiveLearner(nn.Module):
         done = len(self.history)
         trainer = Trainer(self._strategy, device=resolve_device(device), checkpoint=checkpoint, loader_gen=gen,
                           desc=type(self).__name__, show_progress=progress)
-        offset = (lambda e: evaluate(e + done)) if evaluate is not None else None
-        rows = trainer.fit(loader, epochs, evaluate=offset)
-        for r in rows:
-            r["epoch"] += done
+        rows = [r for r in trainer.fit(loader, done + epochs, evaluate=evaluate, start=done + 1)
+                if r["epoch"] > done]  # a checkpoint may also hold the rows of earlier calls
         self.history.extend(rows)
         return rows
 
@@ -228,6 +228,9 @@ class AutoGCL(ContrastiveLearner):
             raise ConfigError(f"unknown similarity loss {sim_loss!r}; choose from {', '.join(SIM_LOSSES)}")
         if view_sampling not in ("replacement", "generated"):
             raise ConfigError(f"unknown view sampling {view_sampling!r}; choose replacement or generated")
+        if dropped not in DROPPED_MODES or mask_token not in MASK_TOKENS:
+            raise ConfigError(f"dropped must be one of {DROPPED_MODES} and mask_token one of {MASK_TOKENS}; "
+                              f"got {dropped!r}, {mask_token!r}")
         self._gen_kwargs = {"add_mask": add_mask, "dropped": dropped, "mask_token": mask_token,
                             "gen_hidden": gen_hidden, "gen_layers": gen_layers, "sim_loss": sim_loss,
                             "view_sampling": view_sampling}

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from . import __version__
+from .config import comma_list
 from .errors import AutoGCLError
 
 log = logging.getLogger("autogcl")
@@ -163,7 +164,7 @@ def add_visualize(sub) -> None:
                       description="t-SNE of the graph embeddings a run saved (--save-embeddings), one row "
                       "per unit folder, one column per epoch, coloured by class.")
     t.add_argument("run_dirs", nargs="+", metavar="UNIT_DIR", help="folders holding embeddings_epoch*.npz")
-    t.add_argument("--epochs", default=None, help="comma-separated epochs (default: all saved)")
+    t.add_argument("--epochs", default=None, type=comma_list(int), help="comma-separated epochs (default: all saved)")
     t.add_argument("--labels", default=None)
     t.add_argument("--out", default=None, help="output file (default UNIT_DIR/tsne.png of the first)")
     t.set_defaults(func=cmd_tsne)
@@ -206,7 +207,7 @@ def cmd_tsne(args) -> int:
     from .viz.tsne import plot_tsne
 
     dirs = [Path(d) for d in args.run_dirs]
-    epochs = [int(e) for e in args.epochs.split(",")] if args.epochs else None
+    epochs = args.epochs or None
     out = Path(args.out) if args.out else dirs[0] / "tsne.png"
     try:
         written = plot_tsne(dirs, out, epochs, _labels(args))
@@ -363,8 +364,6 @@ def cmd_finetune(args) -> int:
         tag = run.tag or Path(args.checkpoint).resolve().parent.name
     else:
         tag = run.tag or "no_pretrain"
-    if args.label_cols and not args.csv:
-        raise AutoGCLError("--label-cols and --smiles-col are for --csv files; MoleculeNet sets have fixed columns")
     names = [args.csv] if args.csv else dataset_names(args.dataset)
     checkpoint = str(Path(args.checkpoint).resolve()) if args.checkpoint else None
     cfgs = [from_args(FinetuneConfig, args, dataset=n, checkpoint=checkpoint) for n in names]

@@ -56,7 +56,8 @@ def rng_state(loader_gen: torch.Generator) -> dict:
     python and the loader's generator."""
     kind, keys, pos, has_gauss, gauss = np.random.get_state()
     return {"torch": torch.get_rng_state(),
-            "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
+            # only where CUDA is in use: a CPU run never creates a context on the GPUs it sees
+            "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else [],
             "numpy": [kind, torch.from_numpy(keys.astype(np.int64)), int(pos), int(has_gauss), float(gauss)],
             "python": random.getstate(), "loader": loader_gen.get_state()}
 

@@ -124,3 +124,38 @@ def test_inspection_leaves_training_mode_alone():
     model.inspect(make_batch())
     model.views(make_batch())
     assert model.gen1.training and model.gen2.training
+
+
+def test_fit_again_with_a_checkpoint_trains_the_new_epochs(tmp_path):
+    graphs = [path_graph(n, feat=3) for n in range(3, 11)]
+    torch.manual_seed(0)
+    model = autogcl.AutoGCL(3, hidden=8, num_layers=1)
+    first = model.fit(graphs, epochs=2, batch_size=4, seed=0, progress=False, checkpoint=tmp_path / "c.pt")
+    second = model.fit(graphs, epochs=2, batch_size=4, seed=1, progress=False, checkpoint=tmp_path / "c.pt")
+    assert [r["epoch"] for r in first] == [1, 2] and [r["epoch"] for r in second] == [3, 4]
+    assert [r["epoch"] for r in model.history] == [1, 2, 3, 4]
+    assert torch.load(tmp_path / "c.pt", weights_only=True)["epoch"] == 4
+
+
+def test_numpy_scores_from_evaluate_are_stored_as_plain_numbers(tmp_path):
+    import numpy as np
+
+    graphs = [path_graph(n, feat=3) for n in range(3, 9)]
+    model = autogcl.AutoGCL(3, hidden=8, num_layers=1)
+    rows = model.fit(graphs, epochs=1, batch_size=3, seed=0, progress=False, checkpoint=tmp_path / "c.pt",
+                     evaluate=lambda e: {"score": np.float64(0.5), "n": np.int64(3)})
+    assert type(rows[0]["score"]) is float and type(rows[0]["n"]) is int
+    assert autogcl.load(model.save(tmp_path / "m.pt")).history[0]["score"] == 0.5
+
+
+def test_embed_ignores_node_level_labels():
+    graphs = [Data(x=torch.rand(n, 3), edge_index=undirected([[0, 1]]), y=torch.zeros(n, dtype=torch.long))
+              for n in (2, 3, 4)]
+    assert autogcl.AutoGCL(3, hidden=8, num_layers=1).embed(graphs).shape == (3, 8)
+
+
+def test_constructor_checks_every_option():
+    with pytest.raises(ConfigError, match="NT-Xent variant"):
+        autogcl.AutoGCL(cl_variant="bogus")
+    with pytest.raises(ConfigError, match="dropped must be one of"):
+        autogcl.AutoGCL(dropped="delete")

@@ -1,6 +1,3 @@
-"""Evaluators: the SVM protocol on frozen embeddings, accuracy and ROC-AUC."""
-
-from .metrics import accuracy, roc_auc
-from .svm import C_GRID, svm_evaluate
-
-__all__ = ["C_GRID", "accuracy", "roc_auc", "svm_evaluate"]
+"""Evaluators: the SVM protocol on frozen embeddings (:mod:`autogcl.eval.svm`), accuracy and
+ROC-AUC (:mod:`autogcl.eval.metrics`). Import them from their modules (or from ``autogcl``):
+this package imports nothing itself, so the SVM's worker processes stay light."""

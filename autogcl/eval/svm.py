@@ -11,7 +11,6 @@ parallel processes.
 from __future__ import annotations
 
 import numpy as np
-import torch
 from joblib import Parallel, delayed
 from sklearn.metrics.pairwise import euclidean_distances
 from sklearn.model_selection import StratifiedKFold
@@ -21,8 +20,9 @@ C_GRID = (1e-3, 1e-2, 1e-1, 1.0, 1e1, 1e2, 1e3)
 
 
 def _numpy(a) -> np.ndarray:
-    """NumPy at the boundary: tensors (any device) and arrays alike."""
-    if isinstance(a, torch.Tensor):
+    """NumPy at the boundary: tensors (any device) and arrays alike. (This module never
+    imports torch: the SVM's worker processes import it, and they need only NumPy.)"""
+    if hasattr(a, "detach") and hasattr(a, "cpu"):  # a torch.Tensor
         return a.detach().cpu().numpy()
     return np.asarray(a)
 

@@ -15,7 +15,7 @@ def module_device(module: torch.nn.Module) -> torch.device:
 def embed(module: torch.nn.Module, loader, fn=None) -> tuple[torch.Tensor, torch.Tensor | None]:
     """``fn(batch)`` (default ``module(batch)``) of every batch, in eval mode, on the module's
     device; returns the stacked outputs and labels as CPU tensors (labels ``None`` when the
-    graphs have no ``y``). The module's training mode is restored afterwards."""
+    graphs have no graph-level ``y``). The module's training mode is restored afterwards."""
     fn = fn or module
     device = module_device(module)
     was_training = module.training
@@ -25,8 +25,9 @@ def embed(module: torch.nn.Module, loader, fn=None) -> tuple[torch.Tensor, torch
         for batch in loader:
             batch = batch.to(device)
             embs.append(fn(batch).cpu())
-            y = getattr(batch, "y", None)
-            ys.append(None if y is None else y.view(batch.num_graphs, -1).cpu())
+            y = getattr(batch, "y", None)  # graph labels only (node-level labels are not collected)
+            graph_level = y is not None and y.dim() > 0 and y.size(0) == batch.num_graphs
+            ys.append(y.view(batch.num_graphs, -1).cpu() if graph_level else None)
     finally:
         module.train(was_training)
     labels = None

@@ -1,4 +1,5 @@
 """The paper's protocols and analyses: each composes data, models, a strategy run by the
-shared :class:`autogcl.train.loop.Trainer`, and an evaluator, over units run by
-:func:`autogcl.runs.run_units` (unsupervised, semi-supervised, transfer pre-training and
-fine-tuning, view visualisation, GraphCL ablations, reports)."""
+shared :class:`autogcl.train.loop.Trainer`, and an evaluator. Every sweep (unsupervised
+seeds, semi-supervised folds, fine-tuning seeds, pre-training, GraphCL ablations) runs its
+units through :func:`autogcl.runs.run_units`; the view visualisation is one direct run into
+its output folder (no resume), and reports only read finished runs."""

@@ -177,8 +177,8 @@ def run_fold(unit: runs.Unit, dataset, split: SemiSplit, show_progress: bool | N
     save_at = set(save_embeddings or [])
     all_l = DataLoader(dataset, batch_size=512, shuffle=False)
 
-    def save_emb(epoch):
-        if epoch in save_at and not (work / f"embeddings_epoch{epoch}.npz").is_file():
+    def save_emb(epoch):  # also on a resumed fold: the pass draws a loader seed from the global RNG
+        if epoch in save_at:
             emb, y = strat.model.embed(all_l)
             np.savez_compressed(work / f"embeddings_epoch{epoch}.npz", emb=emb.numpy(), y=y.numpy())
 

@@ -69,6 +69,8 @@ class FinetuneConfig(Config):
         self.frac = tuple(self.frac)
         if isinstance(self.label_cols, str):
             self.label_cols = [c.strip() for c in self.label_cols.split(",") if c.strip()]
+        if self.label_cols and not self.csv:
+            raise ConfigError("--label-cols and --smiles-col are for --csv files; MoleculeNet sets have fixed columns")
 
 
 

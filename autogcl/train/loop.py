@@ -22,6 +22,14 @@ from ..devices import resolve_device
 from ..errors import TrainingError
 
 
+def plain(value):
+    """A row value as a plain Python number where it is a NumPy or 0-d torch scalar (what a
+    checkpoint or model file stores must load with ``weights_only=True``)."""
+    if hasattr(value, "item") and getattr(value, "ndim", None) == 0:
+        return value.item()
+    return value
+
+
 def check_finite(loss: torch.Tensor, what: str) -> None:
     """A :class:`TrainingError` when a loss is NaN or infinite (the loop adds epoch and batch)."""
     value = float(loss.detach())
@@ -82,11 +90,14 @@ class Strategy:
         return {"optimizer": self.opt}
 
     def to(self, device) -> Strategy:
-        """Move the strategy's modules (and with them their optimizers' future state) to
-        ``device``; later batches follow."""
+        """Move the strategy's modules and its optimizers' state to ``device``; later batches
+        follow."""
         self.device = resolve_device(device)
         for m in self.modules().values():
             m.to(self.device)
+        for opt in self.optimizers().values():
+            if opt.state:  # reloading casts the state to the parameters' device (steps stay put)
+                opt.load_state_dict(opt.state_dict())
         return self
 
     def _run_epoch(self, loader, epoch: int, step_fn, terms=None) -> dict:
@@ -138,22 +149,23 @@ class Trainer:
 
     def fit(self, data, epochs: int, evaluate: Callable[[int], dict | None] | None = None,
             stop: Callable[[dict], bool] | None = None, extra: dict | None = None,
-            row_fields: dict | None = None) -> list[dict]:
-        """Train epochs ``1..epochs`` (continuing after the checkpoint's last one) and return a
-        row per epoch: ``epoch``, the strategy's loss terms, ``time_s`` and what ``evaluate(epoch)``
-        returns. ``stop(row)`` true ends the fit early. ``extra`` is state of the caller's
-        (plain containers) saved and restored with the checkpoint, in place. ``row_fields``
-        are put at the front of every row (e.g. a phase name)."""
+            row_fields: dict | None = None, start: int = 1) -> list[dict]:
+        """Train epochs ``start..epochs`` (continuing after the checkpoint's last one) and return
+        a row per epoch: ``epoch``, the strategy's loss terms, ``time_s`` and what
+        ``evaluate(epoch)`` returns (NumPy scalars become Python numbers). ``stop(row)`` true
+        ends the fit early. ``extra`` is state of the caller's (plain containers) saved and
+        restored with the checkpoint, in place. ``row_fields`` are put at the front of every row
+        (e.g. a phase name)."""
         from tqdm.auto import tqdm
 
         extra = {} if extra is None else extra
-        rows, start = [], 1
+        rows = []
         resumed = self.resume()
         if resumed is not None:
             rows, last, saved = resumed
             extra.clear()
             extra.update(saved)
-            start = last + 1
+            start = max(start, last + 1)
             if rows and stop is not None and stop(rows[-1]):
                 return rows
         bar = tqdm(range(start, epochs + 1), desc=self.desc, unit="epoch", leave=False,
@@ -162,7 +174,7 @@ class Trainer:
             row = {**(row_fields or {}), "epoch": epoch, **self.strategy.train_epoch(data, epoch)}
             reported = evaluate(epoch) if evaluate is not None else None
             if reported:
-                row.update(reported)
+                row.update({k: plain(v) for k, v in reported.items()})
             rows.append(row)
             if "loss" in row:
                 bar.set_postfix(loss=f"{row['loss']:.3f}")

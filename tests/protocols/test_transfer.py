@@ -110,3 +110,11 @@ def test_shipped_encoder_loads_into_the_fine_tuning_model():
     model, meta = build_model(FinetuneConfig(checkpoint=str(shipped)), num_tasks=2)
     assert meta["method"] == "autogcl" and meta["molecules_seen"] == 399360
     assert model.head.out_features == 2 and model.encoder.out_dim == 300
+
+
+def test_label_columns_need_a_csv():
+    from autogcl.errors import ConfigError
+    from autogcl.protocols.transfer import FinetuneConfig
+
+    with pytest.raises(ConfigError, match="--label-cols"):
+        FinetuneConfig(dataset="bbbp", label_cols=["p_np"])
