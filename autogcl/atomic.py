@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import logging
 import os
 import tempfile
 from pathlib import Path
@@ -53,8 +54,17 @@ def _json_default(o):
 
 
 def read_json(path: Path):
-    with open(path, encoding="utf-8") as f:
-        return json.load(f)
+    """The JSON object in ``path``; a damaged or unreadable file is a :class:`DataError`
+    naming it."""
+    from .errors import DataError
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except json.JSONDecodeError as exc:
+        raise DataError(f"{path}: damaged JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})") from exc
+    except UnicodeDecodeError as exc:
+        raise DataError(f"{path}: damaged JSON (not UTF-8 text)") from exc
 
 
 def atomic_write_csv(path: Path, rows: list[dict]) -> None:
@@ -80,3 +90,22 @@ def atomic_save(obj, path: Path) -> None:
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def load_cache(path: Path, keys=("data", "slices")) -> dict | None:
+    """A processed cache written by :func:`atomic_save`, read with ``weights_only=True``; a
+    damaged one (truncated, garbage, missing ``keys``) is deleted with a warning and ``None``
+    returned, so that the caller rebuilds it from the raw files."""
+    path = Path(path)
+    if not path.is_file():
+        return None
+    try:
+        blob = torch.load(path, weights_only=True)
+        if not isinstance(blob, dict) or any(k not in blob for k in keys):
+            raise ValueError(f"missing {[k for k in keys if not isinstance(blob, dict) or k not in blob]}")
+    except Exception as exc:  # torch raises many types for a damaged or unsafe file
+        logging.getLogger(__name__).warning("processed cache %s is damaged (%s: %s); rebuilding it", path,
+                                            type(exc).__name__, str(exc).splitlines()[0] if str(exc) else "")
+        path.unlink(missing_ok=True)
+        return None
+    return blob

@@ -20,7 +20,7 @@ from .errors import AutoGCLError
 log = logging.getLogger("autogcl")
 
 #: RunOptions each command takes, with per-command defaults
-SWEEP = ("seeds", "first_seed", "out", "resume", "device", "data_root", "no_progress")
+SWEEP = ("seeds", "first_seed", "out", "resume", "restart_damaged", "device", "data_root", "no_progress")
 
 #: the commands and their one-line help; a command's options (and the modules they come from)
 #: are built only when it is the one invoked, so ``autogcl --help`` imports no torch
@@ -78,7 +78,8 @@ def cmd_unsupervised(args) -> int:
     log.info("%s: %d graphs, %d features, %d classes; writing to %s", dataset.name, len(dataset),
              dataset.num_features, dataset.num_classes, Path(run.out) / cfg.tag)
     summary = run_sweep(cfg, dataset, run.seed_list, Path(run.out), resume=run.resume, n_jobs=run.jobs,
-                        save_embeddings=run.save_embeddings or False, show_progress=run.progress, device=run.device)
+                        save_embeddings=run.save_embeddings or False, show_progress=run.progress, device=run.device,
+                        restart_damaged=run.restart_damaged)
     print(unsupervised_table([summary]))
     print(f"\nselection reported as the result: {cfg.select}; results in {Path(run.out) / cfg.tag}")
     return 0
@@ -110,7 +111,8 @@ def cmd_semi(args) -> int:
     dataset = load_tu(cfgs[0].dataset, run.data_root, cfgs[0].feat)
     cfgs = [from_args(SemiConfig, args, row=r, dataset=dataset.name) for r in rows]
     summaries = [run_sweep(c, dataset, run.seed_list, Path(run.out), resume=run.resume, fold_limit=run.fold_limit,
-                           show_progress=run.progress, save_embeddings=run.save_embeddings, device=run.device)
+                           show_progress=run.progress, save_embeddings=run.save_embeddings, device=run.device,
+                           restart_damaged=run.restart_damaged)
                  for c in cfgs]
     print(semi_table(summaries))
     print(f"\nselection reported as the result: {cfgs[0].select}; results in {run.out}")
@@ -299,7 +301,8 @@ def cmd_ablate(args) -> int:
         datasets[ds.name] = ds
     base = cfg.base(next(iter(datasets)))
     res = run_ablation(base, datasets, run.seed_list, Path(run.out), cfg.augs, cfg.ratios, cfg.ratio_aug,
-                       run.resume, run.fold_limit, show_progress=run.progress, device=run.device)
+                       run.resume, run.fold_limit, show_progress=run.progress, device=run.device,
+                       restart_damaged=run.restart_damaged)
     text = tables(res)
     print(text)
     atomic_write_text(Path(run.out) / "ablation.md", text + "\n")
@@ -324,7 +327,7 @@ def add_transfer(sub) -> None:
         "--resume continues an interrupted run. The run folder ends with encoder.pt, the file "
         "`autogcl transfer finetune --checkpoint` takes.")
     add_options(pre, PretrainConfig)
-    _run_options(pre, ("workers", "data_root", "out", "resume", "no_progress", "device"), out=None)
+    _run_options(pre, ("workers", "data_root", "out", "resume", "restart_damaged", "no_progress", "device"), out=None)
     pre.set_defaults(func=cmd_pretrain)
 
     ft = _parser(
@@ -346,7 +349,7 @@ def cmd_pretrain(args) -> int:
     cfg = from_args(PretrainConfig, args)
     out = Path(run.out) if run.out else Path("runs/pretrain") / cfg.method
     res = pretrain(cfg, out, run.data_root, resume=run.resume, workers=run.workers, show_progress=run.progress,
-                   device=run.device)
+                   device=run.device, restart_damaged=run.restart_damaged)
     print(f"pre-trained {res['method']} for {res['epochs']} epoch(s) on {res['corpus']['molecules']} molecules "
           f"({res['corpus']['skipped']} SMILES skipped): {res['molecules_per_s']:.0f} molecules/s, "
           f"peak memory {res['peak_rss_mb']:.0f} MB")
@@ -368,7 +371,8 @@ def cmd_finetune(args) -> int:
     checkpoint = str(Path(args.checkpoint).resolve()) if args.checkpoint else None
     cfgs = [from_args(FinetuneConfig, args, dataset=n, checkpoint=checkpoint) for n in names]
     summaries = [run_sweep(cfg, run.seed_list, Path(run.out), tag, run.data_root, run.resume,
-                           show_progress=run.progress, workers=run.workers, device=run.device) for cfg in cfgs]
+                           show_progress=run.progress, workers=run.workers, device=run.device,
+                           restart_damaged=run.restart_damaged) for cfg in cfgs]
     print(transfer_table(summaries))
     return 0
 
@@ -410,6 +414,35 @@ def main(argv: list[str] | None = None) -> int:
         print("autogcl: interrupted; finished units are kept, rerun with --resume to continue",
               file=sys.stderr)
         return 130
+    except Exception as exc:  # anything unforeseen: one line here, the traceback in a log file
+        log_file = _write_crash_log(argv)
+        print(f"autogcl: unexpected error: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+              f" (full log: {log_file}); please report it", file=sys.stderr)
+        return 1
+
+
+def _write_crash_log(argv: list[str]) -> str:
+    """The traceback of the exception being handled, in ``<cache>/logs/``; its path."""
+    import os
+    import time
+    import traceback
+
+    from .paths import cache_dir
+
+    text = f"autogcl {__version__}\nargv: {argv}\n\n{traceback.format_exc()}"
+    try:
+        folder = cache_dir() / "logs"
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"autogcl-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log"
+        path.write_text(text, encoding="utf-8")
+        return str(path)
+    except OSError:
+        import tempfile
+
+        fd, path = tempfile.mkstemp(prefix="autogcl-", suffix=".log")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        return path
 
 
 if __name__ == "__main__":

@@ -104,6 +104,21 @@ class Config:
                 raise ConfigError(f"unknown {what} {value!r} ({flag}); choose from "
                                   f"{', '.join(map(str, choices))}")
 
+    def drop_unused(self, names, why: str) -> None:
+        """Options among ``names`` do not apply (``why``: e.g. "to --method graphcl"): those
+        set away from their default are reset to it with a warning, so that an ignored value
+        is never stored in ``config.json`` (where it would block a later ``--resume``)."""
+        import logging
+
+        changed = []
+        for f in fields(self):
+            if f.name in names and getattr(self, f.name) != _default(f):
+                changed.append(f"{f.metadata.get('flag') or '--' + f.name.replace('_', '-')}="
+                               f"{getattr(self, f.name)!r}")
+                setattr(self, f.name, _default(f))
+        if changed:
+            logging.getLogger("autogcl").warning("%s do(es) not apply %s: ignored", ", ".join(changed), why)
+
     def to_dict(self) -> dict:
         return asdict(self)
 
@@ -122,6 +137,8 @@ class RunOptions(Config):
     first_seed: int = option(0, "seeds are first-seed .. first-seed+seeds-1")
     out: str = option("runs", "run directory")
     resume: bool = option(False, "keep finished units, continue interrupted ones from their checkpoint")
+    restart_damaged: bool = option(False, "with --resume: restart from the beginning an interrupted unit whose "
+                                   "checkpoint or configuration cannot be read back (default: refuse, naming it)")
     device: str = option("auto", "auto (CUDA when available), cpu, cuda or cuda:N")
     data_root: str | None = option(None, "data root (else $AUTOGCL_DATA, else the project cache)", type=str)
     no_progress: bool = option(False, "no progress bars")

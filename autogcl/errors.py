@@ -13,5 +13,9 @@ class ConfigError(AutoGCLError, ValueError):
     """An invalid option or a combination of options that cannot work."""
 
 
+class DamagedFileError(DataError):
+    """A file of a run (checkpoint, configuration) that cannot be read back."""
+
+
 class TrainingError(AutoGCLError, RuntimeError):
     """Training cannot go on (for example a NaN loss); says where it happened."""

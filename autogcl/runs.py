@@ -27,7 +27,7 @@ from .atomic import (
     atomic_write_text,
     read_json,
 )
-from .errors import ConfigError, DataError
+from .errors import ConfigError, DamagedFileError, DataError
 
 __all__ = ["Unit", "atomic_save", "atomic_write_csv", "atomic_write_json", "atomic_write_text",
            "check_resumable", "config_diff", "load_checkpoint", "publish", "read_json", "rng_state",
@@ -134,14 +134,27 @@ def check_resumable(units: Iterable[Unit], resume: bool) -> None:
             )
 
 
-def run_serial(units: list[Unit], fn: Callable[[Unit], dict], progress=None) -> list[dict]:
+def run_serial(units: list[Unit], fn: Callable[[Unit], dict], progress=None,
+               restart_damaged: bool = False) -> list[dict]:
     """The default executor: run the unfinished units one after the other.
 
-    Units are independent, so a parallel or distributed executor can replace this one."""
+    Units are independent, so a parallel or distributed executor can replace this one. A unit
+    whose interrupted work cannot be read back (a truncated checkpoint, a damaged
+    ``config.json``) is restarted from the beginning with ``restart_damaged``, else refused
+    with the unit named."""
     results = []
     for u in units:
         if not u.finished:
-            fn(u)
+            try:
+                fn(u)
+            except DamagedFileError as exc:
+                if not restart_damaged:
+                    raise DataError(f"{u.label or u.dir}: its interrupted work is damaged ({exc}); rerun "
+                                    f"with --restart-damaged to restart this unit from the beginning "
+                                    f"(or delete {u.partial})") from exc
+                log.warning("%s: interrupted work is damaged (%s); restarting the unit", u.label or u.dir, exc)
+                shutil.rmtree(u.partial, ignore_errors=True)
+                fn(u)
         results.append(u.result())
         if progress is not None:
             progress.update(1)
@@ -157,7 +170,10 @@ def start_work(unit: Unit, runtime: dict | None = None) -> Path:
     work.mkdir(parents=True, exist_ok=True)
     started = work / "config.json"
     if started.is_file():
-        old = read_json(started)
+        try:
+            old = read_json(started)
+        except DataError as exc:
+            raise DamagedFileError(str(exc)) from exc
         diff = config_diff(old, unit.config)
         if diff:
             raise ConfigError(f"{work} holds an interrupted run with another configuration "
@@ -194,9 +210,8 @@ def load_checkpoint(path: Path, modules: dict, optimizers, loader_gen: torch.Gen
     try:
         state = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # torch raises many types for a damaged or unsafe file
-        raise DataError(f"{path}: not a readable autogcl checkpoint ({type(exc).__name__}: "
-                        f"{str(exc).splitlines()[0] if str(exc) else ''}); delete it to restart that "
-                        "unit from the beginning") from exc
+        raise DamagedFileError(f"{path}: not a readable autogcl checkpoint ({type(exc).__name__}: "
+                               f"{str(exc).splitlines()[0] if str(exc) else ''})") from exc
     for name, mod in modules.items():
         mod.load_state_dict(state["modules"][name])
     for name, opt in _as_dict(optimizers).items():
@@ -214,13 +229,31 @@ def publish(unit: Unit, rows: list[dict], result: dict) -> dict:
     return result
 
 
+def check_writable(folder: Path) -> None:
+    """A :class:`ConfigError` now, not after hours of training, when results cannot be
+    written into ``folder`` (a file in the way, no permission, read-only storage)."""
+    import tempfile
+
+    folder = Path(folder)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(dir=folder, prefix=".autogcl-write-test-")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise ConfigError(f"cannot write results into {folder} ({exc.strerror or exc}); choose another --out") from exc
+
+
 def run_units(units: list[Unit], fn: Callable[[Unit], dict], resume: bool, desc: str, what: str = "seed",
-              show_progress: bool | None = None) -> list[dict]:
-    """Run a sweep's units with a progress bar: refuse to mix configurations or overwrite
-    finished work (:func:`check_resumable`), drop stale partial work unless resuming, run the
-    unfinished units (:func:`run_serial`) and return every unit's result."""
+              show_progress: bool | None = None, restart_damaged: bool = False) -> list[dict]:
+    """Run a sweep's units with a progress bar: check the output folders can be written,
+    refuse to mix configurations or overwrite finished work (:func:`check_resumable`), drop
+    stale partial work unless resuming, run the unfinished units (:func:`run_serial`) and
+    return every unit's result."""
     from tqdm.auto import tqdm
 
+    for folder in sorted({u.dir.parent for u in units}):
+        check_writable(folder)
     check_resumable(units, resume)
     todo = [u for u in units if not u.finished]
     if not resume:
@@ -229,6 +262,6 @@ def run_units(units: list[Unit], fn: Callable[[Unit], dict], resume: bool, desc:
                 shutil.rmtree(u.partial)
     bar = tqdm(total=len(units), initial=len(units) - len(todo), desc=desc, unit=what,
                disable=None if show_progress is None else not show_progress)
-    run_serial(todo, fn, progress=bar)
+    run_serial(todo, fn, progress=bar, restart_damaged=restart_damaged)
     bar.close()
     return [u.result() for u in units]

@@ -19,7 +19,7 @@ import torch
 from torch_geometric.data import Data
 
 from .. import paths
-from ..atomic import atomic_save
+from ..atomic import atomic_save, load_cache
 from ..errors import ConfigError, DataError
 from .datasets import GraphDataset, fingerprint
 from .molecules import collate_arrays, featurize, iter_smiles
@@ -82,8 +82,9 @@ class MoleculeCorpus:
             if not block:
                 break
             path = self._chunk_path(i, len(block))
-            if path.is_file():
-                info = torch.load(path, weights_only=True)["info"]
+            cached = load_cache(path, ("data", "slices", "info"))
+            if cached is not None:
+                info = cached["info"]
             else:
                 lines, smiles = zip(*block)
                 feats = featurize(list(smiles), list(lines), source=f"{self.path.name} chunk {i}",

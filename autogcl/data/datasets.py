@@ -20,7 +20,7 @@ from torch_geometric.data import Data, InMemoryDataset
 from torch_geometric.utils import coalesce, remove_self_loops
 
 from .. import paths
-from ..atomic import atomic_save
+from ..atomic import atomic_save, load_cache
 from ..errors import DataError
 from .features import DEFAULT_RECIPE, build_features, parse_recipe
 from .tu import read_tu_raw
@@ -172,10 +172,9 @@ def load_tu(
         raw_dir = _download(name, roots)
 
     cache = _cache_path(name, recipe.spec, raw_dir)
-    if use_cache and cache.is_file():
-        blob = torch.load(cache, weights_only=True)
-        data = Data.from_dict(blob["data"])
-        return GraphDataset(data, blob["slices"], name, blob["meta"])
+    blob = load_cache(cache, ("data", "slices", "meta")) if use_cache else None
+    if blob is not None:
+        return GraphDataset(Data.from_dict(blob["data"]), blob["slices"], name, blob["meta"])
     data, slices, meta = build_tu(raw_dir, name, recipe.spec)
     if use_cache:
         atomic_save({"data": data.to_dict(), "slices": slices, "meta": meta}, cache)

@@ -28,7 +28,7 @@ from torch_geometric.data import Data, InMemoryDataset
 from torch_geometric.utils import to_undirected
 
 from .. import paths
-from ..atomic import atomic_save
+from ..atomic import atomic_save, load_cache
 from ..errors import ConfigError, DataError
 from .datasets import GraphDataset, fingerprint
 
@@ -220,8 +220,8 @@ def load_mnist_superpixels(
                 "compactness": COMPACTNESS, "test_fraction": float(test_fraction),
                 "seed": int(seed), "limit": None if limit is None else int(limit)}
     cache = _cache_path(settings, [images_path, labels_path])
-    if cache.is_file():
-        blob = torch.load(cache, weights_only=True)
+    blob = load_cache(cache, ("data", "slices", "meta"))
+    if blob is not None:
         return GraphDataset(Data.from_dict(blob["data"]), blob["slices"], NAME, blob["meta"])
 
     images = read_idx_images(images_path)

@@ -18,11 +18,10 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-import torch
 from torch_geometric.data import Data
 
 from .. import paths
-from ..atomic import atomic_save
+from ..atomic import atomic_save, load_cache
 from ..errors import DataError
 from .datasets import GraphDataset, fingerprint
 from .molecules import collate_arrays, featurize, read_labeled_csv
@@ -122,8 +121,8 @@ def build_molecule_dataset(path: Path, name: str, smiles_col: str, label_cols, e
 def _load(name: str, path: Path, smiles_col: str, label_cols, exclude=(), task_prefix=None,
           use_cache: bool = True, workers: int | None = None, progress: bool = True) -> GraphDataset:
     cache = _cache_path(name, path, smiles_col, [label_cols, list(exclude), task_prefix])
-    if use_cache and cache.is_file():
-        blob = torch.load(cache, weights_only=True)
+    blob = load_cache(cache, ("data", "slices", "meta")) if use_cache else None
+    if blob is not None:
         ds = GraphDataset(Data.from_dict(blob["data"]), blob["slices"], name, blob["meta"])
     else:
         data, slices, meta = build_molecule_dataset(path, name, smiles_col, label_cols, exclude,

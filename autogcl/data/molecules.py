@@ -18,6 +18,7 @@ import io
 import logging
 import math
 import os
+import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from multiprocessing import get_context
@@ -216,8 +217,34 @@ def open_text(path: Path) -> io.TextIOBase:
     if not path.is_file():
         raise DataError(f"{path}: no such file")
     if path.suffix == ".gz":
-        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", newline="")
-    return open(path, encoding="utf-8", newline="")
+        return _CheckedText(io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", newline=""), path)
+    return _CheckedText(open(path, encoding="utf-8", newline=""), path)
+
+
+class _CheckedText:
+    """A text file's lines, where a read that fails (a truncated or corrupt gzip stream, bytes
+    that are not UTF-8) is a :class:`DataError` naming the file and the line it reached."""
+
+    def __init__(self, handle, path: Path):
+        self.handle, self.path, self.line = handle, Path(path), 0
+
+    def __iter__(self):
+        while True:
+            try:
+                text = self.handle.readline()
+            except (OSError, EOFError, zlib.error, UnicodeDecodeError) as exc:
+                raise DataError(f"{self.path}:{self.line + 1}: the file is damaged or truncated "
+                                f"({type(exc).__name__}: {exc})") from None
+            if not text:
+                return
+            self.line += 1
+            yield text
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.handle.close()
 
 
 def _parse_label(cell: str, path: Path, line: int, col: str) -> float:

@@ -54,21 +54,23 @@ def _cell(s: dict) -> str:
 
 def run_ablation(base: SemiConfig, datasets: dict, seeds: list[int], out: Path, augs=SINGLE_AUGS,
                  ratios=published.ABLATION_RATIOS, ratio_aug: str = "node_drop", resume: bool = False,
-                 fold_limit: int | None = None, show_progress=None, device="cpu") -> dict:
+                 fold_limit: int | None = None, show_progress=None, device="cpu", restart_damaged: bool = False) -> dict:
     """``datasets``: name -> loaded dataset. Returns the summaries of both sweeps."""
     by_aug, by_ratio = {}, {}
     for name, ds in datasets.items():
         for aug in augs:
             cfg = replace(base, dataset=name, aug=aug, aug_ratio=0.2)
             by_aug[(name, aug)] = run_sweep(cfg, ds, seeds, Path(out) / f"aug-{aug}-r0.2", resume,
-                                            fold_limit, show_progress, device=device)
+                                            fold_limit, show_progress, device=device,
+                                            restart_damaged=restart_damaged)
         for r in ratios:
             cfg = replace(base, dataset=name, aug=ratio_aug, aug_ratio=float(r))
             key = Path(out) / f"aug-{ratio_aug}-r{float(r):g}"
             if ratio_aug in augs and abs(r - 0.2) < 1e-12:
                 by_ratio[(name, r)] = by_aug[(name, ratio_aug)]  # the same run
             else:
-                by_ratio[(name, r)] = run_sweep(cfg, ds, seeds, key, resume, fold_limit, show_progress, device=device)
+                by_ratio[(name, r)] = run_sweep(cfg, ds, seeds, key, resume, fold_limit, show_progress, device=device,
+                                            restart_damaged=restart_damaged)
     return {"by_aug": by_aug, "by_ratio": by_ratio, "augs": list(augs), "ratios": list(ratios),
             "ratio_aug": ratio_aug, "datasets": list(datasets), "row": base.row}
 

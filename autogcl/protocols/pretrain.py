@@ -78,6 +78,10 @@ class PretrainConfig(Config):
         check_range("aug_ratio", self.aug_ratio, 0, 1, high_open=True)
         if self.chunk_size < 2 or (self.max_molecules is not None and self.max_molecules < 2):
             raise ConfigError("--chunk-size and --max-molecules must be at least 2")
+        # after validation: a value out of range is an error even where it does not apply
+        self.drop_unused(("aug", "aug_ratio") if self.method == "autogcl" else
+                         ("add_mask", "dropped", "sim_loss", "gen_hidden", "gen_layers", "view_sampling"),
+                         f"to --method {self.method}")
 
     @property
     def temperature(self) -> float:
@@ -123,7 +127,7 @@ def build_strategy(cfg: PretrainConfig):
 
 def pretrain(cfg: PretrainConfig, out: Path, data_root=None, resume: bool = False,
              workers: int | None = None, show_progress: bool | None = None,
-             max_steps: int | None = None, device="cpu") -> dict:
+             max_steps: int | None = None, device="cpu", restart_damaged: bool = False) -> dict:
     """Pre-train into the run folder ``out`` (one unit, through :func:`autogcl.runs.run_units`);
     returns the result.
 
@@ -163,7 +167,8 @@ def pretrain(cfg: PretrainConfig, out: Path, data_root=None, resume: bool = Fals
                   "runtime": runtime_info(device)}
         return runs.publish(unit, rows, result)
 
-    return runs.run_units([unit], fn, resume, f"pretrain {cfg.method}", what="run", show_progress=False)[0]
+    return runs.run_units([unit], fn, resume, f"pretrain {cfg.method}", what="run", show_progress=False,
+                          restart_damaged=restart_damaged)[0]
 
 
 def _encoder_meta(cfg: PretrainConfig, corpus: MoleculeCorpus, rows: list[dict]) -> dict:

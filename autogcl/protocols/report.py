@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
+from ..atomic import read_json
+from ..errors import DataError
 from . import published
 
 
@@ -13,15 +14,21 @@ def _ms(d: dict) -> str:
 
 
 def collect(run_dirs: list[Path]) -> list[dict]:
-    """Every ``summary.json`` below the given folders (each once)."""
+    """Every ``summary.json`` below the given folders (each once); a folder that does not exist,
+    or holds no summary, is a :class:`DataError` naming it."""
+    missing = [str(d) for d in run_dirs if not d.exists()]
+    if missing:
+        raise DataError(f"no such run folder: {', '.join(missing)}")
     seen, out = set(), []
     for d in run_dirs:
         files = [d] if d.is_file() else sorted(d.rglob("summary.json"))
+        if not files:
+            raise DataError(f"{d} holds no summary.json (no finished sweep below it)")
         for f in files:
             key = f.resolve()
             if key not in seen:
                 seen.add(key)
-                out.append(json.loads(f.read_text()))
+                out.append(read_json(f))
     return out
 
 

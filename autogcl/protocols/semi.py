@@ -54,6 +54,21 @@ ROWS = {
     "joint_cl_cls": "joint strategy ablation: L_cl pass + L_cls",
     "joint_released": "the released code's joint variant (labeled batches only, L_sim + L_cls + L_cl)",
 }
+#: the options each row reads (the others are ignored, and left out of its stored config)
+_GENERATORS = ("add_mask", "dropped", "mask_token")
+ROW_OPTIONS = {
+    "full": (), "labeled": (),
+    "graphcl_aug": ("aug", "aug_ratio"),
+    "graphcl_cl": ("aug", "aug_ratio", "tau", "cl_variant", "pretrain_epochs"),
+    "aug": ("lam", "sim_loss", *_GENERATORS),
+    "naive": ("tau", "cl_variant", "sim_loss", "pretrain_epochs", *_GENERATORS),
+    "joint": ("lam", "tau", "cl_variant", "sim_loss", *_GENERATORS),
+    "joint_cls": _GENERATORS,
+    "joint_cls_sim": ("lam", "sim_loss", *_GENERATORS),
+    "joint_cl_cls": ("tau", "cl_variant", *_GENERATORS),
+    "joint_released": ("tau", *_GENERATORS),
+}
+ROW_SPECIFIC = ("aug", "aug_ratio", "tau", "cl_variant", "pretrain_epochs", "lam", "sim_loss", *_GENERATORS)
 SMALL_BATCH = {"DD", "COLLAB", "REDDIT-BINARY", "REDDIT-MULTI-5K", "github_stargazers"}
 
 
@@ -100,6 +115,8 @@ class SemiConfig(Config):
         check_range("lambda", self.lam, 0)
         check_range("tau", self.tau, 0, low_open=True)
         check_range("aug_ratio", self.aug_ratio, 0, 1, high_open=True)
+        # after validation: a value out of range is an error even where it does not apply
+        self.drop_unused(set(ROW_SPECIFIC) - set(ROW_OPTIONS[self.row]), f"to the {self.row} row")
 
     @property
     def tag(self) -> str:
@@ -226,10 +243,11 @@ def summarize(results: list[dict]) -> dict:
 
 def run_sweep(cfg: SemiConfig, dataset, seeds: list[int], out: Path, resume: bool = False,
               fold_limit: int | None = None, show_progress: bool | None = None,
-              save_embeddings: list[int] | None = None, device="cpu") -> dict:
+              save_embeddings: list[int] | None = None, device="cpu", restart_damaged: bool = False) -> dict:
     """Every (seed, fold) unit of one row, through :func:`autogcl.runs.run_units`; the splits
     are saved beside the folds (``seedN/splits.json``)."""
     root = Path(out) / cfg.tag
+    runs.check_writable(root)
     y = dataset._data.y.numpy() if hasattr(dataset, "_data") else np.array([int(d.y) for d in dataset])
     plan = {}
     for seed in seeds:
@@ -256,7 +274,7 @@ def run_sweep(cfg: SemiConfig, dataset, seeds: list[int], out: Path, resume: boo
         return r
 
     results = runs.run_units([u for u, _ in plan.values()], fn, resume, f"{cfg.tag} folds", what="fold",
-                             show_progress=show_progress)
+                             show_progress=show_progress, restart_damaged=restart_damaged)
     summary = {"protocol": "semi", "tag": cfg.tag, "dataset": cfg.dataset, "row": cfg.row,
                "selection": cfg.select, "config": cfg.to_dict(), **summarize(results)}
     runs.atomic_write_json(root / "summary.json", summary)

@@ -197,7 +197,7 @@ def summarize(results: list[dict]) -> dict:
 
 def run_sweep(cfg: FinetuneConfig, seeds: list[int], out: Path, tag: str, data_root=None,
               resume: bool = False, show_progress: bool | None = None, workers: int | None = None,
-              device="cpu") -> dict:
+              device="cpu", restart_damaged: bool = False) -> dict:
     """Fine-tune every seed on one dataset into ``out/tag/dataset/seedN``; ``summary.json``."""
     dataset = load_dataset(cfg, data_root, workers)
     name = dataset.name if cfg.csv else cfg.dataset.lower()
@@ -208,6 +208,7 @@ def run_sweep(cfg: FinetuneConfig, seeds: list[int], out: Path, tag: str, data_r
     ddir = Path(out) / tag / name
     units = [runs.Unit(dir=ddir / f"seed{s}", config=cfg.to_dict(), seed=s, label=f"{tag} {name} seed {s}")
              for s in seeds]
+    runs.check_writable(ddir)
     split = prepare_split(dataset, ddir, cfg.frac)
 
     def fn(u):
@@ -216,7 +217,8 @@ def run_sweep(cfg: FinetuneConfig, seeds: list[int], out: Path, tag: str, data_r
                  100 * r["selections"]["test_max"]["auc"])
         return r
 
-    results = runs.run_units(units, fn, resume, f"{tag} {name} seeds", show_progress=show_progress)
+    results = runs.run_units(units, fn, resume, f"{tag} {name} seeds", show_progress=show_progress,
+                             restart_damaged=restart_damaged)
     summary = {"protocol": "transfer", "tag": tag, "dataset": name, "selection": cfg.select,
                "pretrained": cfg.checkpoint is not None,
                "pretrain_method": results[0]["encoder_meta"].get("method") if cfg.checkpoint else None,

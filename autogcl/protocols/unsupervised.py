@@ -30,6 +30,9 @@ from ..train import Trainer
 log = logging.getLogger(__name__)
 
 METHODS = ("autogcl", "graphcl")
+#: options of one method only (the other ignores them)
+AUTOGCL_ONLY = ("add_mask", "dropped", "mask_token", "sim_loss", "view_sampling", "gen_hidden", "gen_layers")
+GRAPHCL_ONLY = ("aug", "aug_ratio", "graphcl_views")
 select = select_epoch  # the selections of this protocol (kept under its old name)
 
 
@@ -90,6 +93,8 @@ class UnsupervisedConfig(Config):
         bad = [e for e in self.eval_epochs if not 1 <= e <= self.epochs]
         if bad or not self.eval_epochs:
             raise ConfigError(f"--eval-epochs {bad or self.eval_epochs} must lie in 1..{self.epochs}")
+        # after validation: a value out of range is an error even where it does not apply
+        self.drop_unused(GRAPHCL_ONLY if self.method == "autogcl" else AUTOGCL_ONLY, f"to --method {self.method}")
 
     @property
     def temperature(self) -> float:
@@ -185,7 +190,7 @@ def make_units(cfg: UnsupervisedConfig, seeds: list[int], out: Path) -> list[run
 
 def run_sweep(cfg: UnsupervisedConfig, dataset, seeds: list[int], out: Path, resume: bool = False,
               n_jobs: int = 1, save_embeddings: bool | list[int] = False, show_progress: bool | None = None,
-              device="cpu") -> dict:
+              device="cpu", restart_damaged: bool = False) -> dict:
     """Run every seed (skipping finished ones with ``resume``) and write ``summary.json``."""
     units = make_units(cfg, seeds, out)
 
@@ -196,7 +201,8 @@ def run_sweep(cfg: UnsupervisedConfig, dataset, seeds: list[int], out: Path, res
                  100 * r["selections"]["test_max"]["acc"])
         return r
 
-    results = runs.run_units(units, fn, resume, f"{cfg.tag} seeds", show_progress=show_progress)
+    results = runs.run_units(units, fn, resume, f"{cfg.tag} seeds", show_progress=show_progress,
+                             restart_damaged=restart_damaged)
     summary = {"protocol": "unsupervised", "tag": cfg.tag, "dataset": cfg.dataset, "method": cfg.method,
                "selection": cfg.select, "config": cfg.to_dict(), **summarize(results)}
     runs.atomic_write_json(Path(out) / cfg.tag / "summary.json", summary)

@@ -1,0 +1,220 @@
+"""Bad inputs and damaged files get a clear answer, never a traceback, and nothing unsafe is
+ever unpickled. Grouped by what goes wrong; each case checks the message a user sees."""
+
+import gzip
+import json
+import os
+import shutil
+
+import pytest
+import torch
+
+import autogcl
+from autogcl import runs
+from autogcl.cli import main
+from autogcl.errors import DataError
+
+
+class Exploit:
+    """A pickle that runs a shell command when it is loaded without ``weights_only``."""
+
+    marker = None
+
+    def __reduce__(self):
+        return (os.system, (f"touch {Exploit.marker}",))
+
+
+@pytest.fixture
+def exploit(tmp_path):
+    Exploit.marker = tmp_path / "code-ran"
+    yield Exploit
+    assert not Exploit.marker.exists(), "a planted pickle ran its code"
+
+
+def plant(path, payload):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.save(payload, path)
+
+
+# ------------------------------------------------------------------ planted pickles
+
+
+def test_planted_resume_checkpoint_is_refused_and_names_the_unit(data_root, tmp_path, exploit, capsys):
+    out = tmp_path / "runs"
+    argv = ["unsupervised", "--dataset", "MUTAG", "--epochs", "2", "--seeds", "1", "--jobs", "1",
+            "--data-root", str(data_root), "--out", str(out), "--no-progress"]
+    partial = out / "MUTAG-autogcl" / ".seed0.partial"
+    plant(partial / "checkpoint.pt", {"modules": exploit(), "optimizers": {}, "rng": {}})
+    assert main(argv + ["--resume"]) == 2
+    err = capsys.readouterr().err
+    assert "MUTAG-autogcl seed 0: its interrupted work is damaged" in err and "--restart-damaged" in err
+    assert main(argv + ["--resume", "--restart-damaged"]) == 0  # restarted from the beginning
+    assert (out / "MUTAG-autogcl" / "seed0" / "result.json").is_file()
+
+
+def test_planted_checkpoint_in_every_loader(tmp_path, exploit):
+    bad = tmp_path / "bad.pt"
+    plant(bad, {"format": "autogcl-model-1", "class": "AutoGCL", "hparams": exploit()})
+    with pytest.raises(DataError, match="not a readable autogcl model"):
+        autogcl.load(bad)
+    from autogcl.models.mol_gin import load_encoder
+
+    with pytest.raises(DataError, match="not a readable checkpoint"):
+        load_encoder(bad)  # what --checkpoint reads
+    model = torch.nn.Linear(2, 2)
+    with pytest.raises(DataError, match="not a readable autogcl checkpoint"):
+        runs.load_checkpoint(bad, {"model": model}, torch.optim.Adam(model.parameters()), torch.Generator())
+
+
+def test_planted_processed_cache_is_rebuilt_without_running_it(data_root, tmp_path, exploit, caplog):
+    from autogcl.data import load_tu
+    from autogcl.data.datasets import _cache_path, _raw_dir
+
+    ref = load_tu("MUTAG", data_root)
+    cache = _cache_path("MUTAG", "deg+odeg100", _raw_dir("MUTAG", [data_root]))
+    assert cache.is_file()
+    plant(cache, {"data": exploit(), "slices": {}, "meta": {}})
+    again = load_tu("MUTAG", data_root)
+    assert "is damaged" in caplog.text and torch.equal(again._data.x, ref._data.x)
+
+
+def test_planted_view_run_model_is_refused(data_root, tmp_path, exploit, capsys):
+    unit = tmp_path / "unit"
+    unit.mkdir()
+    (unit / "config.json").write_text(json.dumps({"dataset": "MUTAG", "method": "autogcl"}))
+    plant(unit / "model.pt", {"format": "autogcl-model-1", "class": "AutoGCL", "hparams": exploit()})
+    assert main(["visualize", "views", "--run", str(unit), "--data-root", str(data_root)]) == 2
+    assert "not a readable autogcl model" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ damaged run files
+
+
+def test_truncated_checkpoint_names_the_unit(tmp_path):
+    unit = runs.Unit(dir=tmp_path / "seed0", config={"a": 1}, seed=0, label="X seed 0")
+    runs.start_work(unit)
+    (unit.partial / "checkpoint.pt").write_bytes(b"PK\x03\x04 truncated")
+
+    def fn(u):
+        model = torch.nn.Linear(2, 2)
+        runs.load_checkpoint(u.partial / "checkpoint.pt", {"model": model},
+                             torch.optim.Adam(model.parameters()), torch.Generator())
+
+    with pytest.raises(DataError, match="X seed 0: its interrupted work is damaged .*--restart-damaged"):
+        runs.run_units([unit], fn, resume=True, desc="x", show_progress=False)
+
+
+def test_damaged_partial_config_names_the_file_and_restarts_on_request(tmp_path):
+    unit = runs.Unit(dir=tmp_path / "seed0", config={"a": 1}, seed=0, label="Y seed 0")
+    unit.partial.mkdir(parents=True)
+    (unit.partial / "config.json").write_text('{"a": 1')  # cut short
+
+    def fn(u):
+        runs.start_work(u)
+        runs.publish(u, [], {"ok": True})
+
+    with pytest.raises(DataError, match="config.json: damaged JSON"):
+        runs.run_units([unit], fn, resume=True, desc="x", show_progress=False)
+    assert runs.run_units([unit], fn, resume=True, desc="x", show_progress=False,
+                          restart_damaged=True) == [{"ok": True}]
+
+
+def test_damaged_finished_files_are_named(tmp_path, capsys):
+    unit = runs.Unit(dir=tmp_path / "seed0", config={"a": 1}, seed=0)
+    unit.dir.mkdir()
+    (unit.dir / "result.json").write_text("{}")
+    (unit.dir / "config.json").write_text("not json")
+    with pytest.raises(DataError, match="seed0/config.json: damaged JSON"):
+        runs.check_resumable([unit], resume=True)
+    (tmp_path / "summary.json").write_text('{"protocol": ')
+    assert main(["report", str(tmp_path)]) == 2
+    assert "summary.json: damaged JSON" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ folders
+
+
+def test_report_on_a_missing_folder_is_an_error_and_creates_nothing(tmp_path, capsys):
+    missing = tmp_path / "nope"
+    assert main(["report", str(missing)]) == 2
+    assert "no such run folder" in capsys.readouterr().err and not missing.exists()
+    (tmp_path / "empty").mkdir()
+    assert main(["report", str(tmp_path / "empty")]) == 2
+    assert "holds no summary.json" in capsys.readouterr().err
+
+
+def test_out_that_is_a_file_is_refused_before_training(data_root, tmp_path, capsys):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    for argv in (["unsupervised", "--dataset", "MUTAG", "--epochs", "1", "--seeds", "1"],
+                 ["semi", "--dataset", "MUTAG", "--row", "labeled", "--epochs", "1", "--fold-limit", "1"]):
+        assert main(argv + ["--data-root", str(data_root), "--out", str(blocker), "--no-progress"]) == 2
+        assert "cannot write results into" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ damaged data files
+
+
+def test_corrupt_gzip_tu_file_names_the_file(data_root, tmp_path, capsys):
+    raw = tmp_path / "TU" / "MUTAG" / "raw"
+    shutil.copytree(data_root / "TU" / "MUTAG" / "raw", raw)
+    a = raw / "MUTAG_A.txt"
+    blob = gzip.compress(a.read_bytes())
+    (raw / "MUTAG_A.txt.gz").write_bytes(blob[: len(blob) // 2])  # truncated
+    a.unlink()
+    assert main(["unsupervised", "--dataset", "MUTAG", "--data-root", str(tmp_path), "--out",
+                 str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "MUTAG_A.txt.gz: cannot be read, the file is damaged or truncated" in err
+
+
+def test_corrupt_gzip_csv_names_file_and_line(tmp_path):
+    from autogcl.data.molecules import read_labeled_csv
+
+    rows = "smiles,y\n" + "".join(f"{'C' * (1 + i % 7)},{i % 2}\n" for i in range(4000))
+    blob = gzip.compress(rows.encode())
+    bad = tmp_path / "mols.csv.gz"
+    bad.write_bytes(blob[:-40])  # the end of the stream is missing
+    with pytest.raises(DataError, match=r"mols.csv.gz:\d+: the file is damaged or truncated"):
+        read_labeled_csv(bad, "smiles", ["y"])
+
+
+# ------------------------------------------------------------------ options
+
+
+def test_options_that_do_not_apply_are_left_out_of_the_stored_config(caplog):
+    from autogcl.protocols.semi import SemiConfig
+    from autogcl.protocols.unsupervised import UnsupervisedConfig
+
+    cfg = UnsupervisedConfig(method="autogcl", aug="node_drop", aug_ratio=0.4)
+    assert cfg.to_dict() == UnsupervisedConfig(method="autogcl").to_dict()
+    assert "--aug='node_drop', --aug-ratio=0.4 do(es) not apply to --method autogcl" in caplog.text
+    assert UnsupervisedConfig(method="graphcl", add_mask=True).add_mask is False
+    assert SemiConfig(row="labeled", lam=3.0).lam == 1.0 and SemiConfig(row="joint", lam=3.0).lam == 3.0
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["unsupervised", "--epochs", "0"], "--epochs must lie in"),
+    (["unsupervised", "--seeds", "0"], "--seeds must lie in"),
+    (["unsupervised", "--eval-epochs", "40"], "--eval-epochs [40] must lie in 1..30"),
+    (["unsupervised", "--device", "tpu"], "unknown device"),
+    (["semi", "--label-rate", "1.5"], "--label-rate must lie in"),
+    (["semi", "--row", "jiont"], "unknown row 'jiont'"),
+    (["transfer", "finetune", "--label-cols", "a"], "--label-cols and --smiles-col are for --csv files"),
+    (["transfer", "pretrain", "--batch-size", "1"], "--batch-size must lie in"),
+])
+def test_bad_options_are_one_line_errors(argv, message, tmp_path, capsys):
+    assert main(argv + ["--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err and not (tmp_path / "o").exists()
+
+
+def test_an_unexpected_error_is_one_line_and_a_log_file(monkeypatch, tmp_path, capsys):
+    import autogcl.protocols.report as report
+
+    monkeypatch.setattr(report, "collect", lambda dirs: (_ for _ in ()).throw(KeyError("boom")))
+    assert main(["report", str(tmp_path)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("autogcl: unexpected error: KeyError: 'boom' (full log: ") and "\n" not in err
+    log_file = err.split("full log: ")[1].split(")")[0]
+    assert "Traceback" in open(log_file).read()
