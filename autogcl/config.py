@@ -18,13 +18,15 @@ from .errors import ConfigError
 
 def option(default=MISSING, help: str = "", *, choices=None, flag: str | None = None, type=None,
            cli: bool = True, metavar: str | None = None, factory=None, negate: str | None = None,
-           what: str | None = None):
+           what: str | None = None, low=None, high=None, low_open: bool = False, high_open: bool = False):
     """A dataclass field with what the CLI needs. ``type``: the argument parser (default: the
     default's type; a ``list`` default parses comma-separated values with ``type``);
     ``negate``: for a ``True`` boolean, the flag that sets it to ``False`` (e.g. ``--no-mask``);
-    ``what``: the noun error messages use (default: the field name)."""
+    ``what``: the noun error messages use (default: the field name); ``low``/``high`` (with
+    ``low_open``/``high_open``): the range a number must lie in, checked by :class:`Config`."""
     meta = {"help": help, "choices": choices, "flag": flag, "type": type, "cli": cli, "metavar": metavar,
-            "negate": negate, "what": what}
+            "negate": negate, "what": what, "range": None if low is None and high is None else
+            (low, high, low_open, high_open)}
     if factory is not None:
         return field(default_factory=factory, metadata=meta)
     return field(default=default, metadata=meta)
@@ -95,8 +97,13 @@ class Config:
     the check of every field declared with ``choices``."""
 
     def check_choices(self) -> None:
-        """A :class:`ConfigError` naming the option when a value is not among its choices."""
+        """A :class:`ConfigError` naming the option when a value is not among its choices or
+        outside its range."""
         for f in fields(self):
+            bounds, value = f.metadata.get("range"), getattr(self, f.name)
+            if bounds is not None:
+                flag = f.metadata.get("flag") or "--" + f.name.replace("_", "-")
+                check_range(flag.lstrip("-"), value, bounds[0], bounds[1], low_open=bounds[2], high_open=bounds[3])
             choices, value = f.metadata.get("choices"), getattr(self, f.name)
             if choices and value is not None and value not in choices:
                 flag = f.metadata.get("flag") or "--" + f.name.replace("_", "-")
@@ -133,8 +140,8 @@ class Config:
 class RunOptions(Config):
     """How a sweep runs: never part of a unit's configuration (so never blocks ``--resume``)."""
 
-    seeds: int = option(5, "number of seeds")
-    first_seed: int = option(0, "seeds are first-seed .. first-seed+seeds-1")
+    seeds: int = option(5, "number of seeds", low=1)
+    first_seed: int = option(0, "seeds are first-seed .. first-seed+seeds-1", low=0)
     out: str = option("runs", "run directory")
     resume: bool = option(False, "keep finished units, continue interrupted ones from their checkpoint")
     restart_damaged: bool = option(False, "with --resume: restart from the beginning an interrupted unit whose "
@@ -142,9 +149,9 @@ class RunOptions(Config):
     device: str = option("auto", "auto (CUDA when available), cpu, cuda or cuda:N")
     data_root: str | None = option(None, "data root (else $AUTOGCL_DATA, else the project cache)", type=str)
     no_progress: bool = option(False, "no progress bars")
-    jobs: int = option(2, "processes for the SVM folds")
-    fold_limit: int | None = option(None, "run only the first N folds (quick checks)", type=int)
-    workers: int | None = option(None, "featurising processes (default: all cores)", type=int)
+    jobs: int = option(2, "processes for the SVM folds", low=1)
+    fold_limit: int | None = option(None, "run only the first N folds (quick checks)", type=int, low=1)
+    workers: int | None = option(None, "featurising processes (default: all cores)", type=int, low=1)
     save_embeddings: list | None = option(None, "comma-separated epochs after which every graph's embedding is "
                                           "saved (embeddings_epochE.npz; semi: 0 = before training; "
                                           "unsupervised: evaluation epochs only)", type=int, metavar="EPOCHS")
@@ -152,15 +159,10 @@ class RunOptions(Config):
                              "run folder name)", type=str)
     run: str | None = option(None, "draw the generators saved by this finished unsupervised unit instead of "
                              "training", type=str, metavar="UNIT_DIR")
-    examples: int = option(6, "graphs (digits) to draw")
+    examples: int = option(6, "graphs (digits) to draw", low=1)
 
     def __post_init__(self):
-        check_range("seeds", self.seeds, 1)
-        check_range("first_seed", self.first_seed, 0)
-        check_range("jobs", self.jobs, 1)
-        check_range("fold_limit", self.fold_limit, 1)
-        check_range("workers", self.workers, 1)
-        check_range("examples", self.examples, 1)
+        self.check_choices()
         from .devices import resolve_device
 
         resolve_device(self.device)

@@ -46,8 +46,9 @@ def edge_pert(data, ratio: float = 0.2):
     kept = rank_within_group(edge_graph, g) >= k[edge_graph]
     new_graph = torch.repeat_interleave(torch.arange(g, device=ei.device), k)
     size = n[new_graph].double()
-    src = ptr[new_graph] + torch.floor(torch.rand(new_graph.numel(), dtype=torch.double, device=ei.device) * size).long()
-    dst = ptr[new_graph] + torch.floor(torch.rand(new_graph.numel(), dtype=torch.double, device=ei.device) * size).long()
+    draws = new_graph.numel()
+    src = ptr[new_graph] + torch.floor(torch.rand(draws, dtype=torch.double, device=ei.device) * size).long()
+    dst = ptr[new_graph] + torch.floor(torch.rand(draws, dtype=torch.double, device=ei.device) * size).long()
     out = copy.copy(data)
     out.edge_index = torch.cat([ei[:, kept], torch.stack([src, dst])], dim=1)
     if getattr(data, "edge_attr", None) is not None:

@@ -82,7 +82,8 @@ def read_table(path: Path, dtype=np.int64, ncols: int | None = None) -> np.ndarr
     except (ValueError, IndexError) as exc:
         raise DataError(_locate_bad_line(path, dtype, ncols)) from exc
     except (OSError, EOFError, UnicodeDecodeError, zlib.error) as exc:
-        raise DataError(f"{path}: cannot be read, the file is damaged or truncated ({type(exc).__name__}: {exc})") from exc
+        raise DataError(f"{path}: cannot be read, the file is damaged or truncated "
+                        f"({type(exc).__name__}: {exc})") from exc
     if arr.size == 0:
         raise DataError(f"{path}: file is empty")
     if ncols is not None and arr.shape[1] != ncols:

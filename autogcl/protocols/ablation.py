@@ -25,7 +25,8 @@ class AblationConfig(Config):
     augs: list = option(None, "augmentations run alone at ratio 0.2", factory=lambda: list(SINGLE_AUGS), type=str)
     ratios: list = option(None, "ratios of the ratio sweep", factory=lambda: list(published.ABLATION_RATIOS),
                           type=float)
-    ratio_aug: str = option("node_drop", "augmentation of the ratio sweep", choices=RandomAugmentor.names, what="augmentation")
+    ratio_aug: str = option("node_drop", "augmentation of the ratio sweep", choices=RandomAugmentor.names,
+                            what="augmentation")
     epochs: int = option(30, "training epochs")
     pretrain_epochs: int = option(30, "pre-training epochs (graphcl_cl)")
 
@@ -35,7 +36,8 @@ class AblationConfig(Config):
             self.dataset = [d.strip() for d in self.dataset.split(",") if d.strip()]
         for a in self.augs:
             if a not in RandomAugmentor.names:
-                raise ConfigError(f"unknown augmentation {a!r} in --augs; choose from {', '.join(RandomAugmentor.names)}")
+                raise ConfigError(f"unknown augmentation {a!r} in --augs; choose from "
+                                  f"{', '.join(RandomAugmentor.names)}")
         bad = [r for r in self.ratios if not 0.0 <= r < 1.0]
         if bad:
             raise ConfigError(f"--ratios {bad} must lie in [0, 1)")
@@ -54,7 +56,8 @@ def _cell(s: dict) -> str:
 
 def run_ablation(base: SemiConfig, datasets: dict, seeds: list[int], out: Path, augs=SINGLE_AUGS,
                  ratios=published.ABLATION_RATIOS, ratio_aug: str = "node_drop", resume: bool = False,
-                 fold_limit: int | None = None, show_progress=None, device="cpu", restart_damaged: bool = False) -> dict:
+                 fold_limit: int | None = None, show_progress=None, device="cpu",
+                 restart_damaged: bool = False) -> dict:
     """``datasets``: name -> loaded dataset. Returns the summaries of both sweeps."""
     by_aug, by_ratio = {}, {}
     for name, ds in datasets.items():

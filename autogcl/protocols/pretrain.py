@@ -1,6 +1,6 @@
-"""Transfer pre-training (AutoGCL paper, Section 4 and Table 4; docs/method.md): contrastive training of the molecule GIN on an
-unlabeled SMILES corpus, with the naive strategy (learnable generators on atom-level
-features) or GraphCL's random augmentations.
+"""Transfer pre-training (AutoGCL paper, Section 4 and Table 4; docs/method.md): contrastive
+training of the molecule GIN on an unlabeled SMILES corpus, with the naive strategy
+(learnable generators on atom-level features) or GraphCL's random augmentations.
 
 The corpus is read chunk by chunk (:class:`autogcl.data.corpus.MoleculeCorpus`), so memory
 holds one chunk. A checkpoint (weights, optimizer, RNG states, position in the epoch) is
@@ -19,7 +19,7 @@ import torch
 
 from .. import paths, runs
 from ..augment import MoleculeViewGenerator, RandomAugmentor
-from ..config import Config, check_range, option
+from ..config import Config, option
 from ..data.corpus import MoleculeCorpus
 from ..data.datasets import fingerprint
 from ..data.molecules import VOCAB
@@ -47,9 +47,9 @@ class PretrainConfig(Config):
     smiles_col: str | None = option(None, "SMILES column (default: one named SMILES, else the first)", type=str)
     method: str = option("autogcl", "learnable view generators (naive strategy) or GraphCL's random4",
                          choices=METHODS)
-    epochs: int = option(20, "epochs over the corpus")
-    batch_size: int = option(256, "batch size")
-    lr: float = option(0.001, "Adam learning rate")
+    epochs: int = option(20, "epochs over the corpus", low=1)
+    batch_size: int = option(256, "batch size", low=2)
+    lr: float = option(0.001, "Adam learning rate", low=0, low_open=True)
     max_molecules: int | None = option(None, "read only the first N SMILES", type=int)
     chunk_size: int = option(50_000, "SMILES per cached chunk (bounds memory)")
     dim: int = option(300, "GIN width", cli=False)
@@ -59,23 +59,19 @@ class PretrainConfig(Config):
     add_mask: bool = option(True, "generators may also mask atoms", negate="--no-mask")
     dropped: str = option("remove", "dropped atoms are removed or kept as isolated atoms",
                           choices=("remove", "isolate"))
-    tau: float | None = option(None, "NT-Xent temperature (default 0.5 autogcl, 0.1 graphcl)", type=float)
+    tau: float | None = option(None, "NT-Xent temperature (default 0.5 autogcl, 0.1 graphcl)", type=float,
+                                 low=0, low_open=True)
     cl_variant: str = option("simclr", "NT-Xent form", cli=False)
     sim_loss: str = option("none", "add L_sim to the naive strategy (released code: mse)",
                            choices=("none", "cosine", "mse"), what="similarity loss")
     view_sampling: str = option("replacement", "views contrasted", cli=False)
-    aug: str = option("random4", "GraphCL augmentation (method graphcl)", choices=RandomAugmentor.names, what="augmentation")
-    aug_ratio: float = option(0.2, "GraphCL augmentation ratio")
-    seed: int = option(0, "seed")
+    aug: str = option("random4", "GraphCL augmentation (method graphcl)", choices=RandomAugmentor.names,
+                      what="augmentation")
+    aug_ratio: float = option(0.2, "GraphCL augmentation ratio", low=0, high=1, high_open=True)
+    seed: int = option(0, "seed", low=0)
 
     def __post_init__(self):
         self.check_choices()
-        check_range("epochs", self.epochs, 1)
-        check_range("batch_size", self.batch_size, 2)
-        check_range("lr", self.lr, 0, low_open=True)
-        check_range("tau", self.tau, 0, low_open=True)
-        check_range("seed", self.seed, 0)
-        check_range("aug_ratio", self.aug_ratio, 0, 1, high_open=True)
         if self.chunk_size < 2 or (self.max_molecules is not None and self.max_molecules < 2):
             raise ConfigError("--chunk-size and --max-molecules must be at least 2")
         # after validation: a value out of range is an error even where it does not apply

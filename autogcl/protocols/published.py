@@ -1,4 +1,5 @@
-"""Published figures (the AutoGCL paper's Tables 2-4 and appendix), shown beside our results. ``None`` = not published."""
+"""Published figures (the AutoGCL paper's Tables 2-4 and appendix), shown beside our results.
+``None`` = not published."""
 
 #: (method, dataset) -> (mean, std) accuracy %, unsupervised protocol, test_max selection.
 UNSUPERVISED = {

@@ -23,7 +23,7 @@ from torch_geometric.loader import DataLoader
 
 from .. import runs
 from ..augment import RandomAugmentor, ViewGenerator
-from ..config import Config, check_range, option
+from ..config import Config, option
 from ..data.splits import FOLD_SEED, SemiSplit, semi_splits
 from ..devices import resolve_device, runtime_info
 from ..errors import ConfigError
@@ -79,16 +79,17 @@ class SemiConfig(Config):
     dataset: str = option("PROTEINS", "TU dataset name")
     row: str = option("joint", "row(s) to run: a name, a comma-separated list, or 'all' (" + ", ".join(ROWS) + ")")
     feat: str = option("deg+odeg100", "node-feature recipe")
-    epochs: int = option(30, "training epochs")
-    pretrain_epochs: int = option(30, "pre-training epochs of graphcl_cl and naive")
-    batch_size: int | None = option(None, "batch size (default 128; 64 for DD, COLLAB, REDDIT-*, GITHUB)", type=int)
-    lr: float = option(0.01, "Adam learning rate")
-    label_rate: float = option(0.1, "labeled share of the whole dataset")
-    folds: int = option(10, "cross-validation folds")
+    epochs: int = option(30, "training epochs", low=1)
+    pretrain_epochs: int = option(30, "pre-training epochs of graphcl_cl and naive", low=0)
+    batch_size: int | None = option(None, "batch size (default 128; 64 for DD, COLLAB, REDDIT-*, GITHUB)",
+                                    type=int, low=2)
+    lr: float = option(0.01, "Adam learning rate", low=0, low_open=True)
+    label_rate: float = option(0.1, "labeled share of the whole dataset", low=0, high=1, low_open=True, high_open=True)
+    folds: int = option(10, "cross-validation folds", low=3)
     fold_seed: int = option(FOLD_SEED, "seed of the fold split", cli=False)
     hidden: int = option(128, "classifier width", cli=False)
-    lam: float = option(1.0, "weight of L_sim", flag="--lambda")
-    tau: float = option(0.5, "NT-Xent temperature")
+    lam: float = option(1.0, "weight of L_sim", flag="--lambda", low=0)
+    tau: float = option(0.5, "NT-Xent temperature", low=0, low_open=True)
     cl_variant: str = option("simclr", "NT-Xent form", choices=("simclr", "released"))
     sim_loss: str = option("cosine", "L_sim form (published cosine, released mse)", choices=("cosine", "mse"))
     add_mask: bool = option(False, "generators may also mask nodes")
@@ -96,7 +97,7 @@ class SemiConfig(Config):
                           choices=("isolate", "remove"))
     mask_token: str = option("scalar", "mask token", choices=("scalar", "feature"))
     aug: str = option("random4", "GraphCL rows' augmentation", choices=RandomAugmentor.names, what="augmentation")
-    aug_ratio: float = option(0.2, "GraphCL rows' augmentation ratio")
+    aug_ratio: float = option(0.2, "GraphCL rows' augmentation ratio", low=0, high=1, high_open=True)
     select: str = option("val", "selection reported as the result (both are always recorded)",
                          choices=("val", "test_max"), what="selection")
 
@@ -106,15 +107,6 @@ class SemiConfig(Config):
         self.check_choices()
         if self.batch_size is None:
             self.batch_size = 64 if self.dataset in SMALL_BATCH else 128
-        check_range("epochs", self.epochs, 1)
-        check_range("pretrain_epochs", self.pretrain_epochs, 0)
-        check_range("batch_size", self.batch_size, 2)
-        check_range("lr", self.lr, 0, low_open=True)
-        check_range("label_rate", self.label_rate, 0, 1, low_open=True, high_open=True)
-        check_range("folds", self.folds, 3)
-        check_range("lambda", self.lam, 0)
-        check_range("tau", self.tau, 0, low_open=True)
-        check_range("aug_ratio", self.aug_ratio, 0, 1, high_open=True)
         # after validation: a value out of range is an error even where it does not apply
         self.drop_unused(set(ROW_SPECIFIC) - set(ROW_OPTIONS[self.row]), f"to the {self.row} row")
 

@@ -1,5 +1,6 @@
-"""Transfer fine-tuning (AutoGCL paper, Table 4; Hu et al. 2020; docs/method.md): the molecule GIN, from a pre-trained encoder or from
-scratch ("No pretrain"), fine-tuned on a labeled molecule dataset with a scaffold split.
+"""Transfer fine-tuning (AutoGCL paper, Table 4; Hu et al. 2020; docs/method.md): the molecule
+GIN, from a pre-trained encoder or from scratch ("No pretrain"), fine-tuned on a labeled
+molecule dataset with a scaffold split.
 
 Masked BCE over the labeled tasks; ROC-AUC averaged over the tasks that have both classes
 in the evaluated split. Every epoch is scored on the validation and test parts; the
@@ -22,7 +23,7 @@ import torch
 from torch_geometric.loader import DataLoader
 
 from .. import runs
-from ..config import Config, check_range, option
+from ..config import Config, option
 from ..data.moleculenet import MOLECULENET, load_molecule_csv, load_moleculenet
 from ..data.molecules import VOCAB
 from ..data.splits import scaffold_split
@@ -48,11 +49,11 @@ class FinetuneConfig(Config):
     smiles_col: str = option("smiles", "SMILES column of --csv")
     label_cols: list[str] | None = option(None, "comma-separated label columns of --csv (default: all others)",
                                           type=str, metavar="A,B")
-    epochs: int = option(100, "fine-tuning epochs")
-    batch_size: int = option(32, "batch size")
-    lr: float = option(0.001, "Adam learning rate")
+    epochs: int = option(100, "fine-tuning epochs", low=1)
+    batch_size: int = option(32, "batch size", low=2)
+    lr: float = option(0.001, "Adam learning rate", low=0, low_open=True)
     weight_decay: float = option(0.0, "Adam weight decay", cli=False)
-    dropout: float = option(0.5, "dropout of the fine-tuned GIN")
+    dropout: float = option(0.5, "dropout of the fine-tuned GIN", low=0, high=1, high_open=True)
     dim: int = option(300, "GIN width (without --checkpoint)", cli=False)
     num_layers: int = option(5, "GIN layers (without --checkpoint)", cli=False)
     select: str = option("val", "selection reported as the result (both are always recorded)", choices=SELECTIONS,
@@ -62,10 +63,6 @@ class FinetuneConfig(Config):
 
     def __post_init__(self):
         self.check_choices()
-        check_range("epochs", self.epochs, 1)
-        check_range("batch_size", self.batch_size, 2)
-        check_range("lr", self.lr, 0, low_open=True)
-        check_range("dropout", self.dropout, 0, 1, high_open=True)
         self.frac = tuple(self.frac)
         if isinstance(self.label_cols, str):
             self.label_cols = [c.strip() for c in self.label_cols.split(",") if c.strip()]

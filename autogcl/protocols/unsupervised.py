@@ -21,7 +21,7 @@ from torch_geometric.loader import DataLoader
 from .. import runs
 from ..api import AutoGCL, GraphCL
 from ..augment import RandomAugmentor
-from ..config import Config, check_range, option
+from ..config import Config, option
 from ..devices import resolve_device, runtime_info
 from ..errors import ConfigError
 from ..eval.svm import SELECTIONS, select_epoch, svm_evaluate
@@ -45,14 +45,15 @@ class UnsupervisedConfig(Config):
     method: str = option("autogcl", "learnable view generators (autogcl) or random augmentations (graphcl)",
                          choices=METHODS)
     feat: str = option("deg+odeg100", "node-feature recipe (deg+odeg100, constant, ...)")
-    epochs: int = option(30, "training epochs")
-    batch_size: int = option(128, "batch size")
-    lr: float = option(0.001, "Adam learning rate")
+    epochs: int = option(30, "training epochs", low=1)
+    batch_size: int = option(128, "batch size", low=2)
+    lr: float = option(0.001, "Adam learning rate", low=0, low_open=True)
     eval_epochs: list | None = option(None, "comma-separated epochs to evaluate (default: 10,20,30 up to "
                                       "--epochs, else the last)", type=int)
     hidden: int = option(128, "encoder width", cli=False)
     layers: int = option(5, "encoder layers", cli=False)
-    tau: float | None = option(None, "NT-Xent temperature (default 0.5 autogcl, 0.2 graphcl)", type=float)
+    tau: float | None = option(None, "NT-Xent temperature (default 0.5 autogcl, 0.2 graphcl)", type=float,
+                                 low=0, low_open=True)
     cl_variant: str = option("simclr", "NT-Xent form: simclr (published) or released (positive left out of the "
                              "denominator; one direction for graphcl)", choices=("simclr", "released"))
     # autogcl
@@ -68,25 +69,19 @@ class UnsupervisedConfig(Config):
     gen_hidden: int = option(128, "generator width", cli=False)
     gen_layers: int = option(2, "generator layers", cli=False)
     # graphcl
-    aug: str = option("random4", "GraphCL augmentation (method graphcl)", choices=RandomAugmentor.names, what="augmentation")
-    aug_ratio: float = option(0.2, "GraphCL augmentation ratio")
+    aug: str = option("random4", "GraphCL augmentation (method graphcl)", choices=RandomAugmentor.names,
+                      what="augmentation")
+    aug_ratio: float = option(0.2, "GraphCL augmentation ratio", low=0, high=1, high_open=True)
     graphcl_views: str = option("aug-aug", "GraphCL views: two augmentations or the graph and one",
                                 choices=("aug-aug", "orig-aug"))
     # evaluation
-    svm_folds: int = option(10, "outer SVM folds", cli=False)
-    svm_inner_folds: int = option(5, "inner SVM folds (C search)", cli=False)
+    svm_folds: int = option(10, "outer SVM folds", cli=False, low=2)
+    svm_inner_folds: int = option(5, "inner SVM folds (C search)", cli=False, low=2)
     select: str = option("val", "selection reported as the result (both are always recorded)",
                          choices=SELECTIONS, what="selection")
 
     def __post_init__(self):
         self.check_choices()
-        check_range("epochs", self.epochs, 1)
-        check_range("batch_size", self.batch_size, 2)
-        check_range("lr", self.lr, 0, low_open=True)
-        check_range("tau", self.tau, 0, low_open=True)
-        check_range("aug_ratio", self.aug_ratio, 0, 1, high_open=True)
-        check_range("svm_folds", self.svm_folds, 2)
-        check_range("svm_inner_folds", self.svm_inner_folds, 2)
         if self.eval_epochs is None:
             self.eval_epochs = [e for e in (10, 20, 30) if e <= self.epochs] or [self.epochs]
         self.eval_epochs = sorted({int(e) for e in self.eval_epochs})

@@ -1,6 +1,7 @@
-"""View visualisation (the AutoGCL paper's view figure; docs/method.md): train two learnable view generators jointly with a
-classifier until the classifier is accurate on the generated views, then measure which
-nodes the views keep and draw them beside GraphCL's random node dropping.
+"""View visualisation (the AutoGCL paper's view figure; docs/method.md): train two learnable
+view generators jointly with a classifier until the classifier is accurate on the generated
+views, then measure which nodes the views keep and draw them beside GraphCL's random node
+dropping.
 
 Training is the labeled pass of the joint strategy on every training graph:
 L_cls(x, x1, x2) + lambda * L_sim, with the mask operation on by default. The classifier
@@ -205,7 +206,8 @@ def train_generators(cfg: ViewsConfig, train_ds, test_ds, show_progress=None, de
         row["wall_s"] = time.perf_counter() - t0
         log.info("epoch %d: test accuracy %.3f, accuracy on generated views %.3f (validation %.3f) (%.0f s) %s",
                  epoch, row["test_acc"], row["view_acc"], row["val_view_acc"], row["wall_s"],
-                 " ".join(f"{k} {v:.2f}" for k, v in row.items() if k.startswith("view") and ("kept" in k or "mask" in k)))
+                 " ".join(f"{k} {v:.2f}" for k, v in row.items()
+                          if k.startswith("view") and ("kept" in k or "mask" in k)))
         return row
 
     # the classifier alone on the original graphs, then generators and classifier together
