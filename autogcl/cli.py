@@ -20,7 +20,7 @@ from .errors import AutoGCLError
 log = logging.getLogger("autogcl")
 
 #: RunOptions each command takes, with per-command defaults
-SWEEP = ("seeds", "first_seed", "out", "resume", "restart_damaged", "device", "data_root", "no_progress")
+SWEEP = ("seeds", "first_seed", "out", "resume", "restart_damaged", "device", "data_root", "download", "no_progress")
 
 #: the commands and their one-line help; a command's options (and the modules they come from)
 #: are built only when it is the one invoked, so ``autogcl --help`` imports no torch
@@ -73,7 +73,7 @@ def cmd_unsupervised(args) -> int:
 
     run = _run(args)
     cfg = from_args(UnsupervisedConfig, args)  # validated before any data is read
-    dataset = load_tu(cfg.dataset, run.data_root, cfg.feat)
+    dataset = load_tu(cfg.dataset, run.data_root, cfg.feat, download=run.fetch)
     cfg = from_args(UnsupervisedConfig, args, dataset=dataset.name)
     log.info("%s: %d graphs, %d features, %d classes; writing to %s", dataset.name, len(dataset),
              dataset.num_features, dataset.num_classes, Path(run.out) / cfg.tag)
@@ -108,7 +108,7 @@ def cmd_semi(args) -> int:
     run = _run(args)
     rows = list(ROWS) if args.row == "all" else [r.strip() for r in args.row.split(",") if r.strip()]
     cfgs = [from_args(SemiConfig, args, row=r) for r in rows]  # validated before any data is read
-    dataset = load_tu(cfgs[0].dataset, run.data_root, cfgs[0].feat)
+    dataset = load_tu(cfgs[0].dataset, run.data_root, cfgs[0].feat, download=run.fetch)
     cfgs = [from_args(SemiConfig, args, row=r, dataset=dataset.name) for r in rows]
     summaries = [run_sweep(c, dataset, run.seed_list, Path(run.out), resume=run.resume, fold_limit=run.fold_limit,
                            show_progress=run.progress, save_embeddings=run.save_embeddings, device=run.device,
@@ -181,7 +181,7 @@ def add_visualize(sub) -> None:
         "dataset is drawn with a graph layout. With --run UNIT_DIR, the saved generators of a "
         "finished unsupervised unit are drawn instead (no training).")
     add_options(v, ViewsConfig)
-    _run_options(v, ("data_root", "out", "no_progress", "device", "run", "examples"), out=None)
+    _run_options(v, ("data_root", "download", "out", "no_progress", "device", "run", "examples"), out=None)
     v.set_defaults(func=cmd_views)
 
 
@@ -231,7 +231,8 @@ def cmd_views(args) -> int:
     cfg = from_args(V.ViewsConfig, args)
     out = Path(run.out) if run.out else Path("runs/views") / cfg.dataset
     torch.manual_seed(cfg.seed)
-    res = V.run(cfg, out, run.data_root, run.examples, show_progress=run.progress, device=run.device)
+    res = V.run(cfg, out, run.data_root, run.examples, show_progress=run.progress, device=run.device,
+                download=run.fetch)
     warm = f" (+ {res['warmup_epochs']} warm-up)" if res["warmup_epochs"] else ""
     print(f"accuracy on generated views: {100 * res['val_view_acc']:.1f}% on validation graphs after "
           f"{res['epochs']} epochs{warm} (target {100 * cfg.target_acc:.0f}%"
@@ -257,7 +258,7 @@ def _views_from_run(args, run) -> int:
     ucfg = UnsupervisedConfig.from_dict(read_json(unit / "config.json"))
     if ucfg.method != "autogcl":
         raise AutoGCLError(f"{unit} was trained with {ucfg.method}: it has no learnable generators")
-    ds = load_tu(ucfg.dataset, run.data_root, ucfg.feat)
+    ds = load_tu(ucfg.dataset, run.data_root, ucfg.feat, download=run.fetch)
     model = load(unit / "model.pt")
     if not isinstance(model, AutoGCL):
         raise AutoGCLError(f"{unit / 'model.pt'} holds a {type(model).__name__} model: no learnable generators")
@@ -297,7 +298,7 @@ def cmd_ablate(args) -> int:
     cfg.base(cfg.dataset[0])  # validates the row and the augmentation before any work
     datasets = {}
     for name in cfg.dataset:
-        ds = load_tu(name, run.data_root)
+        ds = load_tu(name, run.data_root, download=run.fetch)
         datasets[ds.name] = ds
     base = cfg.base(next(iter(datasets)))
     res = run_ablation(base, datasets, run.seed_list, Path(run.out), cfg.augs, cfg.ratios, cfg.ratio_aug,
@@ -372,7 +373,7 @@ def cmd_finetune(args) -> int:
     cfgs = [from_args(FinetuneConfig, args, dataset=n, checkpoint=checkpoint) for n in names]
     summaries = [run_sweep(cfg, run.seed_list, Path(run.out), tag, run.data_root, run.resume,
                            show_progress=run.progress, workers=run.workers, device=run.device,
-                           restart_damaged=run.restart_damaged) for cfg in cfgs]
+                           restart_damaged=run.restart_damaged, download=run.fetch) for cfg in cfgs]
     print(transfer_table(summaries))
     return 0
 

@@ -148,6 +148,8 @@ class RunOptions(Config):
                                    "checkpoint or configuration cannot be read back (default: refuse, naming it)")
     device: str = option("auto", "auto (CUDA when available), cpu, cuda or cuda:N")
     data_root: str | None = option(None, "data root (else $AUTOGCL_DATA, else the project cache)", type=str)
+    download: bool = option(False, "fetch a dataset that the named --data-root / $AUTOGCL_DATA lacks into the "
+                            "project cache (without a named root, missing datasets are always fetched)")
     no_progress: bool = option(False, "no progress bars")
     jobs: int = option(2, "processes for the SVM folds", low=1)
     fold_limit: int | None = option(None, "run only the first N folds (quick checks)", type=int, low=1)
@@ -170,6 +172,11 @@ class RunOptions(Config):
     @property
     def seed_list(self) -> list[int]:
         return list(range(self.first_seed, self.first_seed + self.seeds))
+
+    @property
+    def fetch(self) -> bool | None:
+        """The ``download`` argument of the dataset loaders: ``True`` with ``--download``."""
+        return True if self.download else None
 
     @property
     def progress(self) -> bool | None:

@@ -28,6 +28,12 @@ def default_data_dir() -> Path:
     return cache_dir() / "data"
 
 
+def explicit_root(data_root: str | os.PathLike | None = None) -> bool:
+    """Whether the user named a data root (``--data-root`` or ``$AUTOGCL_DATA``): a dataset
+    missing there is then an error, not a silent download (unless asked with ``--download``)."""
+    return data_root is not None or bool(os.environ.get("AUTOGCL_DATA"))
+
+
 def data_roots(data_root: str | os.PathLike | None = None) -> list[Path]:
     """Data roots in resolution order: ``--data-root``, then ``$AUTOGCL_DATA``, then the cache.
 

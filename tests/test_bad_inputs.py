@@ -127,8 +127,24 @@ def test_damaged_finished_files_are_named(tmp_path, capsys):
     with pytest.raises(DataError, match="seed0/config.json: damaged JSON"):
         runs.check_resumable([unit], resume=True)
     (tmp_path / "summary.json").write_text('{"protocol": ')
-    assert main(["report", str(tmp_path)]) == 2
-    assert "summary.json: damaged JSON" in capsys.readouterr().err
+    assert main(["report", str(tmp_path)]) == 2  # rebuilt from seed0/result.json, which is not a result
+    assert "seed0/result.json: unknown protocol None" in capsys.readouterr().err
+    (tmp_path / "seed0" / "result.json").unlink()
+    assert main(["report", str(tmp_path)]) == 2  # nothing to rebuild it from
+    assert "no finished unit (result.json) to make its summary from" in capsys.readouterr().err
+
+
+def test_report_rebuilds_a_damaged_summary_from_the_units(data_root, tmp_path, caplog, capsys):
+    out = tmp_path / "runs"
+    assert main(["unsupervised", "--epochs", "1", "--seeds", "2", "--jobs", "1", "--data-root", str(data_root),
+                 "--out", str(out), "--no-progress"]) == 0
+    summary = out / "MUTAG-autogcl" / "summary.json"
+    good = json.loads(summary.read_text())
+    summary.write_text(summary.read_text()[:50])  # cut short
+    assert main(["report", str(out)]) == 0
+    assert "damaged JSON" in caplog.text and "rebuilding it" in caplog.text
+    rebuilt = json.loads(summary.read_text())
+    assert rebuilt == good and "| MUTAG | autogcl | 2 |" in capsys.readouterr().out
 
 
 # ------------------------------------------------------------------ folders
@@ -218,3 +234,60 @@ def test_an_unexpected_error_is_one_line_and_a_log_file(monkeypatch, tmp_path, c
     assert err.startswith("autogcl: unexpected error: KeyError: 'boom' (full log: ") and "\n" not in err
     log_file = err.split("full log: ")[1].split(")")[0]
     assert "Traceback" in open(log_file).read()
+
+
+# ------------------------------------------------------------------ labels, tasks, data roots
+
+
+@pytest.mark.parametrize("labels,line,value", [("1\nnan\n", 2, "nan"), ("1.5\n-1\n", 1, "1.5")])
+def test_graph_labels_that_are_not_class_ids(tmp_path, labels, line, value):
+    from autogcl.data import load_tu
+    from tests.data.test_tu import write_tu
+
+    write_tu(tmp_path, graph_labels=labels)
+    with pytest.raises(DataError, match=rf"TOY_graph_labels.txt:{line}: graph label {value} is not a class id"):
+        load_tu("TOY", tmp_path)
+
+
+def test_one_class_dataset_cannot_be_evaluated(tmp_path, capsys):
+    from tests.data.test_tu import write_tu
+
+    write_tu(tmp_path, graph_labels="1\n1\n")
+    for argv in (["unsupervised"], ["semi", "--row", "labeled"]):
+        assert main(argv + ["--dataset", "TOY", "--data-root", str(tmp_path), "--out", str(tmp_path / "o")]) == 2
+        assert "TOY has 1 class" in capsys.readouterr().err
+
+
+def test_attr_token_on_a_dataset_without_attributes(data_root, capsys, tmp_path):
+    assert main(["unsupervised", "--feat", "attr+deg", "--data-root", str(data_root), "--out", str(tmp_path)]) == 2
+    assert "feature token 'attr': MUTAG has no continuous node attributes" in capsys.readouterr().err
+
+
+def test_a_named_data_root_without_the_dataset_is_an_error(tmp_path, capsys):
+    assert main(["unsupervised", "--dataset", "COLLAB", "--data-root", str(tmp_path), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "COLLAB not found; looked in" in err and str(tmp_path / "TU" / "COLLAB" / "raw") in err
+    assert "--download" in err
+
+
+def test_molecule_tasks_that_cannot_be_scored_are_named(tmp_path, caplog):
+    from autogcl.data.moleculenet import load_molecule_csv
+    from autogcl.protocols.transfer import unscored_tasks
+
+    rows = ["smiles,a,b,c"] + [f"{'C' * (i % 5 + 1)}O,{i % 2},1,"for i in range(12)]
+    (tmp_path / "m.csv").write_text("\n".join(rows) + "\n")
+    ds = load_molecule_csv(tmp_path / "m.csv", workers=1, progress=False)
+    split = {"train": list(range(8)), "valid": [8, 9], "test": [10, 11]}
+    bad = unscored_tasks(ds, split)
+    assert bad["train"] == ["b", "c"]  # b: one class, c: no label at all
+    assert "2 task(s) have no labels or one class in the train part (b, c)" in caplog.text
+
+
+def test_a_nan_score_is_not_printed_as_a_result():
+    from autogcl.protocols.report import transfer_table
+
+    nan = {"mean": float("nan"), "std": float("nan"), "values": [float("nan")]}
+    summary = {"dataset": "x", "tag": "t", "pretrained": False, "n_seeds": 1, "val": nan, "test_max": nan,
+               "config": {"epochs": 1}, "pretrain_method": None}
+    table = transfer_table([summary])
+    assert "not scored (NaN)" in table and "nan ±" not in table

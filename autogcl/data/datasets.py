@@ -157,18 +157,25 @@ def load_tu(
     name: str,
     data_root: str | os.PathLike | None = None,
     feat: str = DEFAULT_RECIPE,
-    download: bool = True,
+    download: bool | None = None,
     use_cache: bool = True,
 ) -> GraphDataset:
-    """Load the TU dataset ``name`` with the node-feature recipe ``feat``."""
+    """Load the TU dataset ``name`` with the node-feature recipe ``feat``.
+
+    ``download``: ``True`` fetches a dataset found in no data root into the project cache;
+    ``None`` (default) does so only when no data root was named (neither ``data_root`` nor
+    ``$AUTOGCL_DATA``): a named root that lacks the dataset is an error saying where it looked."""
     recipe = parse_recipe(feat)  # validate before touching any file
     roots = paths.data_roots(data_root)
     name = canonical_name(name, roots)
     raw_dir = _raw_dir(name, roots)
     if raw_dir is None:
+        if download is None:
+            download = not paths.explicit_root(data_root)
         if not download:
             looked = ", ".join(str(r / "TU" / name / "raw") for r in roots)
-            raise DataError(f"dataset {name} not found; looked in {looked}")
+            raise DataError(f"dataset {name} not found; looked in {looked} (pass --download to fetch it "
+                            "into the project cache)")
         raw_dir = _download(name, roots)
 
     cache = _cache_path(name, recipe.spec, raw_dir)

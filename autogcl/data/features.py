@@ -90,8 +90,12 @@ def build_features(
         parts.append(base.float().view(num_nodes, -1))
     elif node_labels is not None:
         parts.append(one_hot_labels(node_labels))
-    if recipe.attr and node_attributes is not None:
-        parts.append(node_attributes.float())
+    if recipe.attr:
+        if node_attributes is None and base is None:
+            raise ConfigError(f"feature token 'attr': {dataset} has no continuous node attributes "
+                              "(no NAME_node_attributes.txt); leave 'attr' out of the recipe")
+        if node_attributes is not None:
+            parts.append(node_attributes.float())
     if recipe.degree or recipe.onehot_max_degree is not None:
         deg = torch.bincount(edge_index[0], minlength=num_nodes)
         if recipe.degree:

@@ -136,8 +136,9 @@ def _load(name: str, path: Path, smiles_col: str, label_cols, exclude=(), task_p
     return ds
 
 
-def load_moleculenet(name: str, data_root=None, download: bool = True, **kw) -> GraphDataset:
-    """One of the 8 MoleculeNet sets by (case-insensitive) name."""
+def load_moleculenet(name: str, data_root=None, download: bool | None = None, **kw) -> GraphDataset:
+    """One of the 8 MoleculeNet sets by (case-insensitive) name; ``download`` as in
+    :func:`autogcl.data.load_tu` (by default only when no data root was named)."""
     key = name.lower()
     if key not in MOLECULENET:
         raise DataError(f"unknown MoleculeNet dataset {name!r}; known: {', '.join(MOLECULENET)}")
@@ -145,9 +146,12 @@ def load_moleculenet(name: str, data_root=None, download: bool = True, **kw) -> 
     roots = paths.data_roots(data_root)
     path = _find(spec, roots)
     if path is None:
+        if download is None:
+            download = not paths.explicit_root(data_root)
         if not download:
             looked = ", ".join(str(r / "moleculenet" / spec.file) for r in roots)
-            raise DataError(f"dataset {key} not found; looked in {looked}")
+            raise DataError(f"dataset {key} not found; looked in {looked} (pass --download to fetch it "
+                            "into the project cache)")
         path = _download(key, spec, roots)
     labels = list(spec.tasks) if spec.tasks else None
     return _load(key, path, spec.smiles_col, labels, spec.exclude, spec.task_prefix, **kw)

@@ -110,6 +110,10 @@ def read_tu_raw(raw_dir: str | Path, name: str) -> TURaw:
 
     ind = read_table(f_ind, np.int64, 1)[:, 0]
     labels = read_table(f_lab, np.float64, 1)[:, 0]
+    bad = np.flatnonzero(~np.isfinite(labels) | (labels != np.round(labels)))
+    if bad.size:
+        raise DataError(f"{f_lab}:{bad[0] + 1}: graph label {float(labels[bad[0]])!r} is not a class id (an integer); "
+                        f"{bad.size} such line(s)")
     edges = read_table(f_a, np.int64, 2)
     num_graphs, num_nodes = labels.shape[0], ind.shape[0]
 

@@ -2,20 +2,48 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
-from ..atomic import read_json
+from ..atomic import atomic_write_json, read_json
 from ..errors import DataError
 from . import published
 
+log = logging.getLogger(__name__)
+
 
 def _ms(d: dict) -> str:
+    """``mean ± std``; a score that could not be computed (NaN) says so instead of a number."""
+    if d["mean"] != d["mean"]:
+        return "not scored (NaN)"
     return f"{d['mean']:.2f} ± {d['std']:.2f}"
 
 
+def rebuild_summary(folder: Path) -> dict:
+    """A sweep's ``summary.json`` made again from the ``result.json`` and ``config.json`` of
+    its units below ``folder`` (written back atomically); a :class:`DataError` when there are none."""
+    import importlib
+
+    units = sorted(p.parent for p in Path(folder).rglob("result.json") if not p.parent.name.startswith("."))
+    if not units:
+        raise DataError(f"{folder}: no finished unit (result.json) to make its summary from")
+    results = [read_json(u / "result.json") for u in units]
+    protocol = results[0].get("protocol")
+    kind = {"unsupervised": ("unsupervised", "UnsupervisedConfig"), "semi": ("semi", "SemiConfig"),
+            "transfer": ("transfer", "FinetuneConfig")}.get(protocol)
+    if kind is None:
+        raise DataError(f"{units[0] / 'result.json'}: unknown protocol {protocol!r}")
+    module = importlib.import_module(f".{kind[0]}", __package__)
+    cfg = getattr(module, kind[1]).from_dict(read_json(units[0] / "config.json"))
+    summary = module.make_summary(cfg, results, Path(folder))
+    atomic_write_json(Path(folder) / "summary.json", summary)
+    return summary
+
+
 def collect(run_dirs: list[Path]) -> list[dict]:
-    """Every ``summary.json`` below the given folders (each once); a folder that does not exist,
-    or holds no summary, is a :class:`DataError` naming it."""
+    """Every ``summary.json`` below the given folders (each once); a damaged one is rebuilt from
+    its units' results, with a warning. A folder that does not exist, or holds no summary, is a
+    :class:`DataError` naming it."""
     missing = [str(d) for d in run_dirs if not d.exists()]
     if missing:
         raise DataError(f"no such run folder: {', '.join(missing)}")
@@ -28,7 +56,11 @@ def collect(run_dirs: list[Path]) -> list[dict]:
             key = f.resolve()
             if key not in seen:
                 seen.add(key)
-                out.append(read_json(f))
+                try:
+                    out.append(read_json(f))
+                except DataError as exc:
+                    log.warning("%s; rebuilding it from the results of its units", exc)
+                    out.append(rebuild_summary(f.parent))
     return out
 
 

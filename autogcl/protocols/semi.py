@@ -26,7 +26,7 @@ from ..augment import RandomAugmentor, ViewGenerator
 from ..config import Config, option
 from ..data.splits import FOLD_SEED, SemiSplit, semi_splits
 from ..devices import resolve_device, runtime_info
-from ..errors import ConfigError
+from ..errors import ConfigError, DataError
 from ..eval.metrics import accuracy
 from ..models.resgcn import ResGCN
 from ..train import (
@@ -233,12 +233,21 @@ def summarize(results: list[dict]) -> dict:
     return out
 
 
+def make_summary(cfg: SemiConfig, results: list[dict], tag_dir: Path | None = None) -> dict:
+    """``summary.json`` of one row from its folds' results (also how ``report`` rebuilds a
+    damaged one)."""
+    return {"protocol": "semi", "tag": cfg.tag, "dataset": cfg.dataset, "row": cfg.row,
+            "selection": cfg.select, "config": cfg.to_dict(), **summarize(results)}
+
+
 def run_sweep(cfg: SemiConfig, dataset, seeds: list[int], out: Path, resume: bool = False,
               fold_limit: int | None = None, show_progress: bool | None = None,
               save_embeddings: list[int] | None = None, device="cpu", restart_damaged: bool = False) -> dict:
     """Every (seed, fold) unit of one row, through :func:`autogcl.runs.run_units`; the splits
     are saved beside the folds (``seedN/splits.json``)."""
     root = Path(out) / cfg.tag
+    if dataset.num_classes < 2:
+        raise DataError(f"{cfg.dataset} has {dataset.num_classes} class: classification needs at least two")
     runs.check_writable(root)
     y = dataset._data.y.numpy() if hasattr(dataset, "_data") else np.array([int(d.y) for d in dataset])
     plan = {}
@@ -267,7 +276,6 @@ def run_sweep(cfg: SemiConfig, dataset, seeds: list[int], out: Path, resume: boo
 
     results = runs.run_units([u for u, _ in plan.values()], fn, resume, f"{cfg.tag} folds", what="fold",
                              show_progress=show_progress, restart_damaged=restart_damaged)
-    summary = {"protocol": "semi", "tag": cfg.tag, "dataset": cfg.dataset, "row": cfg.row,
-               "selection": cfg.select, "config": cfg.to_dict(), **summarize(results)}
+    summary = make_summary(cfg, results)
     runs.atomic_write_json(root / "summary.json", summary)
     return summary

@@ -71,10 +71,10 @@ class FinetuneConfig(Config):
 
 
 
-def load_dataset(cfg: FinetuneConfig, data_root=None, workers: int | None = None):
+def load_dataset(cfg: FinetuneConfig, data_root=None, workers: int | None = None, download: bool | None = None):
     if cfg.csv:
         return load_molecule_csv(cfg.csv, cfg.smiles_col, cfg.label_cols, workers=workers)
-    return load_moleculenet(cfg.dataset, data_root, workers=workers)
+    return load_moleculenet(cfg.dataset, data_root, download=download, workers=workers)
 
 
 def predict(model, loader) -> tuple[np.ndarray, np.ndarray]:
@@ -114,6 +114,30 @@ def select(rows: list[dict]) -> dict:
             "test_max": nan if t is None else {"epoch": rows[t]["epoch"], "auc": rows[t]["test_auc"]}}
 
 
+def unscored_tasks(dataset, split: dict) -> dict:
+    """Per split part, the tasks that ROC-AUC cannot score there (no label at all, or one
+    class only), each logged once: the part's score averages the other tasks."""
+    y = dataset._data.y.view(len(dataset), -1).numpy()
+    tasks = list(dataset.meta.get("tasks") or range(y.shape[1]))
+    out = {}
+    for part in ("train", "valid", "test"):
+        sub = y[np.asarray(split[part], dtype=int)]
+        bad = []
+        for t, name in enumerate(tasks):
+            lab = sub[:, t][~np.isnan(sub[:, t])]
+            if lab.size == 0 or lab.min() == lab.max():
+                bad.append(str(name))
+        if bad:
+            scored = len(tasks) - len(bad)
+            log.warning("%s: %d task(s) have no labels or one class in the %s part (%s); its ROC-AUC averages "
+                        "the other %d", dataset.name, len(bad), part, ", ".join(bad[:5]) + (" ..." if len(bad) > 5
+                                                                                         else ""), scored)
+            if scored == 0 and part != "train":
+                log.warning("%s: no task can be scored in the %s part: its ROC-AUC is NaN", dataset.name, part)
+        out[part] = bad
+    return out
+
+
 def prepare_split(dataset, out_dir: Path, frac) -> dict:
     """The scaffold split of the dataset, computed once and saved in ``out_dir/split.json``
     (a saved split is reused after checking it belongs to the same molecules)."""
@@ -131,6 +155,7 @@ def prepare_split(dataset, out_dir: Path, frac) -> dict:
         raise DataError(f"{dataset.name}: the scaffold split {sizes} leaves a part empty ({n} molecules, "
                         f"{split['num_scaffolds']} scaffolds); use more molecules or other fractions")
     split.update(num_graphs=n, frac=list(frac), kind="scaffold", sizes=sizes, smiles_sha256=digest)
+    split["unscored_tasks"] = unscored_tasks(dataset, split)
     runs.atomic_write_json(path, split)
     runs.atomic_write_json(Path(out_dir) / "dataset.json",
                            {k: v for k, v in dataset.meta.items() if k not in ("smiles", "rows")})
@@ -194,9 +219,9 @@ def summarize(results: list[dict]) -> dict:
 
 def run_sweep(cfg: FinetuneConfig, seeds: list[int], out: Path, tag: str, data_root=None,
               resume: bool = False, show_progress: bool | None = None, workers: int | None = None,
-              device="cpu", restart_damaged: bool = False) -> dict:
+              device="cpu", restart_damaged: bool = False, download: bool | None = None) -> dict:
     """Fine-tune every seed on one dataset into ``out/tag/dataset/seedN``; ``summary.json``."""
-    dataset = load_dataset(cfg, data_root, workers)
+    dataset = load_dataset(cfg, data_root, workers, download)
     name = dataset.name if cfg.csv else cfg.dataset.lower()
     arch = {}
     if cfg.checkpoint:  # the encoder's architecture is the checkpoint's: record it
@@ -216,14 +241,22 @@ def run_sweep(cfg: FinetuneConfig, seeds: list[int], out: Path, tag: str, data_r
 
     results = runs.run_units(units, fn, resume, f"{tag} {name} seeds", show_progress=show_progress,
                              restart_damaged=restart_damaged)
-    summary = {"protocol": "transfer", "tag": tag, "dataset": name, "selection": cfg.select,
-               "pretrained": cfg.checkpoint is not None,
-               "pretrain_method": results[0]["encoder_meta"].get("method") if cfg.checkpoint else None,
-               "config": cfg.to_dict(),
-               "num_molecules": len(dataset), "skipped_smiles": len(dataset.meta["skipped"]),
-               "split_sizes": split["sizes"], **summarize(results)}
+    summary = make_summary(cfg, results, ddir)
     runs.atomic_write_json(ddir / "summary.json", summary)
     return summary
+
+
+def make_summary(cfg: FinetuneConfig, results: list[dict], dataset_dir: Path) -> dict:
+    """``summary.json`` of one dataset's seeds from their results and the split and dataset
+    records beside them (also how ``report`` rebuilds a damaged one)."""
+    dataset_dir = Path(dataset_dir)
+    split = runs.read_json(dataset_dir / "split.json")
+    info = runs.read_json(dataset_dir / "dataset.json") if (dataset_dir / "dataset.json").is_file() else {}
+    return {"protocol": "transfer", "tag": dataset_dir.parent.name, "dataset": cfg.dataset, "selection": cfg.select,
+            "pretrained": cfg.checkpoint is not None,
+            "pretrain_method": results[0]["encoder_meta"].get("method") if cfg.checkpoint else None,
+            "config": cfg.to_dict(), "num_molecules": split["num_graphs"],
+            "skipped_smiles": len(info.get("skipped", [])), "split_sizes": split["sizes"], **summarize(results)}
 
 
 def dataset_names(spec: str) -> list[str]:

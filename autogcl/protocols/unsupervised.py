@@ -23,7 +23,7 @@ from ..api import AutoGCL, GraphCL
 from ..augment import RandomAugmentor
 from ..config import Config, option
 from ..devices import resolve_device, runtime_info
-from ..errors import ConfigError
+from ..errors import ConfigError, DataError
 from ..eval.svm import SELECTIONS, select_epoch, svm_evaluate
 from ..train import Trainer
 
@@ -178,6 +178,13 @@ def summarize(results: list[dict]) -> dict:
     return out
 
 
+def make_summary(cfg: UnsupervisedConfig, results: list[dict], tag_dir: Path | None = None) -> dict:
+    """``summary.json`` of a sweep from its units' results (also how ``report`` rebuilds a
+    damaged one)."""
+    return {"protocol": "unsupervised", "tag": cfg.tag, "dataset": cfg.dataset, "method": cfg.method,
+            "selection": cfg.select, "config": cfg.to_dict(), **summarize(results)}
+
+
 def make_units(cfg: UnsupervisedConfig, seeds: list[int], out: Path) -> list[runs.Unit]:
     return [runs.Unit(dir=Path(out) / cfg.tag / f"seed{s}", config=cfg.to_dict(), seed=s,
                       label=f"{cfg.tag} seed {s}") for s in seeds]
@@ -187,6 +194,8 @@ def run_sweep(cfg: UnsupervisedConfig, dataset, seeds: list[int], out: Path, res
               n_jobs: int = 1, save_embeddings: bool | list[int] = False, show_progress: bool | None = None,
               device="cpu", restart_damaged: bool = False) -> dict:
     """Run every seed (skipping finished ones with ``resume``) and write ``summary.json``."""
+    if dataset.num_classes < 2:
+        raise DataError(f"{cfg.dataset} has {dataset.num_classes} class: the SVM protocol needs at least two")
     units = make_units(cfg, seeds, out)
 
     def fn(u):
@@ -198,7 +207,6 @@ def run_sweep(cfg: UnsupervisedConfig, dataset, seeds: list[int], out: Path, res
 
     results = runs.run_units(units, fn, resume, f"{cfg.tag} seeds", show_progress=show_progress,
                              restart_damaged=restart_damaged)
-    summary = {"protocol": "unsupervised", "tag": cfg.tag, "dataset": cfg.dataset, "method": cfg.method,
-               "selection": cfg.select, "config": cfg.to_dict(), **summarize(results)}
+    summary = make_summary(cfg, results)
     runs.atomic_write_json(Path(out) / cfg.tag / "summary.json", summary)
     return summary

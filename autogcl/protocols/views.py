@@ -128,13 +128,13 @@ def make_models(cfg: ViewsConfig, num_features: int, num_classes: int):
     return model, gens
 
 
-def load_data(cfg: ViewsConfig, data_root=None):
+def load_data(cfg: ViewsConfig, data_root=None, download: bool | None = None):
     """(train, test) datasets: MNIST superpixels, or a TU dataset split 80/20 (stratified)."""
     if cfg.dataset.upper() == "MNIST":
         tr = load_mnist_superpixels(data_root, "train", limit=cfg.limit, seed=cfg.seed)
         te = load_mnist_superpixels(data_root, "test", limit=cfg.limit, seed=cfg.seed)
         return tr, te
-    ds = load_tu(cfg.dataset, data_root)
+    ds = load_tu(cfg.dataset, data_root, download=download)
     y = ds._data.y.numpy()
     tr, te = train_test_split(np.arange(len(ds)), test_size=0.2, stratify=y, random_state=cfg.seed)
     if cfg.limit:
@@ -285,9 +285,9 @@ def draw(cfg: ViewsConfig, gens, test_ds, out: Path, n: int, data_root=None, tit
 
 
 def run(cfg: ViewsConfig, out_dir: Path, data_root=None, n_examples: int = 6, show_progress=None,
-        device="cpu") -> dict:
+        device="cpu", download: bool | None = None) -> dict:
     """Train, draw ``out_dir/views.png`` (+ .svg), save ``model.pt`` and ``views.json``."""
-    train_ds, test_ds = load_data(cfg, data_root)
+    train_ds, test_ds = load_data(cfg, data_root, download)
     model, gens, history = train_generators(cfg, train_ds, test_ds, show_progress, device)
     model, gens = model.cpu(), [g.cpu() for g in gens]
     last = history[-1]

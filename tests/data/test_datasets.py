@@ -58,7 +58,10 @@ def test_download_goes_to_the_project_cache(tmp_path, monkeypatch):
             write_tu(Path(root).parent, name=name)
 
     monkeypatch.setattr(pyg_datasets, "TUDataset", FakeTUDataset)
-    ds = load_tu("COLLAB", tmp_path / "empty-root")
+    with pytest.raises(DataError, match="COLLAB not found; looked in .*pass --download"):
+        load_tu("COLLAB", tmp_path / "empty-root")  # a named root that lacks it: no silent download
+    assert calls == []
+    ds = load_tu("COLLAB", tmp_path / "empty-root", download=True)
     assert calls == [(str(paths.default_data_dir() / "TU"), "COLLAB")]
     assert len(ds) == 2 and ds.meta["raw_dir"].startswith(str(paths.default_data_dir()))
     load_tu("COLLAB", tmp_path / "empty-root")  # second time: found in the cache root
@@ -73,6 +76,6 @@ def test_failed_download_says_what_to_do(tmp_path, monkeypatch):
 
     monkeypatch.setattr(pyg_datasets, "TUDataset", offline)
     with pytest.raises(DataError, match=r"GITHUB|github_stargazers") as exc:
-        load_tu("GITHUB", tmp_path)
+        load_tu("GITHUB", tmp_path, download=True)
     msg = str(exc.value)
     assert "could not be downloaded" in msg and "name resolution" in msg and "--data-root" in msg

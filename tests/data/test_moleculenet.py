@@ -52,7 +52,7 @@ def test_download_failure_is_a_clear_error(tmp_path, monkeypatch):
 
     monkeypatch.setattr(torch_geometric.data, "download_url", offline)
     with pytest.raises(DataError, match="could not be downloaded.*network unreachable"):
-        M.load_moleculenet("bace", tmp_path)
+        M.load_moleculenet("bace", tmp_path, download=True)
 
 
 def test_download_lands_in_the_cache(tmp_path, monkeypatch):
@@ -70,5 +70,8 @@ def test_download_lands_in_the_cache(tmp_path, monkeypatch):
         return str(out)
 
     monkeypatch.setattr(torch_geometric.data, "download_url", fake)
-    ds = M.load_moleculenet("bace", tmp_path, workers=1, progress=False)
+    with pytest.raises(DataError, match="bace not found; looked in .*pass --download"):
+        M.load_moleculenet("bace", tmp_path, workers=1, progress=False)  # named root lacks it
+    assert seen == {}
+    ds = M.load_moleculenet("bace", None, workers=1, progress=False)  # no named root: fetched
     assert seen["url"].endswith("/bace.csv") and len(ds) == 2 and ds.meta["tasks"] == ["Class"]
