@@ -1,0 +1,106 @@
+"""kill -9 in the middle of every protocol, then --resume: nothing finished is lost and the
+results are those of an uninterrupted run (same thread count). Each protocol's command runs
+in a subprocess that is killed with SIGKILL once it has written its first checkpoint."""
+
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
+
+
+def cli(args, cwd):
+    return subprocess.run([sys.executable, "-m", "autogcl", *map(str, args)], cwd=cwd, env=ENV,
+                          capture_output=True, text=True, timeout=600)
+
+
+def kill_after(args, cwd, marker: str, root: Path, timeout: float = 300.0) -> bool:
+    """Start the command, SIGKILL it as soon as a file matching ``marker`` exists below
+    ``root``; whether it was killed before it finished."""
+    proc = subprocess.Popen([sys.executable, "-m", "autogcl", *map(str, args)], cwd=cwd, env=ENV,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    t0 = time.time()
+    try:
+        while proc.poll() is None and time.time() - t0 < timeout:
+            if any(root.glob(marker)):
+                proc.send_signal(signal.SIGKILL)
+                proc.wait()
+                return True
+            time.sleep(0.05)
+        return False
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+def rows(path: Path) -> list[dict]:
+    with open(path) as f:
+        return [{k: v for k, v in r.items() if not k.endswith("time_s") and "rss" not in k and "per_s" not in k}
+                for r in csv.DictReader(f)]
+
+
+def check(args, tmp_path, marker, unit_glob, data_root):
+    ref_out, cut_out = tmp_path / "ref", tmp_path / "cut"
+    done = cli(args + ["--out", ref_out], cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    killed = kill_after(args + ["--out", cut_out], tmp_path, marker, cut_out)
+    assert killed, "the run finished before a checkpoint was seen: nothing was interrupted"
+    resumed = cli(args + ["--out", cut_out, "--resume"], cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    ref_units = sorted(ref_out.glob(unit_glob))
+    cut_units = sorted(cut_out.glob(unit_glob))
+    assert ref_units and [u.relative_to(ref_out) for u in ref_units] == [u.relative_to(cut_out) for u in cut_units]
+    for a, b in zip(ref_units, cut_units):
+        assert rows(a / "metrics.csv") == rows(b / "metrics.csv")
+        ra, rb = (json.loads((u / "result.json").read_text()) for u in (a, b))
+        assert ra.get("selections") == rb.get("selections")
+        assert not list(b.parent.glob(f".{b.name}.partial"))
+
+
+def test_unsupervised_killed_mid_training(data_root, tmp_path):
+    args = ["unsupervised", "--dataset", "MUTAG", "--epochs", "6", "--eval-epochs", "2,6", "--seeds", "1",
+            "--jobs", "1", "--data-root", data_root, "--no-progress"]
+    check(args, tmp_path, "*/.seed0.partial/checkpoint.pt", "MUTAG-autogcl/seed*", data_root)
+
+
+def test_semi_fold_killed_in_pretraining(data_root, tmp_path):
+    args = ["semi", "--dataset", "MUTAG", "--row", "naive", "--epochs", "3", "--pretrain-epochs", "4",
+            "--fold-limit", "2", "--data-root", data_root, "--no-progress"]
+    check(args, tmp_path, "*/seed0/.fold0.partial/checkpoint-pretrain.pt", "MUTAG-naive/seed0/fold*", data_root)
+
+
+@pytest.fixture
+def smiles(data_root, tmp_path):
+    lines = (data_root / "moleculenet" / "bbbp.csv").read_text().splitlines()
+    path = tmp_path / "mols.csv"
+    path.write_text("\n".join(lines[:1] + lines[1:121] + lines[-120:]) + "\n")
+    return path
+
+
+def test_pretraining_killed_between_chunks(smiles, tmp_path, data_root):
+    args = ["transfer", "pretrain", "--corpus", smiles, "--smiles-col", "smiles", "--chunk-size", "60",
+            "--epochs", "2", "--batch-size", "16", "--workers", "1", "--no-progress"]
+    ref, cut = tmp_path / "ref" / "pre", tmp_path / "cut" / "pre"
+    assert cli(args + ["--out", ref], cwd=tmp_path).returncode == 0
+    assert kill_after(args + ["--out", cut], tmp_path, ".pre.partial/checkpoint.pt", tmp_path / "cut")
+    resumed = cli(args + ["--out", cut, "--resume"], cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert rows(ref / "metrics.csv") == rows(cut / "metrics.csv")
+    import torch
+
+    a = torch.load(ref / "encoder.pt", weights_only=True)["state_dict"]
+    b = torch.load(cut / "encoder.pt", weights_only=True)["state_dict"]
+    assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_finetuning_killed_mid_seed(smiles, tmp_path, data_root):
+    args = ["transfer", "finetune", "--csv", smiles, "--label-cols", "p_np", "--epochs", "12", "--seeds", "2",
+            "--workers", "1", "--no-progress"]
+    check(args, tmp_path, "no_pretrain/mols/.seed0.partial/checkpoint.pt", "no_pretrain/mols/seed*", data_root)
