@@ -249,6 +249,18 @@ def test_graph_labels_that_are_not_class_ids(tmp_path, labels, line, value):
         load_tu("TOY", tmp_path)
 
 
+def test_too_few_graphs_for_the_folds(tmp_path, capsys):
+    from tests.data.test_tu import write_tu
+
+    write_tu(tmp_path)  # 2 graphs
+    for argv, msg in ((["unsupervised"], "TOY has 2 graphs: the SVM's 10-fold CV needs at least 10"),
+                      (["semi", "--row", "labeled"], "TOY has 2 graphs: 10-fold CV needs at least 10")):
+        assert main(argv + ["--dataset", "TOY", "--data-root", str(tmp_path), "--out", str(tmp_path / "o")]) == 2
+        assert msg in capsys.readouterr().err
+    with pytest.raises(DataError, match="needs at least two classes and 10 graphs"):
+        autogcl.svm_evaluate(torch.rand(4, 3), torch.tensor([0, 1, 0, 1]))
+
+
 def test_one_class_dataset_cannot_be_evaluated(tmp_path, capsys):
     from tests.data.test_tu import write_tu
 
@@ -263,8 +275,10 @@ def test_attr_token_on_a_dataset_without_attributes(data_root, capsys, tmp_path)
     assert "feature token 'attr': MUTAG has no continuous node attributes" in capsys.readouterr().err
 
 
-def test_a_named_data_root_without_the_dataset_is_an_error(tmp_path, capsys):
-    assert main(["unsupervised", "--dataset", "COLLAB", "--data-root", str(tmp_path), "--out", str(tmp_path / "o")]) == 2
+def test_a_named_data_root_without_the_dataset_is_an_error(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("AUTOGCL_CACHE", str(tmp_path / "cache"))  # not in the cache either
+    argv = ["unsupervised", "--dataset", "COLLAB", "--data-root", str(tmp_path), "--out", str(tmp_path / "o")]
+    assert main(argv) == 2
     err = capsys.readouterr().err
     assert "COLLAB not found; looked in" in err and str(tmp_path / "TU" / "COLLAB" / "raw") in err
     assert "--download" in err

@@ -79,6 +79,12 @@ def svm_evaluate(
     y = _numpy(y).reshape(-1)
     if len(y) != len(x):
         raise ValueError(f"{len(x)} embeddings but {len(y)} labels")
+    counts = np.unique(y, return_counts=True)[1]
+    if len(counts) < 2 or len(y) < folds:
+        from ..errors import DataError
+
+        raise DataError(f"the SVM protocol needs at least two classes and {folds} graphs for its {folds}-fold CV; "
+                        f"got {len(y)} graph(s) in {len(counts)} class(es)")
     d2 = euclidean_distances(x, squared=True)
     outer = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
     jobs = (delayed(_outer_fold)(x, d2, y, tr, te, list(cs), inner_folds) for tr, te in outer.split(x, y))

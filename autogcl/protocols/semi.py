@@ -248,6 +248,8 @@ def run_sweep(cfg: SemiConfig, dataset, seeds: list[int], out: Path, resume: boo
     root = Path(out) / cfg.tag
     if dataset.num_classes < 2:
         raise DataError(f"{cfg.dataset} has {dataset.num_classes} class: classification needs at least two")
+    if len(dataset) < cfg.folds:
+        raise DataError(f"{cfg.dataset} has {len(dataset)} graphs: {cfg.folds}-fold CV needs at least {cfg.folds}")
     runs.check_writable(root)
     y = dataset._data.y.numpy() if hasattr(dataset, "_data") else np.array([int(d.y) for d in dataset])
     plan = {}

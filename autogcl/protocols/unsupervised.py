@@ -196,6 +196,9 @@ def run_sweep(cfg: UnsupervisedConfig, dataset, seeds: list[int], out: Path, res
     """Run every seed (skipping finished ones with ``resume``) and write ``summary.json``."""
     if dataset.num_classes < 2:
         raise DataError(f"{cfg.dataset} has {dataset.num_classes} class: the SVM protocol needs at least two")
+    if len(dataset) < cfg.svm_folds:
+        raise DataError(f"{cfg.dataset} has {len(dataset)} graphs: the SVM's {cfg.svm_folds}-fold CV needs at least "
+                        f"{cfg.svm_folds}")
     units = make_units(cfg, seeds, out)
 
     def fn(u):

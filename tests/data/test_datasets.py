@@ -46,6 +46,7 @@ def test_missing_dataset_without_network_is_clear(tmp_path):
 
 def test_download_goes_to_the_project_cache(tmp_path, monkeypatch):
     """A dataset in no data root is fetched with PyG's TUDataset into the cache data root."""
+    monkeypatch.setenv("AUTOGCL_CACHE", str(tmp_path / "own-cache"))  # a fake download stays here
     import torch_geometric.datasets as pyg_datasets
 
     from autogcl import paths
@@ -69,6 +70,7 @@ def test_download_goes_to_the_project_cache(tmp_path, monkeypatch):
 
 
 def test_failed_download_says_what_to_do(tmp_path, monkeypatch):
+    monkeypatch.setenv("AUTOGCL_CACHE", str(tmp_path / "own-cache"))  # a fake download stays here
     import torch_geometric.datasets as pyg_datasets
 
     def offline(root, name):

@@ -27,8 +27,9 @@ def test_degree_features_with_labels():
 def test_constant_and_no_feature_errors():
     ei = undirected([[0, 1]])
     assert build_features(parse_recipe("constant"), 2, ei).tolist() == [[1.0], [1.0]]
-    with pytest.raises(ConfigError, match="gives no node features"):
+    with pytest.raises(ConfigError, match="feature token 'attr': TOY has no continuous node attributes"):
         build_features(parse_recipe("attr"), 2, ei, dataset="TOY")
+    assert build_features(parse_recipe("attr"), 2, ei, node_attributes=torch.ones(2, 3)).shape == (2, 3)
 
 
 def test_node_features_transform_matches_the_reader_recipe():

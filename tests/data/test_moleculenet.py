@@ -45,6 +45,7 @@ def test_unknown_name_and_missing_file(tmp_path):
 
 
 def test_download_failure_is_a_clear_error(tmp_path, monkeypatch):
+    monkeypatch.setenv("AUTOGCL_CACHE", str(tmp_path / "own-cache"))  # a fake download stays here
     import torch_geometric.data
 
     def offline(url, folder, log=True):
@@ -56,6 +57,7 @@ def test_download_failure_is_a_clear_error(tmp_path, monkeypatch):
 
 
 def test_download_lands_in_the_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("AUTOGCL_CACHE", str(tmp_path / "own-cache"))  # a fake download stays here
     import torch_geometric.data
 
     seen = {}
