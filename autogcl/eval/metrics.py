@@ -8,6 +8,8 @@ import numpy as np
 import torch
 from sklearn.metrics import roc_auc_score
 
+from ..train.loop import to_device
+
 
 @torch.no_grad()
 def accuracy(model: torch.nn.Module, loader, device: torch.device | None = None) -> float:
@@ -15,7 +17,7 @@ def accuracy(model: torch.nn.Module, loader, device: torch.device | None = None)
     model.eval()
     correct = total = 0
     for batch in loader:
-        batch = batch if device is None else batch.to(device)
+        batch = to_device(batch, device)
         correct += int((model(batch).argmax(1) == batch.y.view(-1)).sum())
         total += int(batch.num_graphs)
     return correct / max(total, 1)

@@ -33,7 +33,6 @@ METHODS = ("autogcl", "graphcl")
 #: options of one method only (the other ignores them)
 AUTOGCL_ONLY = ("add_mask", "dropped", "mask_token", "sim_loss", "view_sampling", "gen_hidden", "gen_layers")
 GRAPHCL_ONLY = ("aug", "aug_ratio", "graphcl_views")
-select = select_epoch  # the selections of this protocol (kept under its old name)
 
 
 @dataclass

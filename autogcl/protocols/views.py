@@ -43,7 +43,7 @@ from ..errors import ConfigError
 from ..eval.metrics import accuracy
 from ..models.relpos import RelPosNet
 from ..models.resgcn import ResGCN
-from ..train import JointStrategy, SupervisedStrategy, Trainer
+from ..train import JointStrategy, SupervisedStrategy, Trainer, to_device
 
 log = logging.getLogger(__name__)
 
@@ -150,7 +150,7 @@ def view_accuracy(model, gens, loader, device=None) -> float:
         g.eval()
     correct = total = 0
     for batch in loader:
-        batch = batch if device is None else batch.to(device)
+        batch = to_device(batch, device)
         for g in gens:
             view, _ = g(batch)
             correct += int((model(view).argmax(1) == batch.y.view(-1)).sum())
@@ -241,7 +241,7 @@ def kept_shares(gens, loader, drop_ratio: float, threshold: float, device=None) 
     or masked), and masked."""
     counts: dict = {}
     for batch in loader:
-        batch = batch if device is None else batch.to(device)
+        batch = to_device(batch, device)
         high = (batch.x[:, 0] >= threshold).cpu()
         for name, (kept, masked) in view_masks(gens, batch, drop_ratio).items():
             c = counts.setdefault(name, np.zeros(6))
