@@ -20,7 +20,8 @@ from .errors import AutoGCLError
 log = logging.getLogger("autogcl")
 
 #: RunOptions each command takes, with per-command defaults
-SWEEP = ("seeds", "first_seed", "out", "resume", "restart_damaged", "device", "data_root", "download", "no_progress")
+SWEEP = ("seeds", "first_seed", "out", "resume", "restart_damaged", "device", "data_root", "download", "no_progress",
+         "executor", "ray_address", "cpus_per_unit", "gpus_per_unit")
 
 #: the commands and their one-line help; a command's options (and the modules they come from)
 #: are built only when it is the one invoked, so ``autogcl --help`` imports no torch
@@ -61,27 +62,35 @@ def add_unsupervised(sub) -> None:
                 "with an RBF SVM (10-fold CV, C by inner 5-fold search) at the evaluation epochs, repeat "
                 "over seeds, and print mean ± std under both selections beside the published figure.")
     add_options(p, UnsupervisedConfig)
-    _run_options(p, SWEEP + ("jobs", "save_embeddings"), out="runs/unsupervised")
+    _run_options(p, SWEEP + ("jobs", "save_embeddings", "grid"), out="runs/unsupervised")
     p.set_defaults(func=cmd_unsupervised)
 
 
 def cmd_unsupervised(args) -> int:
     from .config import from_args
     from .data import load_tu
+    from .protocols.grid import expand, grid_out, write_reports
     from .protocols.report import unsupervised_table
-    from .protocols.unsupervised import UnsupervisedConfig, run_sweep
+    from .protocols.unsupervised import UnsupervisedConfig, plan
+    from .runs import run_sweeps
 
     run = _run(args)
     cfg = from_args(UnsupervisedConfig, args)  # validated before any data is read
+    points = expand(cfg, run.grid)
     dataset = load_tu(cfg.dataset, run.data_root, cfg.feat, download=run.fetch)
     cfg = from_args(UnsupervisedConfig, args, dataset=dataset.name)
+    points = expand(cfg, run.grid)
     log.info("%s: %d graphs, %d features, %d classes; writing to %s", dataset.name, len(dataset),
-             dataset.num_features, dataset.num_classes, Path(run.out) / cfg.tag)
-    summary = run_sweep(cfg, dataset, run.seed_list, Path(run.out), resume=run.resume, n_jobs=run.jobs,
-                        save_embeddings=run.save_embeddings or False, show_progress=run.progress, device=run.device,
-                        restart_damaged=run.restart_damaged)
-    print(unsupervised_table([summary]))
-    print(f"\nselection reported as the result: {cfg.select}; results in {Path(run.out) / cfg.tag}")
+             dataset.num_features, dataset.num_classes, Path(run.out))
+    sweeps = [plan(c, dataset, run.seed_list, grid_out(run.out, name), run.unit_jobs,
+                   run.save_embeddings or False, run.progress, run.device) for name, c in points]
+    summaries = run_sweeps(sweeps, run.resume, f"{cfg.tag} seeds", "seed", run.progress, run.restart_damaged,
+                           run.make_executor())
+    if run.grid:
+        print(write_reports(run.out, {cfg.tag: [(n, sw, s) for (n, _), sw, s in zip(points, sweeps, summaries)]}))
+    else:
+        print(unsupervised_table(summaries))
+    print(f"\nselection reported as the result: {cfg.select}; results in {Path(run.out)}")
     return 0
 
 
@@ -95,26 +104,37 @@ def add_semi(sub) -> None:
                 "previous fold as validation (for the val selection) and the test fold. Rows: "
                 + "; ".join(f"{k}: {v}" for k, v in ROWS.items()) + ".")
     add_options(p, SemiConfig)
-    _run_options(p, SWEEP + ("fold_limit", "save_embeddings"), seeds=1, out="runs/semi")
+    _run_options(p, SWEEP + ("fold_limit", "save_embeddings", "grid"), seeds=1, out="runs/semi")
     p.set_defaults(func=cmd_semi)
 
 
 def cmd_semi(args) -> int:
     from .config import from_args
     from .data import load_tu
+    from .protocols.grid import expand, grid_out, write_reports
     from .protocols.report import semi_table
-    from .protocols.semi import ROWS, SemiConfig, run_sweep
+    from .protocols.semi import ROWS, SemiConfig, plan
+    from .runs import run_sweeps
 
     run = _run(args)
     rows = list(ROWS) if args.row == "all" else [r.strip() for r in args.row.split(",") if r.strip()]
     cfgs = [from_args(SemiConfig, args, row=r) for r in rows]  # validated before any data is read
+    for c in cfgs:
+        expand(c, run.grid)
     dataset = load_tu(cfgs[0].dataset, run.data_root, cfgs[0].feat, download=run.fetch)
     cfgs = [from_args(SemiConfig, args, row=r, dataset=dataset.name) for r in rows]
-    summaries = [run_sweep(c, dataset, run.seed_list, Path(run.out), resume=run.resume, fold_limit=run.fold_limit,
-                           show_progress=run.progress, save_embeddings=run.save_embeddings, device=run.device,
-                           restart_damaged=run.restart_damaged)
-                 for c in cfgs]
-    print(semi_table(summaries))
+    plans = [(c, name, pc) for c in cfgs for name, pc in expand(c, run.grid)]
+    sweeps = [plan(pc, dataset, run.seed_list, grid_out(run.out, name), run.resume, run.fold_limit, run.progress,
+                   run.save_embeddings, run.device) for _, name, pc in plans]
+    summaries = run_sweeps(sweeps, run.resume, f"{dataset.name} folds", "fold", run.progress, run.restart_damaged,
+                           run.make_executor())
+    if run.grid:
+        groups = {}
+        for (c, name, _), sw, s in zip(plans, sweeps, summaries):
+            groups.setdefault(c.tag, []).append((name, sw, s))
+        print(write_reports(run.out, groups))
+    else:
+        print(semi_table(summaries))
     print(f"\nselection reported as the result: {cfgs[0].select}; results in {run.out}")
     return 0
 
@@ -303,7 +323,7 @@ def cmd_ablate(args) -> int:
     base = cfg.base(next(iter(datasets)))
     res = run_ablation(base, datasets, run.seed_list, Path(run.out), cfg.augs, cfg.ratios, cfg.ratio_aug,
                        run.resume, run.fold_limit, show_progress=run.progress, device=run.device,
-                       restart_damaged=run.restart_damaged)
+                       restart_damaged=run.restart_damaged, executor=run.make_executor())
     text = tables(res)
     print(text)
     atomic_write_text(Path(run.out) / "ablation.md", text + "\n")
@@ -328,7 +348,8 @@ def add_transfer(sub) -> None:
         "--resume continues an interrupted run. The run folder ends with encoder.pt, the file "
         "`autogcl transfer finetune --checkpoint` takes.")
     add_options(pre, PretrainConfig)
-    _run_options(pre, ("workers", "data_root", "out", "resume", "restart_damaged", "no_progress", "device"), out=None)
+    _run_options(pre, ("workers", "data_root", "out", "resume", "restart_damaged", "no_progress", "device", "executor",
+                       "ray_address", "cpus_per_unit", "gpus_per_unit"), out=None)
     pre.set_defaults(func=cmd_pretrain)
 
     ft = _parser(
@@ -338,7 +359,7 @@ def add_transfer(sub) -> None:
         "with both classes. Reports mean ± std over seeds under the val selection (test ROC-AUC at the "
         "epoch of best validation ROC-AUC) and test_max (best test ROC-AUC, the published protocol).")
     add_options(ft, FinetuneConfig)
-    _run_options(ft, SWEEP + ("workers", "tag"), seeds=3, out="runs/transfer")
+    _run_options(ft, SWEEP + ("workers", "tag", "grid"), seeds=3, out="runs/transfer")
     ft.set_defaults(func=cmd_finetune)
 
 
@@ -350,7 +371,7 @@ def cmd_pretrain(args) -> int:
     cfg = from_args(PretrainConfig, args)
     out = Path(run.out) if run.out else Path("runs/pretrain") / cfg.method
     res = pretrain(cfg, out, run.data_root, resume=run.resume, workers=run.workers, show_progress=run.progress,
-                   device=run.device, restart_damaged=run.restart_damaged)
+                   device=run.device, restart_damaged=run.restart_damaged, executor=run.make_executor())
     print(f"pre-trained {res['method']} for {res['epochs']} epoch(s) on {res['corpus']['molecules']} molecules "
           f"({res['corpus']['skipped']} SMILES skipped): {res['molecules_per_s']:.0f} molecules/s, "
           f"peak memory {res['peak_rss_mb']:.0f} MB")
@@ -360,8 +381,10 @@ def cmd_pretrain(args) -> int:
 
 def cmd_finetune(args) -> int:
     from .config import from_args
+    from .protocols.grid import expand, grid_out, write_reports
     from .protocols.report import transfer_table
-    from .protocols.transfer import FinetuneConfig, dataset_names, run_sweep
+    from .protocols.transfer import FinetuneConfig, dataset_names, plan
+    from .runs import run_sweeps
 
     run = _run(args)
     if args.checkpoint:
@@ -371,10 +394,18 @@ def cmd_finetune(args) -> int:
     names = [args.csv] if args.csv else dataset_names(args.dataset)
     checkpoint = str(Path(args.checkpoint).resolve()) if args.checkpoint else None
     cfgs = [from_args(FinetuneConfig, args, dataset=n, checkpoint=checkpoint) for n in names]
-    summaries = [run_sweep(cfg, run.seed_list, Path(run.out), tag, run.data_root, run.resume,
-                           show_progress=run.progress, workers=run.workers, device=run.device,
-                           restart_damaged=run.restart_damaged, download=run.fetch) for cfg in cfgs]
-    print(transfer_table(summaries))
+    plans = [(c, name, pc) for c in cfgs for name, pc in expand(c, run.grid)]
+    sweeps = [plan(pc, run.seed_list, grid_out(run.out, name), tag, run.data_root, run.progress, run.workers,
+                   run.device, run.fetch) for _, name, pc in plans]
+    summaries = run_sweeps(sweeps, run.resume, f"{tag} seeds", "seed", run.progress, run.restart_damaged,
+                           run.make_executor())
+    if run.grid:
+        groups = {}
+        for (_, name, _), sw, s in zip(plans, sweeps, summaries):
+            groups.setdefault(f"{tag}-{s['dataset']}", []).append((name, sw, s))
+        print(write_reports(run.out, groups))
+    else:
+        print(transfer_table(summaries))
     return 0
 
 

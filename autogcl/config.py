@@ -18,14 +18,17 @@ from .errors import ConfigError
 
 def option(default=MISSING, help: str = "", *, choices=None, flag: str | None = None, type=None,
            cli: bool = True, metavar: str | None = None, factory=None, negate: str | None = None,
-           what: str | None = None, low=None, high=None, low_open: bool = False, high_open: bool = False):
+           what: str | None = None, low=None, high=None, low_open: bool = False, high_open: bool = False,
+           many: bool = False):
     """A dataclass field with what the CLI needs. ``type``: the argument parser (default: the
     default's type; a ``list`` default parses comma-separated values with ``type``);
     ``negate``: for a ``True`` boolean, the flag that sets it to ``False`` (e.g. ``--no-mask``);
     ``what``: the noun error messages use (default: the field name); ``low``/``high`` (with
-    ``low_open``/``high_open``): the range a number must lie in, checked by :class:`Config`."""
+    ``low_open``/``high_open``): the range a number must lie in, checked by :class:`Config`;
+    ``many``: a list given as one or more values after the flag (``--grid a=1,2 b=3``), which
+    may also be repeated."""
     meta = {"help": help, "choices": choices, "flag": flag, "type": type, "cli": cli, "metavar": metavar,
-            "negate": negate, "what": what, "range": None if low is None and high is None else
+            "negate": negate, "what": what, "many": many, "range": None if low is None and high is None else
             (low, high, low_open, high_open)}
     if factory is not None:
         return field(default_factory=factory, metadata=meta)
@@ -63,6 +66,10 @@ def add_options(parser: argparse.ArgumentParser, cls, only=None, skip=(), defaul
             else:
                 parser.add_argument(flag, action="store_true", **kw)
             parser.set_defaults(**{f.name: default})
+            continue
+        if meta.get("many"):
+            parser.add_argument(flag, default=default, type=meta.get("type") or str, nargs="+", action="extend",
+                                metavar=meta.get("metavar"), **kw)
             continue
         kind = meta.get("type")
         if kind is None:
@@ -162,12 +169,38 @@ class RunOptions(Config):
     run: str | None = option(None, "draw the generators saved by this finished unsupervised unit instead of "
                              "training", type=str, metavar="UNIT_DIR")
     examples: int = option(6, "graphs (digits) to draw", low=1)
+    executor: str = option("serial", "where the units (seeds, folds) run: one after the other here (serial) or as "
+                           "Ray tasks (ray; pip install 'autogcl[ray]')", choices=("serial", "ray"))
+    ray_address: str | None = option(None, "with --executor ray: a running cluster to join (auto, or HOST:PORT); "
+                                     "default: start a local cluster sized to this machine", type=str,
+                                     metavar="ADDR")
+    cpus_per_unit: float | None = option(None, "CPUs (torch threads) of each unit (default: 1 with ray; serial: "
+                                         "the process's threads)", type=float, low=0, low_open=True)
+    gpus_per_unit: float = option(0.0, "with --executor ray: GPUs of each unit (fractions share a GPU)", low=0)
+    grid: list | None = option(None, "sweep the cross product of option values x seeds, e.g. --grid lam=0.5,1 "
+                               "tau=0.2,0.5; the table picks the configuration by validation score only",
+                               type=str, metavar="KEY=V1,V2", many=True)
 
     def __post_init__(self):
         self.check_choices()
         from .devices import resolve_device
 
         resolve_device(self.device)
+        if self.executor != "ray":
+            self.drop_unused(("ray_address", "gpus_per_unit"), "to --executor serial")
+
+    def make_executor(self):
+        """The executor these options ask for (:mod:`autogcl.executors`)."""
+        from .executors import make_executor
+
+        return make_executor(self.executor, self.ray_address, self.cpus_per_unit, self.gpus_per_unit)
+
+    @property
+    def unit_jobs(self) -> int:
+        """Processes a unit may start (SVM folds): ``--jobs``, at most the unit's CPUs."""
+        if self.cpus_per_unit is None and self.executor == "serial":
+            return self.jobs
+        return max(1, min(self.jobs, int(self.cpus_per_unit or 1)))
 
     @property
     def seed_list(self) -> list[int]:

@@ -13,8 +13,8 @@ import logging
 import os
 import random
 import shutil
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -29,9 +29,28 @@ from .atomic import (
 )
 from .errors import ConfigError, DamagedFileError, DataError
 
-__all__ = ["Unit", "atomic_save", "atomic_write_csv", "atomic_write_json", "atomic_write_text",
-           "check_resumable", "config_diff", "load_checkpoint", "publish", "read_json", "rng_state",
-           "run_serial", "run_units", "save_checkpoint", "seed_everything", "set_rng_state", "start_work"]
+__all__ = [
+    "Sweep",
+    "Unit",
+    "atomic_save",
+    "atomic_write_csv",
+    "atomic_write_json",
+    "atomic_write_text",
+    "check_resumable",
+    "config_diff",
+    "load_checkpoint",
+    "publish",
+    "read_json",
+    "rng_state",
+    "run_one",
+    "run_serial",
+    "run_sweeps",
+    "run_units",
+    "save_checkpoint",
+    "seed_everything",
+    "set_rng_state",
+    "start_work",
+]
 
 log = logging.getLogger(__name__)
 
@@ -134,31 +153,33 @@ def check_resumable(units: Iterable[Unit], resume: bool) -> None:
             )
 
 
+def run_one(unit: Unit, fn: Callable[[Unit], dict], restart_damaged: bool = False) -> None:
+    """Run one unfinished unit (wherever an executor runs it). A unit whose interrupted work
+    cannot be read back (a truncated checkpoint, a damaged ``config.json``) is restarted from
+    the beginning with ``restart_damaged``, else refused with the unit named."""
+    if unit.finished:
+        return
+    try:
+        fn(unit)
+    except DamagedFileError as exc:
+        if not restart_damaged:
+            raise DataError(f"{unit.label or unit.dir}: its interrupted work is damaged ({exc}); rerun "
+                            f"with --restart-damaged to restart this unit from the beginning "
+                            f"(or delete {unit.partial})") from exc
+        log.warning("%s: interrupted work is damaged (%s); restarting the unit", unit.label or unit.dir, exc)
+        shutil.rmtree(unit.partial, ignore_errors=True)
+        fn(unit)
+
+
 def run_serial(units: list[Unit], fn: Callable[[Unit], dict], progress=None,
                restart_damaged: bool = False) -> list[dict]:
-    """The default executor: run the unfinished units one after the other.
-
-    Units are independent, so a parallel or distributed executor can replace this one. A unit
-    whose interrupted work cannot be read back (a truncated checkpoint, a damaged
-    ``config.json``) is restarted from the beginning with ``restart_damaged``, else refused
-    with the unit named."""
-    results = []
+    """Run the unfinished units one after the other in this process (what
+    :class:`autogcl.executors.SerialExecutor` does); every unit's result."""
     for u in units:
-        if not u.finished:
-            try:
-                fn(u)
-            except DamagedFileError as exc:
-                if not restart_damaged:
-                    raise DataError(f"{u.label or u.dir}: its interrupted work is damaged ({exc}); rerun "
-                                    f"with --restart-damaged to restart this unit from the beginning "
-                                    f"(or delete {u.partial})") from exc
-                log.warning("%s: interrupted work is damaged (%s); restarting the unit", u.label or u.dir, exc)
-                shutil.rmtree(u.partial, ignore_errors=True)
-                fn(u)
-        results.append(u.result())
+        run_one(u, fn, restart_damaged)
         if progress is not None:
             progress.update(1)
-    return results
+    return [u.result() for u in units]
 
 
 def start_work(unit: Unit, runtime: dict | None = None) -> Path:
@@ -244,24 +265,60 @@ def check_writable(folder: Path) -> None:
         raise ConfigError(f"cannot write results into {folder} ({exc.strerror or exc}); choose another --out") from exc
 
 
-def run_units(units: list[Unit], fn: Callable[[Unit], dict], resume: bool, desc: str, what: str = "seed",
-              show_progress: bool | None = None, restart_damaged: bool = False) -> list[dict]:
-    """Run a sweep's units with a progress bar: check the output folders can be written,
-    refuse to mix configurations or overwrite finished work (:func:`check_resumable`), drop
-    stale partial work unless resuming, run the unfinished units (:func:`run_serial`) and
-    return every unit's result."""
+def run_units(units: list[Unit], fn: Callable[[Unit], dict] | Sequence[Callable[[Unit], dict]], resume: bool,
+              desc: str, what: str = "seed", show_progress: bool | None = None, restart_damaged: bool = False,
+              executor=None) -> list[dict]:
+    """Run a sweep's units with a progress bar counting finished units: check the output
+    folders can be written, refuse to mix configurations or overwrite finished work
+    (:func:`check_resumable`), drop stale partial work unless resuming, run the unfinished
+    units on ``executor`` (default: :class:`autogcl.executors.SerialExecutor`) and return
+    every unit's result. ``fn``: the function of every unit, or one per unit."""
     from tqdm.auto import tqdm
 
+    from .executors import SerialExecutor
+
+    fns = list(fn) if isinstance(fn, Sequence) else [fn] * len(units)
+    if len(fns) != len(units):
+        raise ValueError(f"{len(fns)} unit functions for {len(units)} units")
+    # absolute folders: an executor's workers need not share this process's working directory
+    units = [replace(u, dir=Path(u.dir).absolute()) for u in units]
     for folder in sorted({u.dir.parent for u in units}):
         check_writable(folder)
     check_resumable(units, resume)
-    todo = [u for u in units if not u.finished]
+    todo = [(u, f) for u, f in zip(units, fns) if not u.finished]
     if not resume:
-        for u in todo:  # a stale partial from an earlier run is not ours to continue
+        for u, _ in todo:  # a stale partial from an earlier run is not ours to continue
             if u.partial.exists():
                 shutil.rmtree(u.partial)
     bar = tqdm(total=len(units), initial=len(units) - len(todo), desc=desc, unit=what,
                disable=None if show_progress is None else not show_progress)
-    run_serial(todo, fn, progress=bar, restart_damaged=restart_damaged)
-    bar.close()
+    try:
+        (executor or SerialExecutor()).run(todo, lambda u: bar.update(1), restart_damaged)
+    finally:
+        bar.close()
     return [u.result() for u in units]
+
+
+@dataclass
+class Sweep:
+    """Units that make one summary: ``fn`` runs a unit, ``finish`` turns the units' results
+    into the summary (and writes it). Several sweeps run as one pool of units
+    (:func:`run_sweeps`), so that an executor can run units of different rows, datasets or
+    grid points side by side."""
+
+    units: list[Unit]
+    fn: Callable[[Unit], dict]
+    finish: Callable[[list[dict]], dict]
+
+
+def run_sweeps(sweeps: Sequence[Sweep], resume: bool, desc: str, what: str = "unit",
+               show_progress: bool | None = None, restart_damaged: bool = False, executor=None) -> list[dict]:
+    """Every unit of every sweep through one :func:`run_units`; each sweep's summary."""
+    units = [u for s in sweeps for u in s.units]
+    fns = [s.fn for s in sweeps for _ in s.units]
+    results = run_units(units, fns, resume, desc, what, show_progress, restart_damaged, executor)
+    out, i = [], 0
+    for s in sweeps:
+        out.append(s.finish(results[i:i + len(s.units)]))
+        i += len(s.units)
+    return out

@@ -58,7 +58,7 @@ def _private_cache(tmp_path_factory, monkeypatch):
     monkeypatch.delenv("AUTOGCL_DATA", raising=False)
 
 
-@pytest.fixture
+@pytest.fixture(scope="session")
 def data_root() -> Path:
     if not (DATA_ROOT / "TU" / "MUTAG" / "raw").is_dir():
         pytest.skip(f"offline data mirror not found at {DATA_ROOT} (set AUTOGCL_TEST_DATA)")

@@ -112,7 +112,8 @@ def select_epoch(evals: dict) -> dict:
     e_val = max(epochs, key=lambda e: evals[e]["val_acc"])
     e_max = max(epochs, key=lambda e: evals[e]["test_acc"])
     return {
-        "val": {"epoch": int(e_val), "acc": evals[e_val]["test_acc"], "criterion": "inner-CV accuracy of the SVM"},
+        "val": {"epoch": int(e_val), "acc": evals[e_val]["test_acc"], "criterion": "inner-CV accuracy of the SVM",
+                "score": evals[e_val]["val_acc"]},
         "test_max": {"epoch": int(e_max), "acc": evals[e_max]["test_acc"], "criterion": "best outer test accuracy"},
     }
 

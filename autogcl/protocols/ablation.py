@@ -7,11 +7,13 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from .. import runs
 from ..augment import RandomAugmentor
 from ..config import Config, option
 from ..errors import ConfigError
 from . import published
-from .semi import SemiConfig, run_sweep
+from .semi import SemiConfig
+from .semi import plan as semi_plan
 
 SINGLE_AUGS = ("node_drop", "subgraph", "edge_pert", "attr_mask")
 
@@ -57,24 +59,25 @@ def _cell(s: dict) -> str:
 def run_ablation(base: SemiConfig, datasets: dict, seeds: list[int], out: Path, augs=SINGLE_AUGS,
                  ratios=published.ABLATION_RATIOS, ratio_aug: str = "node_drop", resume: bool = False,
                  fold_limit: int | None = None, show_progress=None, device="cpu",
-                 restart_damaged: bool = False) -> dict:
-    """``datasets``: name -> loaded dataset. Returns the summaries of both sweeps."""
+                 restart_damaged: bool = False, executor=None) -> dict:
+    """``datasets``: name -> loaded dataset. Every fold of every variant runs in one pool of
+    units on ``executor``. Returns the summaries of both sweeps."""
+    sweeps = {}  # (folder, dataset) -> Sweep; a variant of both tables runs once
     by_aug, by_ratio = {}, {}
     for name, ds in datasets.items():
-        for aug in augs:
-            cfg = replace(base, dataset=name, aug=aug, aug_ratio=0.2)
-            by_aug[(name, aug)] = run_sweep(cfg, ds, seeds, Path(out) / f"aug-{aug}-r0.2", resume,
-                                            fold_limit, show_progress, device=device,
-                                            restart_damaged=restart_damaged)
-        for r in ratios:
-            cfg = replace(base, dataset=name, aug=ratio_aug, aug_ratio=float(r))
-            key = Path(out) / f"aug-{ratio_aug}-r{float(r):g}"
-            if ratio_aug in augs and abs(r - 0.2) < 1e-12:
-                by_ratio[(name, r)] = by_aug[(name, ratio_aug)]  # the same run
-            else:
-                by_ratio[(name, r)] = run_sweep(cfg, ds, seeds, key, resume, fold_limit, show_progress, device=device,
-                                            restart_damaged=restart_damaged)
-    return {"by_aug": by_aug, "by_ratio": by_ratio, "augs": list(augs), "ratios": list(ratios),
+        variants = [("aug", aug, replace(base, dataset=name, aug=aug, aug_ratio=0.2), f"aug-{aug}-r0.2")
+                    for aug in augs]
+        variants += [("ratio", r, replace(base, dataset=name, aug=ratio_aug, aug_ratio=float(r)),
+                      f"aug-{ratio_aug}-r{float(r):g}") for r in ratios]
+        for table, key, cfg, folder in variants:
+            if (folder, name) not in sweeps:
+                sweeps[(folder, name)] = semi_plan(cfg, ds, seeds, Path(out) / folder, resume, fold_limit,
+                                                   show_progress, device=device)
+            (by_aug if table == "aug" else by_ratio)[(name, key)] = (folder, name)
+    summaries = dict(zip(sweeps, runs.run_sweeps(list(sweeps.values()), resume, "ablation folds", "fold",
+                                                 show_progress, restart_damaged, executor)))
+    return {"by_aug": {k: summaries[v] for k, v in by_aug.items()},
+            "by_ratio": {k: summaries[v] for k, v in by_ratio.items()}, "augs": list(augs), "ratios": list(ratios),
             "ratio_aug": ratio_aug, "datasets": list(datasets), "row": base.row}
 
 

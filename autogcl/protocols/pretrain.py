@@ -123,9 +123,9 @@ def build_strategy(cfg: PretrainConfig):
 
 def pretrain(cfg: PretrainConfig, out: Path, data_root=None, resume: bool = False,
              workers: int | None = None, show_progress: bool | None = None,
-             max_steps: int | None = None, device="cpu", restart_damaged: bool = False) -> dict:
-    """Pre-train into the run folder ``out`` (one unit, through :func:`autogcl.runs.run_units`);
-    returns the result.
+             max_steps: int | None = None, device="cpu", restart_damaged: bool = False, executor=None) -> dict:
+    """Pre-train into the run folder ``out`` (one long unit, through :func:`autogcl.runs.run_units`
+    on ``executor``: by default here); returns the result.
 
     ``max_steps`` stops after that many optimizer steps in total (for smoke tests; the run
     is then finished early and says so)."""
@@ -164,7 +164,7 @@ def pretrain(cfg: PretrainConfig, out: Path, data_root=None, resume: bool = Fals
         return runs.publish(unit, rows, result)
 
     return runs.run_units([unit], fn, resume, f"pretrain {cfg.method}", what="run", show_progress=False,
-                          restart_damaged=restart_damaged)[0]
+                          restart_damaged=restart_damaged, executor=executor)[0]
 
 
 def _encoder_meta(cfg: PretrainConfig, corpus: MoleculeCorpus, rows: list[dict]) -> dict:

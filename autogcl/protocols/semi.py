@@ -156,7 +156,8 @@ def select(rows: list[dict]) -> dict:
     best_val = max(rows, key=lambda r: r["val_acc"])  # first best on ties
     best_test = max(rows, key=lambda r: r["test_acc"])
     return {
-        "val": {"epoch": best_val["epoch"], "acc": best_val["test_acc"], "criterion": "validation-fold accuracy"},
+        "val": {"epoch": best_val["epoch"], "acc": best_val["test_acc"], "criterion": "validation-fold accuracy",
+                "score": best_val["val_acc"]},
         "test_max": {"epoch": best_test["epoch"], "acc": best_test["test_acc"], "criterion": "best test accuracy"},
     }
 
@@ -240,11 +241,11 @@ def make_summary(cfg: SemiConfig, results: list[dict], tag_dir: Path | None = No
             "selection": cfg.select, "config": cfg.to_dict(), **summarize(results)}
 
 
-def run_sweep(cfg: SemiConfig, dataset, seeds: list[int], out: Path, resume: bool = False,
-              fold_limit: int | None = None, show_progress: bool | None = None,
-              save_embeddings: list[int] | None = None, device="cpu", restart_damaged: bool = False) -> dict:
-    """Every (seed, fold) unit of one row, through :func:`autogcl.runs.run_units`; the splits
-    are saved beside the folds (``seedN/splits.json``)."""
+def plan(cfg: SemiConfig, dataset, seeds: list[int], out: Path, resume: bool = False,
+         fold_limit: int | None = None, show_progress: bool | None = None,
+         save_embeddings: list[int] | None = None, device="cpu") -> runs.Sweep:
+    """Every (seed, fold) unit of one row as a :class:`autogcl.runs.Sweep` (``finish`` writes
+    ``OUT/TAG/summary.json``); the splits are saved beside the folds (``seedN/splits.json``)."""
     root = Path(out) / cfg.tag
     if dataset.num_classes < 2:
         raise DataError(f"{cfg.dataset} has {dataset.num_classes} class: classification needs at least two")
@@ -276,8 +277,19 @@ def run_sweep(cfg: SemiConfig, dataset, seeds: list[int], out: Path, resume: boo
                  100 * r["selections"]["test_max"]["acc"])
         return r
 
-    results = runs.run_units([u for u, _ in plan.values()], fn, resume, f"{cfg.tag} folds", what="fold",
-                             show_progress=show_progress, restart_damaged=restart_damaged)
-    summary = make_summary(cfg, results)
-    runs.atomic_write_json(root / "summary.json", summary)
-    return summary
+    def finish(results):
+        summary = make_summary(cfg, results)
+        runs.atomic_write_json(root / "summary.json", summary)
+        return summary
+
+    return runs.Sweep([u for u, _ in plan.values()], fn, finish)
+
+
+def run_sweep(cfg: SemiConfig, dataset, seeds: list[int], out: Path, resume: bool = False,
+              fold_limit: int | None = None, show_progress: bool | None = None,
+              save_embeddings: list[int] | None = None, device="cpu", restart_damaged: bool = False,
+              executor=None) -> dict:
+    """Every (seed, fold) unit of one row on ``executor`` (default: one after the other here);
+    the row's summary."""
+    sweep = plan(cfg, dataset, seeds, out, resume, fold_limit, show_progress, save_embeddings, device)
+    return runs.run_sweeps([sweep], resume, f"{cfg.tag} folds", "fold", show_progress, restart_damaged, executor)[0]

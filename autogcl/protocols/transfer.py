@@ -109,8 +109,9 @@ def select(rows: list[dict]) -> dict:
     if v is None:
         log.warning("no task has both classes in the validation part: no val selection (NaN)")
     nan = {"epoch": None, "auc": math.nan}
-    return {"val": nan | {"val_auc": math.nan} if v is None else
-            {"epoch": rows[v]["epoch"], "auc": rows[v]["test_auc"], "val_auc": rows[v]["val_auc"]},
+    return {"val": nan | {"val_auc": math.nan, "score": math.nan} if v is None else
+            {"epoch": rows[v]["epoch"], "auc": rows[v]["test_auc"], "val_auc": rows[v]["val_auc"],
+             "score": rows[v]["val_auc"]},
             "test_max": nan if t is None else {"epoch": rows[t]["epoch"], "auc": rows[t]["test_auc"]}}
 
 
@@ -217,10 +218,11 @@ def summarize(results: list[dict]) -> dict:
     return out
 
 
-def run_sweep(cfg: FinetuneConfig, seeds: list[int], out: Path, tag: str, data_root=None,
-              resume: bool = False, show_progress: bool | None = None, workers: int | None = None,
-              device="cpu", restart_damaged: bool = False, download: bool | None = None) -> dict:
-    """Fine-tune every seed on one dataset into ``out/tag/dataset/seedN``; ``summary.json``."""
+def plan(cfg: FinetuneConfig, seeds: list[int], out: Path, tag: str, data_root=None,
+         show_progress: bool | None = None, workers: int | None = None, device="cpu",
+         download: bool | None = None) -> runs.Sweep:
+    """The seeds of one dataset as a :class:`autogcl.runs.Sweep` into ``out/tag/dataset/seedN``
+    (``finish`` writes ``summary.json`` there)."""
     dataset = load_dataset(cfg, data_root, workers, download)
     name = dataset.name if cfg.csv else cfg.dataset.lower()
     arch = {}
@@ -239,11 +241,22 @@ def run_sweep(cfg: FinetuneConfig, seeds: list[int], out: Path, tag: str, data_r
                  100 * r["selections"]["test_max"]["auc"])
         return r
 
-    results = runs.run_units(units, fn, resume, f"{tag} {name} seeds", show_progress=show_progress,
-                             restart_damaged=restart_damaged)
-    summary = make_summary(cfg, results, ddir)
-    runs.atomic_write_json(ddir / "summary.json", summary)
-    return summary
+    def finish(results):
+        summary = make_summary(cfg, results, ddir)
+        runs.atomic_write_json(ddir / "summary.json", summary)
+        return summary
+
+    return runs.Sweep(units, fn, finish)
+
+
+def run_sweep(cfg: FinetuneConfig, seeds: list[int], out: Path, tag: str, data_root=None,
+              resume: bool = False, show_progress: bool | None = None, workers: int | None = None,
+              device="cpu", restart_damaged: bool = False, download: bool | None = None, executor=None) -> dict:
+    """Fine-tune every seed on one dataset into ``out/tag/dataset/seedN`` on ``executor``
+    (default: one after the other here); the dataset's summary."""
+    sweep = plan(cfg, seeds, out, tag, data_root, show_progress, workers, device, download)
+    return runs.run_sweeps([sweep], resume, f"{tag} {sweep.units[0].config['dataset']} seeds", "seed",
+                           show_progress, restart_damaged, executor)[0]
 
 
 def make_summary(cfg: FinetuneConfig, results: list[dict], dataset_dir: Path) -> dict:

@@ -189,16 +189,15 @@ def make_units(cfg: UnsupervisedConfig, seeds: list[int], out: Path) -> list[run
                       label=f"{cfg.tag} seed {s}") for s in seeds]
 
 
-def run_sweep(cfg: UnsupervisedConfig, dataset, seeds: list[int], out: Path, resume: bool = False,
-              n_jobs: int = 1, save_embeddings: bool | list[int] = False, show_progress: bool | None = None,
-              device="cpu", restart_damaged: bool = False) -> dict:
-    """Run every seed (skipping finished ones with ``resume``) and write ``summary.json``."""
+def plan(cfg: UnsupervisedConfig, dataset, seeds: list[int], out: Path, n_jobs: int = 1,
+         save_embeddings: bool | list[int] = False, show_progress: bool | None = None, device="cpu") -> runs.Sweep:
+    """The seeds of one configuration as a :class:`autogcl.runs.Sweep` whose ``finish`` writes
+    ``OUT/TAG/summary.json``."""
     if dataset.num_classes < 2:
         raise DataError(f"{cfg.dataset} has {dataset.num_classes} class: the SVM protocol needs at least two")
     if len(dataset) < cfg.svm_folds:
         raise DataError(f"{cfg.dataset} has {len(dataset)} graphs: the SVM's {cfg.svm_folds}-fold CV needs at least "
                         f"{cfg.svm_folds}")
-    units = make_units(cfg, seeds, out)
 
     def fn(u):
         r = run_unit(u, dataset, n_jobs=n_jobs, save_embeddings=save_embeddings, show_progress=show_progress,
@@ -207,8 +206,18 @@ def run_sweep(cfg: UnsupervisedConfig, dataset, seeds: list[int], out: Path, res
                  100 * r["selections"]["test_max"]["acc"])
         return r
 
-    results = runs.run_units(units, fn, resume, f"{cfg.tag} seeds", show_progress=show_progress,
-                             restart_damaged=restart_damaged)
-    summary = make_summary(cfg, results)
-    runs.atomic_write_json(Path(out) / cfg.tag / "summary.json", summary)
-    return summary
+    def finish(results):
+        summary = make_summary(cfg, results)
+        runs.atomic_write_json(Path(out) / cfg.tag / "summary.json", summary)
+        return summary
+
+    return runs.Sweep(make_units(cfg, seeds, out), fn, finish)
+
+
+def run_sweep(cfg: UnsupervisedConfig, dataset, seeds: list[int], out: Path, resume: bool = False,
+              n_jobs: int = 1, save_embeddings: bool | list[int] = False, show_progress: bool | None = None,
+              device="cpu", restart_damaged: bool = False, executor=None) -> dict:
+    """Run every seed (skipping finished ones with ``resume``) on ``executor`` (default: one
+    after the other here) and write ``summary.json``."""
+    sweep = plan(cfg, dataset, seeds, out, n_jobs, save_embeddings, show_progress, device)
+    return runs.run_sweeps([sweep], resume, f"{cfg.tag} seeds", "seed", show_progress, restart_damaged, executor)[0]

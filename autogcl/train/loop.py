@@ -10,6 +10,7 @@ uninterrupted one.
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from collections.abc import Callable
@@ -20,6 +21,8 @@ import torch
 from .. import runs
 from ..devices import resolve_device
 from ..errors import TrainingError
+
+log = logging.getLogger(__name__)
 
 
 def plain(value):
@@ -163,6 +166,7 @@ class Trainer:
         resumed = self.resume()
         if resumed is not None:
             rows, last, saved = resumed
+            log.info("%s: continues after epoch %d from %s", self.desc or "training", last, self.checkpoint)
             extra.clear()
             extra.update(saved)
             start = max(start, last + 1)

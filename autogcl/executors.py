@@ -1,0 +1,177 @@
+"""Executors: where a sweep's units run, one switch (``--executor serial|ray``).
+
+:class:`SerialExecutor` runs the units one after the other in this process (the default);
+:class:`RayExecutor` runs each unit as a Ray task, on a local Ray cluster sized to this
+machine or on a running cluster (``address``). Either way a unit works in its own partial
+folder and publishes itself atomically into the run directory (:mod:`autogcl.runs`), so a
+sweep started with one executor is resumed by the other, and a Ray worker killed mid-unit
+is retried by Ray and continues from the unit's last checkpoint.
+
+The run directory must be on storage that every Ray node sees (a local folder for a local
+cluster; a shared file system for a multi-node one).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Callable, Iterator, Sequence
+
+from .errors import AutoGCLError, ConfigError
+
+__all__ = ["EXECUTORS", "RayExecutor", "SerialExecutor", "make_executor"]
+
+log = logging.getLogger(__name__)
+
+EXECUTORS = ("serial", "ray")
+
+#: a unit and the function that runs it (:func:`autogcl.runs.run_one`)
+Job = tuple  # (runs.Unit, Callable[[runs.Unit], dict])
+
+
+@contextlib.contextmanager
+def unit_threads(cpus: float | None) -> Iterator[None]:
+    """Torch's intra-op threads follow a unit's CPUs (``None``: leave them as they are)."""
+    if cpus is None:
+        yield
+        return
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(max(1, int(cpus)))
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+class SerialExecutor:
+    """The units one after the other, in this process. ``cpus_per_unit``: torch threads
+    while a unit runs (default: as configured for the process)."""
+
+    name = "serial"
+
+    def __init__(self, cpus_per_unit: float | None = None):
+        self.cpus_per_unit = cpus_per_unit
+
+    def run(self, jobs: Sequence[Job], on_done: Callable, restart_damaged: bool = False) -> None:
+        from .runs import run_one
+
+        for unit, fn in jobs:
+            with unit_threads(self.cpus_per_unit):
+                run_one(unit, fn, restart_damaged)
+            on_done(unit)
+
+
+def autogcl_unit(fn, unit, restart_damaged: bool, threads: int, log_level: int) -> None:
+    """The Ray task of one unit (named ``autogcl <unit label>``: its worker's process title reads
+    ``ray::autogcl <unit label>`` while it runs)."""
+    import torch
+
+    from .runs import run_one
+
+    logging.basicConfig(level=log_level, format="%(levelname)s %(name)s: %(message)s")
+    torch.set_num_threads(threads)
+    run_one(unit, fn, restart_damaged)
+
+
+def _import_ray():
+    try:
+        import ray
+    except ImportError as exc:
+        raise ConfigError("--executor ray needs Ray: pip install 'autogcl[ray]' (or pip install ray)") from exc
+    return ray
+
+
+class RayExecutor:
+    """Each unit as a Ray task with ``cpus_per_unit`` CPUs (its torch threads) and
+    ``gpus_per_unit`` GPUs (fractions let small units share a GPU).
+
+    ``address``: ``None`` starts a local cluster sized to this machine (and stops it at the
+    end); ``"auto"`` or ``"HOST:PORT"`` joins a running one. Where Ray is already initialised
+    in this process (e.g. ``ray.init(num_cpus=2)`` in a script), that cluster is used and left
+    running. A task whose worker dies (``kill -9``, a lost node) is retried ``max_retries``
+    times and continues from its unit's checkpoint; an error inside a unit stops the sweep
+    (the other running units are cancelled; their checkpoints stay for ``--resume``)."""
+
+    name = "ray"
+
+    def __init__(self, address: str | None = None, cpus_per_unit: float = 1.0, gpus_per_unit: float = 0.0,
+                 max_retries: int = 3):
+        self.address = address
+        self.cpus_per_unit = 1.0 if cpus_per_unit is None else float(cpus_per_unit)
+        self.gpus_per_unit = float(gpus_per_unit or 0.0)
+        self.max_retries = max_retries
+
+    def _start(self, ray) -> bool:
+        """Connect to (or start) the cluster; ``True`` when this call started it."""
+        if ray.is_initialized():
+            return False
+        level = logging.getLogger("autogcl").getEffectiveLevel()
+        ray.init(address=self.address, include_dashboard=False, logging_level=max(level, logging.WARNING),
+                 log_to_driver=True)
+        return True
+
+    def _check_fits(self, ray) -> None:
+        res = ray.cluster_resources()
+        for kind, need in (("CPU", self.cpus_per_unit), ("GPU", self.gpus_per_unit)):
+            if need > res.get(kind, 0.0):
+                raise ConfigError(f"each unit asks for {need:g} {kind}(s) (--{kind.lower()}s-per-unit) but the Ray "
+                                  f"cluster has {res.get(kind, 0.0):g}: no unit could ever start")
+
+    def run(self, jobs: Sequence[Job], on_done: Callable, restart_damaged: bool = False) -> None:
+        if not jobs:
+            return
+        ray = _import_ray()
+        started = self._start(ray)
+        pending: dict = {}
+        try:
+            self._check_fits(ray)
+            task = ray.remote(num_cpus=self.cpus_per_unit, num_gpus=self.gpus_per_unit,
+                              max_retries=self.max_retries, retry_exceptions=False)(autogcl_unit)
+            shared = {}  # one copy of each unit function (and the dataset it holds) in the object store
+            for _, fn in jobs:
+                if id(fn) not in shared:
+                    shared[id(fn)] = ray.put(fn)
+            threads = max(1, int(self.cpus_per_unit))
+            level = logging.getLogger("autogcl").getEffectiveLevel()
+            for unit, fn in jobs:
+                ref = task.options(name=f"autogcl {unit.label or unit.dir.name}").remote(
+                    shared[id(fn)], unit, restart_damaged, threads, level)
+                pending[ref] = unit
+            while pending:
+                done, _ = ray.wait(list(pending), num_returns=1)
+                for ref in done:
+                    unit = pending.pop(ref)
+                    self._get(ray, ref, unit)
+                    on_done(unit)
+        finally:
+            for ref in pending:  # Ctrl-C or a failed unit: stop the others; their checkpoints stay
+                ray.cancel(ref, force=True)
+            if started:
+                ray.shutdown()
+
+    def _get(self, ray, ref, unit) -> None:
+        """The outcome of one unit's task: an error inside the unit is raised as itself."""
+        try:
+            ray.get(ref)
+        except ray.exceptions.RayTaskError as exc:
+            cause = getattr(exc, "cause", None)
+            if isinstance(cause, AutoGCLError):
+                raise cause from None
+            raise RuntimeError(f"{unit.label or unit.dir}: {type(cause).__name__ if cause else 'task'} failed on a "
+                               f"Ray worker: {cause if cause else exc}") from exc
+        except (ray.exceptions.WorkerCrashedError, ray.exceptions.NodeDiedError) as exc:
+            raise RuntimeError(f"{unit.label or unit.dir}: its Ray worker died {self.max_retries + 1} times; "
+                               f"rerun with --resume to continue it from its checkpoint") from exc
+
+
+def make_executor(name: str = "serial", address: str | None = None, cpus_per_unit: float | None = None,
+                  gpus_per_unit: float = 0.0):
+    """The executor called ``name`` (``serial`` or ``ray``)."""
+    if name == "serial":
+        return SerialExecutor(cpus_per_unit)
+    if name == "ray":
+        _import_ray()
+        return RayExecutor(address, 1.0 if cpus_per_unit is None else cpus_per_unit, gpus_per_unit)
+    raise ConfigError(f"unknown executor {name!r}; choose from {', '.join(EXECUTORS)}")
