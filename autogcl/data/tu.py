@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import warnings
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,6 +54,18 @@ def _open_text(path: Path):
     return open(path, encoding="utf-8")
 
 
+def _undecodable(path: Path) -> str:
+    """The first line of ``path`` that is not UTF-8 text, as an error message."""
+    opener = gzip.open if path.suffix == ".gz" else open
+    with opener(path, "rb") as f:
+        for lineno, line in enumerate(f, 1):
+            try:
+                line.decode("utf-8")
+            except UnicodeDecodeError:
+                return f"{path}:{lineno}: not UTF-8 text ({line[:40]!r})"
+    return f"{path}: not UTF-8 text"
+
+
 def _locate_bad_line(path: Path, dtype, ncols: int | None) -> str:
     """Slow path, run only after the fast parser failed: find the first malformed line."""
     conv = int if np.issubdtype(dtype, np.integer) else float
@@ -77,8 +90,11 @@ def _locate_bad_line(path: Path, dtype, ncols: int | None) -> str:
 def read_table(path: Path, dtype=np.int64, ncols: int | None = None) -> np.ndarray:
     """Read a comma-separated numeric table (one row per line) into a 2-D array."""
     try:
-        with _open_text(path) as f:
+        with _open_text(path) as f, warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # "input contained no data": an error below
             arr = np.loadtxt(f, delimiter=",", dtype=dtype, ndmin=2, comments=None)
+    except UnicodeDecodeError as exc:  # before ValueError, its base class
+        raise DataError(_undecodable(path)) from exc
     except (ValueError, IndexError) as exc:
         raise DataError(_locate_bad_line(path, dtype, ncols)) from exc
     except (OSError, EOFError, UnicodeDecodeError, zlib.error) as exc:

@@ -97,3 +97,10 @@ def test_empty_graph_is_dropped_and_reported(tmp_path):
     assert out.dropped_empty == [1]
     assert out.num_graphs == 2 and out.graph_labels.tolist() == [1, 1]
     assert out.graph_indicator.tolist() == [0, 0, 0, 1, 1]
+
+
+def test_bytes_that_are_not_utf8_name_the_line(tmp_path):
+    raw = write_tu(tmp_path, graph_indicator="1\n1\n1\n2\n2\n")
+    (raw / "TOY_graph_indicator.txt").write_bytes(b"1\n1\n\x80\x81\n2\n2\n")
+    with pytest.raises(DataError, match=r"TOY_graph_indicator.txt:3: not UTF-8 text"):
+        read_tu_raw(raw, "TOY")
