@@ -37,6 +37,9 @@ def test_config_defaults_work_from_python():
     (RunOptions, {"first_seed": -1}, "--first-seed"),
     (RunOptions, {"jobs": 0}, "--jobs"),
     (RunOptions, {"device": "tpu"}, "device"),
+    (RunOptions, {"executor": "dask"}, "--executor"),
+    (RunOptions, {"executor": "ray", "cpus_per_unit": 0.0}, "--cpus-per-unit"),
+    (RunOptions, {"executor": "ray", "gpus_per_unit": -1.0}, "--gpus-per-unit"),
 ])
 def test_out_of_range_options_name_the_option(cls, kwargs, name):
     with pytest.raises(ConfigError, match=name):
@@ -70,3 +73,20 @@ def test_generated_options_parse_lists_and_negated_flags():
     assert args.eval_epochs == [2, 4] and args.add_mask is False and args.method == "graphcl"
     with pytest.raises(SystemExit):
         p.parse_args(["--eval-epochs", "2,x"])
+
+
+def test_run_options_of_the_executors(caplog):
+    serial = RunOptions(ray_address="auto", gpus_per_unit=1.0)  # Ray-only options: warned and dropped
+    assert serial.ray_address is None and serial.gpus_per_unit == 0.0
+    assert "do(es) not apply to --executor serial" in caplog.text
+    assert RunOptions(jobs=4).unit_jobs == 4  # serial: every core the process has
+    assert RunOptions(jobs=4, cpus_per_unit=1).unit_jobs == 1  # a unit never starts more processes than its CPUs
+    assert RunOptions(executor="serial", cpus_per_unit=1).make_executor().cpus_per_unit == 1
+
+
+def test_grid_option_takes_several_values_and_repeats():
+    p = argparse.ArgumentParser()
+    add_options(p, RunOptions, only=["grid"])
+    args = p.parse_args(["--grid", "lr=0.1,0.01", "tau=0.2", "--grid", "lam=1,2"])
+    assert args.grid == ["lr=0.1,0.01", "tau=0.2", "lam=1,2"]
+    assert p.parse_args([]).grid is None

@@ -97,3 +97,30 @@ def test_unsupervised_grid_from_the_command_line(data_root, tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "### MUTAG-autogcl" in printed and "**chosen**" in printed
     assert (out / "grid" / "MUTAG-autogcl.md").read_text().strip() in printed
+
+
+def test_semi_grid_picks_per_row_from_validation_folds(data_root, tmp_path, capsys):
+    out = tmp_path / "semi"
+    assert main(["semi", "--dataset", "MUTAG", "--row", "labeled", "--epochs", "2", "--fold-limit", "2",
+                 "--data-root", str(data_root), "--out", str(out), "--no-progress", "--grid", "lr=0.01,0.001"]) == 0
+    record = json.loads((out / "grid" / "MUTAG-labeled.json").read_text())
+    means = {}
+    for point in ("lr=0.01", "lr=0.001"):
+        res = [json.loads((out / "grid" / point / "MUTAG-labeled" / "seed0" / f"fold{f}" / "result.json").read_text())
+               for f in (0, 1)]
+        means[point] = sum(r["selections"]["val"]["score"] for r in res) / 2
+    assert record["chosen"] == max(means, key=means.get)
+    assert [r["units"] for r in record["rows"]] == [2, 2]
+
+
+def test_finetune_grid(data_root, tmp_path, capsys):
+    lines = (data_root / "moleculenet" / "bbbp.csv").read_text().splitlines()
+    csv = tmp_path / "tiny.csv"
+    csv.write_text("\n".join(lines[:1] + lines[1:41] + lines[-40:]) + "\n")
+    out = tmp_path / "ft"
+    assert main(["transfer", "finetune", "--csv", str(csv), "--label-cols", "p_np", "--epochs", "2", "--seeds", "1",
+                 "--out", str(out), "--no-progress", "--workers", "1", "--grid", "dropout=0,0.5"]) == 0
+    record = json.loads((out / "grid" / "no_pretrain-tiny.json").read_text())
+    scores = {p: json.loads((out / "grid" / p / "no_pretrain" / "tiny" / "seed0" / "result.json").read_text())
+              ["selections"]["val"]["val_auc"] for p in ("dropout=0", "dropout=0.5")}
+    assert record["chosen"] == max(scores, key=scores.get)
