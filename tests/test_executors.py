@@ -67,8 +67,11 @@ ray = pytest.importorskip("ray")
 
 
 @pytest.fixture(scope="module")
-def cluster():
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+def cluster(tmp_path_factory):
+    # the workers use the session's private cache too (conftest's _private_cache)
+    cache = str(tmp_path_factory.getbasetemp() / "cache")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+             runtime_env={"env_vars": {"AUTOGCL_CACHE": cache}})
     yield
     ray.shutdown()
 
@@ -96,6 +99,25 @@ def test_ray_unit_larger_than_cluster_is_refused(cluster, tmp_path):
     with pytest.raises(ConfigError, match="asks for 0.5 GPU.*cluster has 0"):
         runs.run_units(toy_units(tmp_path / "g", 1), toy_fn, False, "toy", show_progress=False,
                        executor=RayExecutor(gpus_per_unit=0.5))
+
+
+def test_pretraining_runs_as_one_ray_unit(cluster, data_root, tmp_path):
+    import gzip
+
+    from autogcl.models.mol_gin import load_encoder
+    from autogcl.protocols.pretrain import PretrainConfig, pretrain
+
+    with gzip.open(data_root / "pretrain" / "moses_train.csv.gz", "rt") as f:
+        lines = [next(f) for _ in range(81)]
+    (tmp_path / "slice.csv").write_text("".join(lines))
+    cfg = PretrainConfig(corpus=str(tmp_path / "slice.csv"), epochs=1, batch_size=16, chunk_size=40, dim=16,
+                         num_layers=2, gen_hidden=8)
+    serial = pretrain(cfg, tmp_path / "serial", workers=1, show_progress=False,
+                      executor=SerialExecutor(cpus_per_unit=1))
+    on_ray = pretrain(cfg, tmp_path / "ray", workers=1, show_progress=False, executor=RayExecutor())
+    assert on_ray["steps"] == serial["steps"] > 0 and on_ray["runtime"]["torch_threads"] == 1
+    a, b = (load_encoder(tmp_path / d / "encoder.pt")[0] for d in ("serial", "ray"))
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
 
 
 def results(out: Path) -> dict:
