@@ -75,6 +75,7 @@ def cmd_unsupervised(args) -> int:
     from .runs import run_sweeps
 
     run = _run(args)
+    executor = run.make_executor()  # a bad --ray-address is an error before any data is read
     cfg = from_args(UnsupervisedConfig, args)  # validated before any data is read
     points = expand(cfg, run.grid)
     dataset = load_tu(cfg.dataset, run.data_root, cfg.feat, download=run.fetch)
@@ -85,7 +86,7 @@ def cmd_unsupervised(args) -> int:
     sweeps = [plan(c, dataset, run.seed_list, grid_out(run.out, name), run.unit_jobs,
                    run.save_embeddings or False, run.progress, run.device) for name, c in points]
     summaries = run_sweeps(sweeps, run.resume, f"{cfg.tag} seeds", "seed", run.progress, run.restart_damaged,
-                           run.make_executor())
+                           executor)
     if run.grid:
         print(write_reports(run.out, {cfg.tag: [(n, sw, s) for (n, _), sw, s in zip(points, sweeps, summaries)]}))
     else:
@@ -117,6 +118,7 @@ def cmd_semi(args) -> int:
     from .runs import run_sweeps
 
     run = _run(args)
+    executor = run.make_executor()  # a bad --ray-address is an error before any data is read
     rows = list(ROWS) if args.row == "all" else [r.strip() for r in args.row.split(",") if r.strip()]
     cfgs = [from_args(SemiConfig, args, row=r) for r in rows]  # validated before any data is read
     for c in cfgs:
@@ -127,7 +129,7 @@ def cmd_semi(args) -> int:
     sweeps = [plan(pc, dataset, run.seed_list, grid_out(run.out, name), run.resume, run.fold_limit, run.progress,
                    run.save_embeddings, run.device) for _, name, pc in plans]
     summaries = run_sweeps(sweeps, run.resume, f"{dataset.name} folds", "fold", run.progress, run.restart_damaged,
-                           run.make_executor())
+                           executor)
     if run.grid:
         groups = {}
         for (c, name, _), sw, s in zip(plans, sweeps, summaries):
@@ -387,6 +389,7 @@ def cmd_finetune(args) -> int:
     from .runs import run_sweeps
 
     run = _run(args)
+    executor = run.make_executor()  # a bad --ray-address is an error before any data is read
     if args.checkpoint:
         tag = run.tag or Path(args.checkpoint).resolve().parent.name
     else:
@@ -398,7 +401,7 @@ def cmd_finetune(args) -> int:
     sweeps = [plan(pc, run.seed_list, grid_out(run.out, name), tag, run.data_root, run.progress, run.workers,
                    run.device, run.fetch) for _, name, pc in plans]
     summaries = run_sweeps(sweeps, run.resume, f"{tag} seeds", "seed", run.progress, run.restart_damaged,
-                           run.make_executor())
+                           executor)
     if run.grid:
         groups = {}
         for (_, name, _), sw, s in zip(plans, sweeps, summaries):

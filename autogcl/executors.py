@@ -75,6 +75,24 @@ def autogcl_unit(fn, unit, restart_damaged: bool, threads: int, log_level: int) 
     run_one(unit, fn, restart_damaged)
 
 
+def check_reachable(address: str | None, timeout: float = 5.0) -> None:
+    """A :class:`ConfigError` at once when nothing answers at a ``HOST:PORT`` address (Ray
+    itself would wait minutes for it)."""
+    import socket
+
+    if not address or address == "auto" or "://" in address:
+        return
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit():
+        raise ConfigError(f"--ray-address {address!r}: expected auto or HOST:PORT (e.g. 10.0.0.1:6379)")
+    try:
+        with socket.create_connection((host, int(port)), timeout=timeout):
+            pass
+    except OSError as exc:
+        raise ConfigError(f"--ray-address {address}: no Ray cluster answers there ({exc.strerror or exc}); "
+                          "start one with `ray start --head` or leave --ray-address out for a local one") from exc
+
+
 def _import_ray():
     try:
         import ray
@@ -98,6 +116,7 @@ class RayExecutor:
 
     def __init__(self, address: str | None = None, cpus_per_unit: float = 1.0, gpus_per_unit: float = 0.0,
                  max_retries: int = 3):
+        check_reachable(address)  # at once, before any data is read
         self.address = address
         self.cpus_per_unit = 1.0 if cpus_per_unit is None else float(cpus_per_unit)
         self.gpus_per_unit = float(gpus_per_unit or 0.0)
@@ -108,8 +127,12 @@ class RayExecutor:
         if ray.is_initialized():
             return False
         level = logging.getLogger("autogcl").getEffectiveLevel()
-        ray.init(address=self.address, include_dashboard=False, logging_level=max(level, logging.WARNING),
-                 log_to_driver=True)
+        try:
+            ray.init(address=self.address, include_dashboard=False, logging_level=max(level, logging.WARNING),
+                     log_to_driver=True)
+        except (ConnectionError, RuntimeError, ValueError) as exc:
+            raise ConfigError(f"cannot {'join the Ray cluster at ' + self.address if self.address else 'start Ray'}"
+                              f" ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})") from exc
         return True
 
     def _check_fits(self, ray) -> None:

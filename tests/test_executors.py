@@ -144,13 +144,14 @@ def serial_reference(tmp_path_factory, data_root):
     return found
 
 
-def unit_workers() -> list[int]:
-    """Processes running an autogcl unit as a Ray task (their title is ``ray::autogcl <unit label>``)."""
-    pids = []
+def unit_workers(label: str = "MUTAG-autogcl seed") -> list[int]:
+    """Processes running an autogcl unit of these tests as a Ray task (their title is
+    ``ray::autogcl <unit label>``)."""
+    pids, title = [], f"ray::autogcl {label}".encode()
     for d in Path("/proc").iterdir():
         if d.name.isdigit():
             try:
-                if (d / "cmdline").read_bytes().startswith(b"ray::autogcl "):
+                if (d / "cmdline").read_bytes().startswith(title):
                     pids.append(int(d.name))
             except OSError:
                 pass
@@ -229,3 +230,21 @@ def test_ctrl_c_stops_a_ray_sweep_and_resume_finishes_it(serial_reference, data_
     assert done.returncode == 0, err[-2000:]
     assert results(out) == serial_reference
     assert not list(out.glob("MUTAG-autogcl/.seed*.partial"))
+
+
+def test_ray_address_that_nothing_answers_is_refused_at_once(tmp_path):
+    import socket
+
+    from autogcl.executors import check_reachable
+
+    with socket.socket() as s:  # a port that was free a moment ago: nothing listens there
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    t0 = time.time()
+    with pytest.raises(ConfigError, match=f"--ray-address 127.0.0.1:{port}: no Ray cluster answers there"):
+        check_reachable(f"127.0.0.1:{port}")
+    assert time.time() - t0 < 6
+    with pytest.raises(ConfigError, match="expected auto or HOST:PORT"):
+        check_reachable("headnode")
+    check_reachable("auto")
+    check_reachable(None)
