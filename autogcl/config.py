@@ -188,6 +188,9 @@ class RunOptions(Config):
         resolve_device(self.device)
         if self.executor != "ray":
             self.drop_unused(("ray_address", "gpus_per_unit"), "to --executor serial")
+        elif self.device.startswith("cuda") and not self.gpus_per_unit:
+            raise ConfigError(f"--device {self.device} with --executor ray needs --gpus-per-unit (e.g. 1, or 0.25 to "
+                              "share a GPU): Ray hides the GPUs from units that ask for none")
 
     def make_executor(self):
         """The executor these options ask for (:mod:`autogcl.executors`)."""

@@ -84,6 +84,16 @@ def test_run_options_of_the_executors(caplog):
     assert RunOptions(executor="serial", cpus_per_unit=1).make_executor().cpus_per_unit == 1
 
 
+def test_a_gpu_unit_on_ray_must_ask_for_a_gpu(monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    with pytest.raises(ConfigError, match="--device cuda with --executor ray needs --gpus-per-unit"):
+        RunOptions(executor="ray", device="cuda")
+    assert RunOptions(executor="ray", device="cuda", gpus_per_unit=0.5).gpus_per_unit == 0.5
+
+
 def test_grid_option_takes_several_values_and_repeats():
     p = argparse.ArgumentParser()
     add_options(p, RunOptions, only=["grid"])
