@@ -198,8 +198,11 @@ def test_ray_sweep_matches_serial_and_survives_a_killed_worker(cluster, serial_r
 
 def cli(args, cwd, **kw):
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
+    # a test run started in the background of a non-interactive shell inherits SIGINT ignored;
+    # the command gets the default disposition, as in a terminal, so Ctrl-C reaches it
     return subprocess.Popen([sys.executable, "-m", "autogcl", *map(str, args)], cwd=cwd, env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kw)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL), **kw)
 
 
 def test_ctrl_c_stops_a_ray_sweep_and_resume_finishes_it(serial_reference, data_root, tmp_path):
