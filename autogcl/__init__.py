@@ -49,6 +49,8 @@ _EXPORTS = {
     "accuracy": "eval.metrics", "roc_auc": "eval.metrics",
     # runtime
     "resolve_device": "devices", "runtime_info": "devices", "seed_everything": "runs",
+    # where sweeps run (serial or Ray)
+    "SerialExecutor": "executors", "RayExecutor": "executors",
     # errors
     "AutoGCLError": "errors", "ConfigError": "errors", "DataError": "errors", "TrainingError": "errors",
 }

@@ -88,7 +88,7 @@ def cmd_unsupervised(args) -> int:
     summaries = run_sweeps(sweeps, run.resume, f"{cfg.tag} seeds", "seed", run.progress, run.restart_damaged,
                            executor)
     if run.grid:
-        print(write_reports(run.out, {cfg.tag: [(n, sw, s) for (n, _), sw, s in zip(points, sweeps, summaries)]}))
+        print(write_reports(run.out, [(cfg.tag, n, sw, s) for (n, _), sw, s in zip(points, sweeps, summaries)]))
     else:
         print(unsupervised_table(summaries))
     print(f"\nselection reported as the result: {cfg.select}; results in {Path(run.out)}")
@@ -131,10 +131,7 @@ def cmd_semi(args) -> int:
     summaries = run_sweeps(sweeps, run.resume, f"{dataset.name} folds", "fold", run.progress, run.restart_damaged,
                            executor)
     if run.grid:
-        groups = {}
-        for (c, name, _), sw, s in zip(plans, sweeps, summaries):
-            groups.setdefault(c.tag, []).append((name, sw, s))
-        print(write_reports(run.out, groups))
+        print(write_reports(run.out, [(c.tag, n, sw, s) for (c, n, _), sw, s in zip(plans, sweeps, summaries)]))
     else:
         print(semi_table(summaries))
     print(f"\nselection reported as the result: {cfgs[0].select}; results in {run.out}")
@@ -403,10 +400,8 @@ def cmd_finetune(args) -> int:
     summaries = run_sweeps(sweeps, run.resume, f"{tag} seeds", "seed", run.progress, run.restart_damaged,
                            executor)
     if run.grid:
-        groups = {}
-        for (_, name, _), sw, s in zip(plans, sweeps, summaries):
-            groups.setdefault(f"{tag}-{s['dataset']}", []).append((name, sw, s))
-        print(write_reports(run.out, groups))
+        print(write_reports(run.out, [(f"{tag}-{s['dataset']}", n, sw, s)
+                                      for (_, n, _), sw, s in zip(plans, sweeps, summaries)]))
     else:
         print(transfer_table(summaries))
     return 0

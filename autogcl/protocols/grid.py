@@ -136,14 +136,18 @@ def grid_report(title: str, entries: list[tuple[str, dict, list[dict]]]) -> tupl
     return "\n".join(lines), record
 
 
-def write_reports(out: Path, groups: dict) -> str:
-    """``groups``: title -> ``[(point name, sweep, summary)]``. Writes
-    ``OUT/grid/<title>.md`` and ``.json`` for each and returns the tables."""
+def write_reports(out: Path, entries) -> str:
+    """``entries``: ``(title, point name, sweep, summary)``, one per grid point of each table
+    (a dataset, or a dataset and row). Writes ``OUT/grid/<title>.md`` and ``.json`` for each
+    table and returns the tables."""
     from ..runs import atomic_write_json, atomic_write_text
 
+    groups: dict = {}
+    for title, name, sweep, summary in entries:
+        groups.setdefault(title, []).append((name, summary, [u.result() for u in sweep.units]))
     texts = []
-    for title, entries in groups.items():
-        text, record = grid_report(title, [(n, s, [u.result() for u in sw.units]) for n, sw, s in entries])
+    for title, rows in groups.items():
+        text, record = grid_report(title, rows)
         atomic_write_text(Path(out) / "grid" / f"{title}.md", text + "\n")
         atomic_write_json(Path(out) / "grid" / f"{title}.json", record)
         texts.append(text)

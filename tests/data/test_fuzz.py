@@ -13,12 +13,14 @@ import pytest
 import torch
 
 hypothesis = pytest.importorskip("hypothesis")
-from hypothesis import HealthCheck, given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from autogcl.data.datasets import build_tu  # noqa: E402
-from autogcl.data.moleculenet import build_molecule_dataset  # noqa: E402
-from autogcl.errors import AutoGCLError, DataError  # noqa: E402
+from autogcl.data.datasets import build_tu
+from autogcl.data.moleculenet import build_molecule_dataset
+from autogcl.errors import AutoGCLError, DataError
+
+from .test_tu import write_tu
 
 FUZZ = settings(max_examples=int(os.environ.get("AUTOGCL_FUZZ_EXAMPLES", "150")), deadline=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -69,16 +71,9 @@ def tu_files(draw):
 
 
 def write_raw(root: Path, files: dict, gz=()) -> Path:
-    raw = root / "TU" / "FUZZ" / "raw"
-    raw.mkdir(parents=True, exist_ok=True)
-    for suffix, text in files.items():
-        path = raw / f"FUZZ_{suffix}.txt"
-        if suffix in gz:
-            with gzip.open(str(path) + ".gz", "wt") as f:
-                f.write(text)
-        else:
-            path.write_text(text)
-    return raw
+    # test_tu's writer, with none of its default files beyond those drawn here
+    defaults = {k: None for k in ("A", "graph_indicator", "graph_labels", "node_labels")}
+    return write_tu(root, "FUZZ", tuple(gz), **{**defaults, **files})
 
 
 def check_dataset(data, slices, meta):
@@ -164,7 +159,7 @@ def test_molecule_csv_reader_never_fails_uncleanly(case):
         else:
             path.write_text(text, encoding="utf-8", errors="surrogatepass")
         try:
-            data, slices, meta = build_molecule_dataset(path, "mols", "smiles", None, workers=1, progress=False)
+            data, _slices, meta = build_molecule_dataset(path, "mols", "smiles", None, workers=1, progress=False)
         except DataError as exc:
             assert str(path) in str(exc) or "mols" in str(exc), f"error does not name the file: {exc}"
             return
