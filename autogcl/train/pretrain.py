@@ -104,6 +104,8 @@ class ChunkedTrainer:
                 steps += n_steps
                 pos += 1
                 save()
+                log.info("pretrain epoch %d chunk %d/%d: %d molecules in %.1f s (%.0f molecules/s)", epoch, pos,
+                         len(order), n_mol, time.perf_counter() - t0, n_mol / max(time.perf_counter() - t0, 1e-9))
                 if max_steps is not None and steps >= max_steps:
                     stopped_early = True
                     break
