@@ -53,18 +53,26 @@ def _json_default(o):
     raise TypeError(f"not JSON serialisable: {type(o).__name__}")
 
 
-def read_json(path: Path):
-    """The JSON object in ``path``; a damaged or unreadable file is a :class:`DataError`
+def read_json(path: Path) -> dict:
+    """The JSON object in ``path`` (every JSON file autogcl writes holds one); a missing,
+    damaged or unreadable file, or one holding another JSON value, is a :class:`DataError`
     naming it."""
     from .errors import DataError
 
     try:
         with open(path, encoding="utf-8") as f:
-            return json.load(f)
+            obj = json.load(f)
     except json.JSONDecodeError as exc:
         raise DataError(f"{path}: damaged JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})") from exc
     except UnicodeDecodeError as exc:
         raise DataError(f"{path}: damaged JSON (not UTF-8 text)") from exc
+    except FileNotFoundError as exc:
+        raise DataError(f"{path}: missing") from exc
+    except OSError as exc:  # a folder of that name, no permission
+        raise DataError(f"{path}: cannot be read ({exc.strerror or exc})") from exc
+    if not isinstance(obj, dict):
+        raise DataError(f"{path}: damaged JSON (a {type(obj).__name__}, not a JSON object)")
+    return obj
 
 
 def atomic_write_csv(path: Path, rows: list[dict]) -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from . import __version__
 from .config import comma_list
-from .errors import AutoGCLError
+from .errors import AutoGCLError, ConfigError, DataError
 
 log = logging.getLogger("autogcl")
 
@@ -151,15 +151,54 @@ def add_report(sub) -> None:
     p.set_defaults(func=cmd_report)
 
 
+def _folders(names: list[str], what: str = "RUN_DIR") -> list[Path]:
+    """The folders named on the command line; an empty name is an error (it is not ``.``)."""
+    if any(not n.strip() for n in names):
+        raise ConfigError(f"{what} is an empty string; name a folder (. for the current one)")
+    return [Path(n) for n in names]
+
+
+def _check_out_folder(out: Path) -> None:
+    """A :class:`ConfigError` when the folder ``out`` could not be made or written, found
+    without creating anything (so that an error later leaves nothing behind)."""
+    import os
+
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"cannot write results into {out} (a file is in the way); choose another --out")
+    parent = out
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir():
+        raise ConfigError(f"cannot write results into {out} ({parent} is a file); choose another --out")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise ConfigError(f"cannot write results into {out} ({parent} is not writable); choose another --out")
+
+
+def _check_out_file(out: Path) -> None:
+    """An output file named with ``--out`` must not be a folder."""
+    if out.is_dir():
+        raise ConfigError(f"--out {out} is a folder; name the file to write (e.g. {out / 'report.md'})")
+
+
 def cmd_report(args) -> int:
     from .protocols.report import collect, render
     from .runs import atomic_write_text
 
-    summaries = collect([Path(d) for d in args.run_dirs])
+    dirs = _folders(args.run_dirs)
+    if args.out is not None:
+        if not args.out.strip():
+            raise ConfigError("--out is an empty string; name the Markdown file to write")
+        _check_out_file(Path(args.out))
+    summaries = collect(dirs)
     text = render(summaries)
+    out = Path(args.out) if args.out else (dirs[0].parent if dirs[0].is_file() else dirs[0]) / "report.md"
     print(text)
-    out = Path(args.out) if args.out else Path(args.run_dirs[0]) / "report.md"
-    atomic_write_text(out, text + "\n")
+    try:
+        atomic_write_text(out, text + "\n")
+    except OSError as exc:
+        why = (f"{out.parent} is not a folder" if isinstance(exc, (FileExistsError, NotADirectoryError))
+               else exc.strerror or exc)
+        raise DataError(f"cannot write the report to {out} ({why}); choose another --out") from exc
     print(f"\nwritten to {out}", file=sys.stderr)
     return 0
 
@@ -204,20 +243,38 @@ def add_visualize(sub) -> None:
     v.set_defaults(func=cmd_views)
 
 
-def _labels(args):
-    return [s.strip() for s in args.labels.split(",")] if args.labels else None
+def _labels(args, n: int):
+    """The ``--labels`` of ``n`` figure rows (one per folder), or None for the folder names."""
+    if not args.labels:
+        return None
+    labels = [s.strip() for s in args.labels.split(",")]
+    if len(labels) != n:
+        raise ConfigError(f"--labels gives {len(labels)} label(s) for {n} folder(s); give one per folder")
+    return labels
+
+
+def _figure_out(args, default: Path) -> Path:
+    if args.out is None:
+        return default
+    if not args.out.strip():
+        raise ConfigError("--out is an empty string; name the figure file to write")
+    out = Path(args.out)
+    if out.is_dir():
+        raise ConfigError(f"--out {out} is a folder; name the figure file to write (e.g. {out / default.name})")
+    return out
 
 
 def cmd_curves(args) -> int:
     from .viz.curves import plot_curves
 
-    dirs = [Path(d) for d in args.run_dirs]
+    dirs = _folders(args.run_dirs)
     missing = [str(d) for d in dirs if not d.exists()]
     if missing:
         raise AutoGCLError(f"no such run folder: {', '.join(missing)}")
-    out = Path(args.out) if args.out else dirs[0] / "curves.png"
+    labels = _labels(args, len(dirs))
+    out = _figure_out(args, (dirs[0].parent if dirs[0].is_file() else dirs[0]) / "curves.png")
     try:
-        written = plot_curves(dirs, out, _labels(args), args.phase)
+        written = plot_curves(dirs, out, labels, args.phase)
     except ValueError as exc:
         raise AutoGCLError(str(exc)) from exc
     print("\n".join(map(str, written)))
@@ -227,11 +284,18 @@ def cmd_curves(args) -> int:
 def cmd_tsne(args) -> int:
     from .viz.tsne import plot_tsne
 
-    dirs = [Path(d) for d in args.run_dirs]
+    dirs = _folders(args.run_dirs, "UNIT_DIR")
+    missing = [str(d) for d in dirs if not d.exists()]
+    if missing:
+        raise AutoGCLError(f"no such unit folder: {', '.join(missing)}")
+    files = [str(d) for d in dirs if not d.is_dir()]
+    if files:
+        raise AutoGCLError(f"not a folder: {', '.join(files)}; name the unit folders that hold embeddings_epoch*.npz")
+    labels = _labels(args, len(dirs))
     epochs = args.epochs or None
-    out = Path(args.out) if args.out else dirs[0] / "tsne.png"
+    out = _figure_out(args, dirs[0] / "tsne.png")
     try:
-        written = plot_tsne(dirs, out, epochs, _labels(args))
+        written = plot_tsne(dirs, out, epochs, labels)
     except ValueError as exc:
         raise AutoGCLError(str(exc)) from exc
     print("\n".join(map(str, written)))
@@ -245,10 +309,11 @@ def cmd_views(args) -> int:
     from .protocols import views as V
 
     run = _run(args)
-    if run.run:
+    if run.run is not None:  # an empty --run is an error, not "train instead"
         return _views_from_run(args, run)
     cfg = from_args(V.ViewsConfig, args)
     out = Path(run.out) if run.out else Path("runs/views") / cfg.dataset
+    _check_out_folder(out)  # before training
     torch.manual_seed(cfg.seed)
     res = V.run(cfg, out, run.data_root, run.examples, show_progress=run.progress, device=run.device,
                 download=run.fetch)
@@ -271,10 +336,19 @@ def _views_from_run(args, run) -> int:
     from .protocols.unsupervised import UnsupervisedConfig
     from .runs import read_json
 
+    if not run.run.strip():
+        raise ConfigError("--run is an empty string; name the folder of a finished unsupervised unit")
     unit = Path(run.run)
+    if not unit.is_dir():
+        raise AutoGCLError(f"--run {unit}: no such folder (name the folder of a finished unsupervised unit, "
+                           "e.g. runs/unsupervised/MUTAG-autogcl/seed0)")
     if not (unit / "model.pt").is_file() or not (unit / "config.json").is_file():
         raise AutoGCLError(f"{unit} is not a finished unit (needs model.pt and config.json)")
-    ucfg = UnsupervisedConfig.from_dict(read_json(unit / "config.json"))
+    stored = read_json(unit / "config.json")
+    try:
+        ucfg = UnsupervisedConfig.from_dict(stored)
+    except (ConfigError, TypeError) as exc:
+        raise DataError(f"{unit / 'config.json'}: not the configuration of an unsupervised unit ({exc})") from exc
     if ucfg.method != "autogcl":
         raise AutoGCLError(f"{unit} was trained with {ucfg.method}: it has no learnable generators")
     ds = load_tu(ucfg.dataset, run.data_root, ucfg.feat, download=run.fetch)
@@ -283,6 +357,7 @@ def _views_from_run(args, run) -> int:
         raise AutoGCLError(f"{unit / 'model.pt'} holds a {type(model).__name__} model: no learnable generators")
     cfg = V.ViewsConfig(dataset=ds.name, seed=args.seed, drop_ratio=args.drop_ratio)
     out = Path(run.out) if run.out else unit / "views"
+    _check_out_folder(out)
     written = V.draw(cfg, [model.gen1, model.gen2], ds, out / "views.png", run.examples,
                      title=f"{ds.name}: views of the generators saved in {unit}")
     print("\n".join(map(str, written)))

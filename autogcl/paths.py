@@ -41,6 +41,10 @@ def data_roots(data_root: str | os.PathLike | None = None) -> list[Path]:
     """
     roots: list[Path] = []
     if data_root is not None:
+        if not str(data_root).strip():  # Path("") would be the current folder
+            from .errors import ConfigError
+
+            raise ConfigError("--data-root is an empty string; name a folder, or leave it out")
         roots.append(Path(data_root).expanduser())
     env = os.environ.get("AUTOGCL_DATA")
     if env:

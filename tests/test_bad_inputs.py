@@ -66,6 +66,15 @@ def test_planted_checkpoint_in_every_loader(tmp_path, exploit):
         runs.load_checkpoint(bad, {"model": model}, torch.optim.Adam(model.parameters()), torch.Generator())
 
 
+def test_a_planted_encoder_given_to_finetune_is_a_one_line_error(tmp_path, exploit, capsys):
+    bad = tmp_path / "encoder.pt"
+    plant(bad, {"format": "autogcl-molecule-encoder-1", "state_dict": exploit()})
+    assert main(["transfer", "finetune", "--checkpoint", str(bad), "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert f"autogcl: error: {bad}: not a readable checkpoint (UnpicklingError: " in err
+    assert err.count("\n") == 1 and not (tmp_path / "o").exists()
+
+
 def test_planted_processed_cache_is_rebuilt_without_running_it(data_root, tmp_path, exploit, caplog):
     from autogcl.data import load_tu
     from autogcl.data.datasets import _cache_path, _raw_dir
@@ -305,3 +314,191 @@ def test_a_nan_score_is_not_printed_as_a_result():
                "config": {"epochs": 1}, "pretrain_method": None}
     table = transfer_table([summary])
     assert "not scored (NaN)" in table and "nan ±" not in table
+
+
+# ------------------------------------------------------------------ odd paths and files, command by command
+
+
+def odd_files(root):
+    """The files a careless user points the commands at."""
+    import numpy as np
+
+    def write(rel, text):
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(text) if isinstance(text, bytes) else path.write_text(text)
+
+    write("afile", "x")
+    write("unit/config.json", json.dumps({"dataset": "MUTAG", "method": "autogcl"}))
+    write("unit/metrics.csv", "epoch,loss\n1,0.5\n2,0.4\n")
+    write("noepoch/metrics.csv", "foo,bar\n1,2\n")
+    write("badnum/metrics.csv", "epoch,loss\n1,0.5\n2,abc\n")
+    write("listrun/config.json", "[1, 2]")
+    write("listrun/model.pt", b"")
+    write("summaries/a/summary.json", "[]")
+    write("mols/dup.csv", "smiles,y,y\nCCO,0,0\nCCN,1,1\n")
+    write("mols/header.csv", "smiles,y\n")
+    write("precious/notes.txt", "keep me")
+    emb = np.random.default_rng(0).normal(size=(20, 3))
+    y = np.arange(20) % 2
+    for name, arrays in {"emb_ok": {"emb": emb, "y": y}, "emb_noy": {"emb": emb},
+                         "emb_short": {"emb": emb, "y": y[:4]}, "emb_nan": {"emb": emb * np.nan, "y": y}}.items():
+        (root / name).mkdir()
+        np.savez(root / name / "embeddings_epoch1.npz", **arrays)
+    write("emb_junk/embeddings_epoch1.npz", b"not a zip at all")
+
+
+@pytest.mark.parametrize("argv,message", [
+    # report
+    (["report", ""], "RUN_DIR is an empty string"),
+    (["report", "{tmp}/unit/config.json"], ("unit/config.json: not a summary of an autogcl sweep (no known "
+                                            "protocol); give a run folder or its summary.json")),
+    (["report", "{tmp}/summaries"], "summaries/a: no finished unit (result.json) to make its summary from"),
+    (["report", "{run}", "--out", "{tmp}"], "is a folder; name the file to write"),
+    (["report", "{run}", "--out", "{tmp}/afile/report.md"], "cannot write the report to {tmp}/afile/report.md "
+                                                             "({tmp}/afile is not a folder)"),
+    # visualize curves
+    (["visualize", "curves", ""], "RUN_DIR is an empty string"),
+    (["visualize", "curves", "{tmp}/noepoch"], "noepoch/metrics.csv:1: no 'epoch' column (columns are ['foo', 'bar'])"),
+    (["visualize", "curves", "{tmp}/badnum"], "badnum/metrics.csv:3: loss 'abc' is not a number"),
+    (["visualize", "curves", "{tmp}/unit", "--labels", "a,b"], "--labels gives 2 label(s) for 1 folder(s)"),
+    (["visualize", "curves", "{tmp}/unit", "--phase", "pretrain"], "no metrics.csv with phase 'pretrain' below "
+                                                                    "{tmp}/unit"),
+    (["visualize", "curves", "{tmp}/unit", "--out", "{tmp}"], "is a folder; name the figure file to write"),
+    (["visualize", "curves", "{tmp}/unit", "--out", "{tmp}/afile/c.png"], "(" + "{tmp}/afile is not a folder)"),
+    # visualize tsne
+    (["visualize", "tsne", ""], "UNIT_DIR is an empty string"),
+    (["visualize", "tsne", "{tmp}/nope"], "no such unit folder: {tmp}/nope"),
+    (["visualize", "tsne", "{tmp}/emb_ok/embeddings_epoch1.npz"], "not a folder: {tmp}/emb_ok/embeddings_epoch1.npz"),
+    (["visualize", "tsne", "{tmp}/emb_noy"], ("emb_noy/embeddings_epoch1.npz: no array 'y' (an embeddings file "
+                                              "holds emb and y; it has ['emb'])")),
+    (["visualize", "tsne", "{tmp}/emb_junk"], "emb_junk/embeddings_epoch1.npz: not a readable embeddings file"),
+    (["visualize", "tsne", "{tmp}/emb_short"], "emb (20, 3) and y (4,) are not a graphs x dims array and one label"),
+    (["visualize", "tsne", "{tmp}/emb_nan"], ("emb_nan/embeddings_epoch1.npz: the embeddings hold values that are "
+                                              "not finite numbers")),
+    (["visualize", "tsne", "{tmp}/emb_ok", "--epochs", "5"], "--epochs 5: not saved in any of the folders (saved: 1)"),
+    (["visualize", "tsne", "{tmp}/emb_ok", "--labels", "a,b"], "--labels gives 2 label(s) for 1 folder(s)"),
+    (["visualize", "tsne", "{tmp}/emb_ok", "--out", "{tmp}"], "is a folder; name the figure file to write"),
+    # visualize views
+    (["visualize", "views", "--run", ""], "--run is an empty string"),
+    (["visualize", "views", "--run", "{tmp}/nope"], "--run {tmp}/nope: no such folder"),
+    (["visualize", "views", "--run", "{tmp}/listrun"], "listrun/config.json: damaged JSON (a list, not a JSON object)"),
+    (["visualize", "views", "--target-acc", "2"], "--target-acc must lie in [0, 1]; got 2.0"),
+    (["visualize", "views", "--batch-size", "1"], "--batch-size must lie in [2, inf); got 1"),
+    (["visualize", "views", "--lambda", "-1"], "--lambda must lie in [0, inf); got -1.0"),
+    (["visualize", "views", "--drop-ratio", "1.5"], "--drop-ratio must lie in [0, 1); got 1.5"),
+    (["visualize", "views", "--limit", "0"], "--limit must lie in [1, inf); got 0"),
+    (["visualize", "views", "--dataset", "MUTAG", "--out", "{tmp}/afile"], ("cannot write results into {tmp}/afile "
+                                                                            "(a file is in the way)")),
+    (["visualize", "views", "--dataset", "MUTAG", "--limit", "5", "--data-root", "{data}", "--out", "{tmp}/v"],
+     "MUTAG: 5 training graphs are too few to train on and hold out validation graphs from (at least 20"),
+    # ablate
+    (["ablate", "graphcl-aug", "--augs", "", "--ratios", ""], "--augs and --ratios are both empty: nothing to run"),
+    # data roots, names, features
+    (["unsupervised", "--data-root", ""], "--data-root is an empty string"),
+    (["unsupervised", "--dataset", "../TU/MUTAG", "--data-root", "{data}"], "'../TU/MUTAG' is not a dataset name"),
+    (["unsupervised", "--feat", "odeg0", "--data-root", "{data}"], "N of odegN must lie in 1..10000"),
+    (["unsupervised", "--feat", "odeg99999999999", "--data-root", "{data}"], "N of odegN must lie in 1..10000"),
+    # embeddings asked for at epochs that never come, labels that cannot be drawn
+    (["unsupervised", "--dataset", "MUTAG", "--epochs", "1", "--save-embeddings", "5", "--data-root", "{data}"],
+     "--save-embeddings 5: embeddings are saved at evaluation epochs only (--eval-epochs 1)"),
+    (["semi", "--dataset", "MUTAG", "--row", "labeled", "--epochs", "1", "--save-embeddings", "9", "--data-root",
+      "{data}"],
+     "--save-embeddings 9: not an epoch of this run (0 = before training .. --epochs 1)"),
+    (["semi", "--dataset", "MUTAG", "--row", "labeled", "--label-rate", "0.01", "--data-root", "{data}"],
+     "--label-rate 0.01 labels 1 of 188 graphs; training needs at least 2 (use at least 0.0106)"),
+    (["semi", "--dataset", "MUTAG", "--row", "labeled", "--label-rate", "0.95", "--data-root", "{data}"],
+     "--label-rate 0.95 asks for 178 labeled graphs but the training part of fold 0 has only 151"),
+    # transfer
+    (["transfer", "finetune", "--csv", ""], "--csv is an empty string"),
+    (["transfer", "finetune", "--csv", "{tmp}/mols/missing.csv"], "mols/missing.csv: no such file"),
+    (["transfer", "finetune", "--csv", "{tmp}/mols"], "mols: a folder, not a CSV file"),
+    (["transfer", "finetune", "--csv", "{tmp}/mols/dup.csv"], "dup.csv:1: column(s) ['y'] appear more than once"),
+    (["transfer", "finetune", "--csv", "{tmp}/mols/header.csv"], "header.csv: no molecules below the header"),
+    (["transfer", "finetune", "--dataset", ","], "--dataset ',' names no MoleculeNet dataset"),
+    (["transfer", "finetune", "--csv", "{tmp}/mols/dup.csv", "--tag", "../elsewhere"],
+     "--tag '../elsewhere' must be a plain folder name"),
+    (["transfer", "finetune", "--checkpoint", "{tmp}/unit"], "unit: a folder, not a checkpoint file"),
+    (["transfer", "pretrain", "--out", "{tmp}/afile"], "--out {tmp}/afile is a file; name a folder for the run"),
+    (["transfer", "pretrain", "--out", "{tmp}/precious"], ("--out {tmp}/precious holds other files and no "
+                                                           "finished pre-training run")),
+])
+def test_odd_paths_and_files_are_one_line_errors(argv, message, tmp_path, capsys, request):
+    odd_files(tmp_path)
+    fill = {"tmp": str(tmp_path), "run": str(tmp_path / "unit")}
+    if any("{data}" in a for a in argv):
+        fill["data"] = str(request.getfixturevalue("data_root"))
+    if argv[0] == "report" and "{run}" in argv:
+        (tmp_path / "unit" / "summary.json").write_text(json.dumps(
+            {"protocol": "semi", "dataset": "MUTAG", "row": "labeled", "n_seeds": 1, "n_folds": 1, "tag": "t",
+             "val": {"mean": 70.0, "std": 0.0}, "test_max": {"mean": 71.0, "std": 0.0}}))
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    has_out = "--out" in argv
+    argv = [a.format(**fill) for a in argv] + ([] if has_out or argv[0] in ("report", "visualize") else
+                                               ["--out", str(tmp_path / "o")])
+    assert main(argv + (["--no-progress"] if argv[0] in ("unsupervised", "semi", "transfer", "ablate") else [])) == 2
+    err = capsys.readouterr().err
+    assert message.format(**fill) in err and "Traceback" not in err, err
+    assert len([line for line in err.splitlines() if line.startswith("autogcl")]) == 1
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*")) == before  # nothing written, nothing lost
+
+
+def test_a_summary_that_is_not_one_is_rebuilt_and_a_named_file_is_never_rewritten(tmp_path, capsys):
+    unit = tmp_path / "sweep" / "seed0"
+    unit.mkdir(parents=True)
+    (unit / "result.json").write_text("[1]")
+    (tmp_path / "sweep" / "summary.json").write_text('{"protocol": "unsupervised"}')  # JSON, but not a summary
+    assert main(["report", str(tmp_path / "sweep")]) == 2
+    assert "seed0/result.json: damaged JSON (a list, not a JSON object)" in capsys.readouterr().err
+    (tmp_path / "notes.json").write_text("{")  # damaged, and not a summary.json: reported, never rebuilt
+    assert main(["report", str(tmp_path / "notes.json")]) == 2
+    assert "notes.json: damaged JSON" in capsys.readouterr().err
+    assert not (tmp_path / "summary.json").exists()
+
+
+def test_damaged_files_of_a_finished_unit_are_named_on_resume(data_root, tmp_path, capsys):
+    unit = tmp_path / "o" / "MUTAG-autogcl" / "seed0"
+    unit.mkdir(parents=True)
+    (unit / "result.json").write_text("{}")
+    argv = ["unsupervised", "--epochs", "1", "--seeds", "1", "--data-root", str(data_root), "--out",
+            str(tmp_path / "o"), "--resume", "--no-progress"]
+    assert main(argv) == 2  # config.json missing
+    assert "seed0/config.json: missing" in capsys.readouterr().err
+    (unit / "config.json").write_text('["not", "a", "config"]')
+    assert main(argv) == 2
+    assert "seed0/config.json: damaged JSON (a list, not a JSON object)" in capsys.readouterr().err
+
+
+def test_damaged_semi_splits_are_named_on_resume(data_root, tmp_path, capsys):
+    splits = tmp_path / "o" / "MUTAG-labeled" / "seed0" / "splits.json"
+    splits.parent.mkdir(parents=True)
+    splits.write_text(json.dumps({"folds": [{"fold": 0}]}))
+    assert main(["semi", "--dataset", "MUTAG", "--row", "labeled", "--epochs", "1", "--fold-limit", "1", "--data-root",
+                 str(data_root), "--out", str(tmp_path / "o"), "--resume", "--no-progress"]) == 2
+    assert "seed0/splits.json: damaged splits (KeyError: 'train')" in capsys.readouterr().err
+
+
+def test_a_last_batch_of_one_graph_is_dropped_not_a_crash(data_root, tmp_path):
+    # MUTAG fold 0 has 18 labeled graphs: batches of 17 would leave one graph, which BatchNorm cannot train on
+    assert main(["semi", "--dataset", "MUTAG", "--row", "labeled", "--epochs", "1", "--fold-limit", "1",
+                 "--batch-size", "17", "--data-root", str(data_root), "--out", str(tmp_path), "--no-progress"]) == 0
+
+
+def test_a_huge_jobs_count_starts_no_more_processes_than_folds(monkeypatch):
+    import numpy as np
+
+    from autogcl.eval import svm
+
+    asked = []
+
+    class Serial:
+        def __init__(self, n_jobs):
+            asked.append(n_jobs)
+
+        def __call__(self, jobs):
+            return [f(*a, **k) for f, a, k in jobs]
+
+    monkeypatch.setattr(svm, "Parallel", Serial)
+    rng = np.random.default_rng(0)
+    res = svm.svm_evaluate(rng.normal(size=(40, 4)), np.arange(40) % 2, folds=4, inner_folds=2, n_jobs=100_000)
+    assert asked == [4] and 0 <= res["test_acc"] <= 1

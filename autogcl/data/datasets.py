@@ -59,6 +59,9 @@ class GraphDataset(InMemoryDataset):
 
 def canonical_name(name: str, roots: list[Path]) -> str:
     """The TU name to look for: known names case-insensitively, else a name found on disk."""
+    if not name.strip() or "/" in name or "\\" in name or name.startswith("."):
+        raise DataError(f"{name!r} is not a dataset name (a TU name such as MUTAG, not a path; a dataset of your "
+                        "own goes in DATA_ROOT/TU/NAME/raw/)")
     for key, val in KNOWN_TU_DATASETS.items():
         if key.lower() == name.lower():
             return val
@@ -90,7 +93,7 @@ def _download(name: str, roots: list[Path]) -> Path:
         raise DataError(
             f"dataset {name} is not in any data root (looked in {looked}) and could not be "
             f"downloaded ({type(exc).__name__}: {exc}). Pass --data-root DIR (or set "
-            "AUTOGCL_DATA) to a folder holding TU/{name}/raw/, or connect to the network."
+            f"AUTOGCL_DATA) to a folder holding TU/{name}/raw/, or connect to the network."
         ) from exc
     raw = _raw_dir(name, [paths.default_data_dir()])
     if raw is None:

@@ -28,6 +28,8 @@ from torch_geometric.transforms import BaseTransform
 from ..errors import ConfigError, DataError
 
 DEFAULT_RECIPE = "deg+odeg100"
+#: the largest N of ``odegN``: the one-hot degree has N + 1 columns for every node
+MAX_ONEHOT_DEGREE = 10000
 
 
 @dataclass(frozen=True)
@@ -54,7 +56,11 @@ def parse_recipe(spec: str) -> FeatureRecipe:
         elif tok == "constant":
             kw["constant"] = True
         elif m:
-            kw["onehot_max_degree"] = int(m.group(1))
+            cap = int(m.group(1))
+            if not 1 <= cap <= MAX_ONEHOT_DEGREE:
+                raise ConfigError(f"feature token {tok!r} in recipe {spec!r}: N of odegN must lie in "
+                                  f"1..{MAX_ONEHOT_DEGREE} (N + 1 columns per node)")
+            kw["onehot_max_degree"] = cap
         else:
             raise ConfigError(
                 f"unknown token {tok!r} in feature recipe {spec!r}; "

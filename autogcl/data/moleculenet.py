@@ -161,5 +161,7 @@ def load_molecule_csv(path, smiles_col: str = "smiles", label_cols: list[str] | 
                       **kw) -> GraphDataset:
     """A user's CSV of SMILES and binary labels (0, 1, or empty for missing)."""
     path = Path(path)
-    name = path.name.split(".")[0]
+    if not path.is_file():
+        raise DataError(f"{path}: {'a folder, not a CSV file' if path.is_dir() else 'no such file'}")
+    name = path.name.split(".")[0] or "molecules"  # ".csv" has no name of its own
     return _load(name, path, smiles_col, label_cols, **kw)

@@ -279,6 +279,9 @@ def read_labeled_csv(path: Path, smiles_col: str, label_cols: list[str] | None,
         header = [h.strip() for h in header]
         if smiles_col not in header:
             raise DataError(f"{path}:1: no SMILES column {smiles_col!r}; columns are {header}")
+        twice = sorted({h for h in header if header.count(h) > 1})
+        if twice:
+            raise DataError(f"{path}:1: column(s) {twice} appear more than once in the header")
         if label_cols is None:
             label_cols = [h for h in header if h != smiles_col and h not in exclude]
         missing = [c for c in label_cols if c not in header]
@@ -301,6 +304,8 @@ def read_labeled_csv(path: Path, smiles_col: str, label_cols: list[str] | None,
                 labels.append([_parse_label(row[i], path, line, c) for i, c in zip(li, label_cols)])
         except (csv.Error, UnicodeDecodeError, EOFError, OSError) as exc:
             raise DataError(f"{path}:{line + 1}: cannot read the file ({exc})") from None
+    if not smiles:
+        raise DataError(f"{path}: no molecules below the header")
     y = np.asarray(labels, dtype=np.float32).reshape(len(smiles), len(label_cols))
     return smiles, lines, y, list(label_cols)
 

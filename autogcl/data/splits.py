@@ -13,6 +13,8 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.model_selection import StratifiedKFold, train_test_split
 
+from ..errors import DataError
+
 FOLD_SEED = 12345
 
 
@@ -55,8 +57,11 @@ def semi_splits(y, folds: int = 10, label_rate: float = 0.1, fold_seed: int = FO
         mask[val] = False
         train = np.flatnonzero(mask)
         if n_labeled >= len(train):
-            raise ValueError(f"label rate {label_rate} asks for {n_labeled} labeled graphs but the "
-                             f"training part of fold {i} has only {len(train)}")
+            raise DataError(f"--label-rate {label_rate} asks for {n_labeled} labeled graphs but the "
+                            f"training part of fold {i} has only {len(train)}")
+        if n_labeled < 2:
+            raise DataError(f"--label-rate {label_rate} labels {n_labeled} of {n} graphs; training needs at least 2 "
+                            f"(use at least {2 / n:.3g})")
         try:
             labeled, unlabeled = train_test_split(train, train_size=n_labeled, stratify=y[train],
                                                   random_state=label_seed * 1000 + i)

@@ -87,6 +87,7 @@ def svm_evaluate(
                         f"got {len(y)} graph(s) in {len(counts)} class(es)")
     d2 = euclidean_distances(x, squared=True)
     outer = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
+    n_jobs = min(n_jobs, folds)  # one process per outer fold at most (a huge --jobs would start that many)
     jobs = (delayed(_outer_fold)(x, d2, y, tr, te, list(cs), inner_folds) for tr, te in outer.split(x, y))
     res = Parallel(n_jobs=n_jobs)(jobs) if n_jobs != 1 else [j[0](*j[1], **j[2]) for j in jobs]
     test = np.array([r["test_acc"] for r in res])

@@ -178,12 +178,16 @@ def load_encoder(path) -> tuple[dict, dict, dict]:
     from ..errors import DataError
 
     path = Path(path)
+    if path.is_dir():
+        hint = " (name its encoder.pt)" if (path / "encoder.pt").is_file() else ""
+        raise DataError(f"{path}: a folder, not a checkpoint file{hint}")
     if not path.is_file():
         raise DataError(f"{path}: no such checkpoint")
     try:
         blob = torch.load(path, map_location="cpu", weights_only=True)  # plain tensors and dicts only
     except Exception as exc:  # torch raises many types for a damaged file
-        raise DataError(f"{path}: not a readable checkpoint ({type(exc).__name__}: {exc})") from exc
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""  # torch's messages run to paragraphs
+        raise DataError(f"{path}: not a readable checkpoint ({type(exc).__name__}: {first})") from exc
     if not isinstance(blob, dict) or blob.get("format") != ENCODER_FORMAT:
         raise DataError(f"{path}: not an autogcl molecule encoder (expected format {ENCODER_FORMAT}; "
                         "use the encoder.pt of an `autogcl transfer pretrain` run)")

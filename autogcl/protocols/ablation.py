@@ -45,6 +45,8 @@ class AblationConfig(Config):
             raise ConfigError(f"--ratios {bad} must lie in [0, 1)")
         if not self.dataset:
             raise ConfigError("--dataset names no dataset")
+        if not self.augs and not self.ratios:
+            raise ConfigError("--augs and --ratios are both empty: nothing to run")
 
     def base(self, dataset: str) -> SemiConfig:
         return SemiConfig(dataset=dataset, row=self.row, epochs=self.epochs, pretrain_epochs=self.pretrain_epochs,

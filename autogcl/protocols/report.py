@@ -34,10 +34,36 @@ def rebuild_summary(folder: Path) -> dict:
     if kind is None:
         raise DataError(f"{units[0] / 'result.json'}: unknown protocol {protocol!r}")
     module = importlib.import_module(f".{kind[0]}", __package__)
-    cfg = getattr(module, kind[1]).from_dict(read_json(units[0] / "config.json"))
-    summary = module.make_summary(cfg, results, Path(folder))
+    config_file = units[0] / "config.json"
+    stored = read_json(config_file)
+    try:
+        cfg = getattr(module, kind[1]).from_dict(stored)
+        summary = module.make_summary(cfg, results, Path(folder))
+    except (KeyError, TypeError, ValueError) as exc:  # a ConfigError, or results without their fields
+        raise DataError(f"{folder}: cannot make its summary again from its units' results and "
+                        f"{config_file.name} ({type(exc).__name__}: {exc})") from exc
     atomic_write_json(Path(folder) / "summary.json", summary)
     return summary
+
+
+#: what the tables read from a summary of each protocol
+REQUIRED = {"unsupervised": ("dataset", "method", "tag", "n_seeds", "config", "val", "test_max"),
+            "semi": ("dataset", "row", "n_seeds", "n_folds", "val", "test_max"),
+            "transfer": ("dataset", "tag", "pretrained", "n_seeds", "config", "val", "test_max")}
+
+
+def check_summary(path: Path, s) -> dict:
+    """``s`` when it is a summary the tables can show; else a :class:`DataError` naming ``path``."""
+    if not isinstance(s, dict) or s.get("protocol") not in REQUIRED:
+        raise DataError(f"{path}: not a summary of an autogcl sweep (no known protocol)")
+    missing = [k for k in REQUIRED[s["protocol"]] if k not in s]
+    missing += [k for k in ("val", "test_max") if k in s and not (
+        isinstance(s[k], dict) and all(isinstance(s[k].get(m), (int, float)) for m in ("mean", "std")))]
+    if "config" in s and not isinstance(s["config"], dict):
+        missing.append("config")
+    if missing:
+        raise DataError(f"{path}: incomplete {s['protocol']} summary (missing or malformed: {', '.join(missing)})")
+    return s
 
 
 def collect(run_dirs: list[Path]) -> list[dict]:
@@ -57,8 +83,10 @@ def collect(run_dirs: list[Path]) -> list[dict]:
             if key not in seen:
                 seen.add(key)
                 try:
-                    out.append(read_json(f))
+                    out.append(check_summary(f, read_json(f)))
                 except DataError as exc:
+                    if f.name != "summary.json":  # a file named on the command line: not ours to rewrite
+                        raise DataError(f"{exc}; give a run folder or its summary.json") from exc
                     log.warning("%s; rebuilding it from the results of its units", exc)
                     out.append(rebuild_summary(f.parent))
     return out

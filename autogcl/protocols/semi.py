@@ -178,7 +178,8 @@ def run_fold(unit: runs.Unit, dataset, split: SemiSplit, show_progress: bool | N
 
     def loader(idx, shuffle):
         return DataLoader(dataset[torch.as_tensor(idx)], batch_size=bs, shuffle=shuffle,
-                          generator=gen if shuffle else None)
+                          generator=gen if shuffle else None,
+                          drop_last=shuffle and len(idx) % bs == 1)  # BatchNorm cannot train on one graph
 
     train_l, labeled_l = loader(split.train, True), loader(split.labeled, True)
     eval_l = {k: loader(getattr(split, k), False) for k in ("labeled", "val", "test")}
@@ -251,16 +252,27 @@ def plan(cfg: SemiConfig, dataset, seeds: list[int], out: Path, resume: bool = F
         raise DataError(f"{cfg.dataset} has {dataset.num_classes} class: classification needs at least two")
     if len(dataset) < cfg.folds:
         raise DataError(f"{cfg.dataset} has {len(dataset)} graphs: {cfg.folds}-fold CV needs at least {cfg.folds}")
-    runs.check_writable(root)
+    never = sorted(int(e) for e in save_embeddings or () if not 0 <= int(e) <= cfg.epochs)
+    if never:
+        raise ConfigError(f"--save-embeddings {','.join(map(str, never))}: not an epoch of this run (0 = before "
+                          f"training .. --epochs {cfg.epochs})")
     y = dataset._data.y.numpy() if hasattr(dataset, "_data") else np.array([int(d.y) for d in dataset])
+    all_splits = {seed: semi_splits(y, cfg.folds, cfg.label_rate, cfg.fold_seed, label_seed=seed)
+                  for seed in seeds}  # a label rate that cannot work fails before any folder is made
+    runs.check_writable(root)
     plan = {}
     for seed in seeds:
-        splits = semi_splits(y, cfg.folds, cfg.label_rate, cfg.fold_seed, label_seed=seed)
+        splits = all_splits[seed]
         if fold_limit:
             splits = splits[:fold_limit]
         split_file = root / f"seed{seed}" / "splits.json"
         if split_file.is_file() and resume:
-            saved = [SemiSplit.from_dict(d) for d in runs.read_json(split_file)["folds"]]
+            stored = runs.read_json(split_file)
+            try:
+                saved = [SemiSplit.from_dict(d) for d in stored["folds"]]
+            except (KeyError, TypeError, ValueError) as exc:  # valid JSON, but not the splits it should hold
+                raise DataError(f"{split_file}: damaged splits ({type(exc).__name__}: {exc}); delete it to make "
+                                "them again") from exc
             if [s.to_dict() for s in saved] != [s.to_dict() for s in splits[:len(saved)]]:
                 raise ConfigError(f"{split_file} differs from the splits this configuration makes")
         runs.atomic_write_json(split_file, {"dataset": cfg.dataset, "fold_seed": cfg.fold_seed,

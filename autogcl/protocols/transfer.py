@@ -64,6 +64,8 @@ class FinetuneConfig(Config):
     def __post_init__(self):
         self.check_choices()
         self.frac = tuple(self.frac)
+        if self.csv is not None and not self.csv.strip():
+            raise ConfigError("--csv is an empty string; name your CSV file, or leave --csv out for --dataset")
         if isinstance(self.label_cols, str):
             self.label_cols = [c.strip() for c in self.label_cols.split(",") if c.strip()]
         if self.label_cols and not self.csv:
@@ -223,11 +225,14 @@ def plan(cfg: FinetuneConfig, seeds: list[int], out: Path, tag: str, data_root=N
          download: bool | None = None) -> runs.Sweep:
     """The seeds of one dataset as a :class:`autogcl.runs.Sweep` into ``out/tag/dataset/seedN``
     (``finish`` writes ``summary.json`` there)."""
+    if not tag or tag in (".", "..") or "/" in tag or "\\" in tag:
+        raise ConfigError(f"--tag {tag!r} must be a plain folder name (results go to OUT/TAG/DATASET): no '/', "
+                          "not '.' or '..'")
+    arch = {}
+    if cfg.checkpoint:  # the encoder's architecture is the checkpoint's: record it (a bad file fails first)
+        arch = dict(load_encoder(cfg.checkpoint)[1])
     dataset = load_dataset(cfg, data_root, workers, download)
     name = dataset.name if cfg.csv else cfg.dataset.lower()
-    arch = {}
-    if cfg.checkpoint:  # the encoder's architecture is the checkpoint's: record it
-        arch = dict(load_encoder(cfg.checkpoint)[1])
     cfg = FinetuneConfig.from_dict({**cfg.to_dict(), "dataset": name, **arch})
     ddir = Path(out) / tag / name
     units = [runs.Unit(dir=ddir / f"seed{s}", config=cfg.to_dict(), seed=s, label=f"{tag} {name} seed {s}")
@@ -277,6 +282,8 @@ def dataset_names(spec: str) -> list[str]:
     if spec.lower() == "all":
         return list(MOLECULENET)
     names = [s.strip().lower() for s in spec.split(",") if s.strip()]
+    if not names:
+        raise ConfigError(f"--dataset {spec!r} names no MoleculeNet dataset; known: {', '.join(MOLECULENET)} or all")
     unknown = [n for n in names if n not in MOLECULENET]
     if unknown:
         raise ConfigError(f"unknown MoleculeNet dataset(s) {unknown}; known: {', '.join(MOLECULENET)} or all")

@@ -198,6 +198,11 @@ def plan(cfg: UnsupervisedConfig, dataset, seeds: list[int], out: Path, n_jobs: 
     if len(dataset) < cfg.svm_folds:
         raise DataError(f"{cfg.dataset} has {len(dataset)} graphs: the SVM's {cfg.svm_folds}-fold CV needs at least "
                         f"{cfg.svm_folds}")
+    if save_embeddings not in (True, False, None):
+        never = sorted({int(e) for e in save_embeddings} - set(cfg.eval_epochs))
+        if never:
+            raise ConfigError(f"--save-embeddings {','.join(map(str, never))}: embeddings are saved at evaluation "
+                              f"epochs only (--eval-epochs {','.join(map(str, cfg.eval_epochs))})")
 
     def fn(u):
         r = run_unit(u, dataset, n_jobs=n_jobs, save_embeddings=save_embeddings, show_progress=show_progress,

@@ -64,21 +64,22 @@ class ViewsConfig(Config):
     :data:`CLASSIFIER_DEFAULTS`)."""
 
     dataset: str = option("MNIST", "MNIST or a TU dataset name")
-    target_acc: float = option(0.9, "stop when the accuracy on generated validation views reaches this")
-    max_epochs: int = option(30, "at most this many joint epochs")
+    target_acc: float = option(0.9, "stop when the accuracy on generated validation views reaches this",
+                               low=0, high=1)
+    max_epochs: int = option(30, "at most this many joint epochs", low=1)
     classifier: str | None = option(None, "relpos: layers over neighbour offsets, for superpixels (default on "
                                     "MNIST); resgcn: ResGCN (default on TU datasets)", type=str,
                                     choices=tuple(CLASSIFIER_DEFAULTS))
-    batch_size: int | None = option(None, "batch size (default 64 relpos, 128 resgcn)", type=int)
+    batch_size: int | None = option(None, "batch size (default 64 relpos, 128 resgcn)", type=int, low=2)
     lr: float | None = option(None, "Adam learning rate of the classifier (default 0.001 relpos, 0.01 resgcn)",
-                              type=float)
-    gen_lr: float | None = option(None, "learning rate of the generators (default 0.01)", type=float)
-    hidden: int | None = option(None, "classifier width (default 64 relpos, 128 resgcn)", type=int)
+                              type=float, low=0)
+    gen_lr: float | None = option(None, "learning rate of the generators (default 0.01)", type=float, low=0)
+    hidden: int | None = option(None, "classifier width (default 64 relpos, 128 resgcn)", type=int, low=1)
     # epochs of the classifier alone on the original graphs before the joint training, so
     # that the generators' first gradients come from a classifier that knows which nodes
     # matter (without it, on MNIST, the views settle on dropping the digit strokes)
     warmup_epochs: int | None = option(None, "train the classifier alone on the original graphs for this many "
-                                       "epochs first (default 1 relpos, 0 resgcn)", type=int)
+                                       "epochs first (default 1 relpos, 0 resgcn)", type=int, low=0)
     # dropped nodes in the views the classifier sees: "remove", "weight" (relpos only; see
     # GeometryKeepingGenerator) or "isolate" (isolated zero-feature nodes, the released
     # default, which skew the classifier's BatchNorm statistics and eval-mode accuracy)
@@ -89,11 +90,11 @@ class ViewsConfig(Config):
     # weight of L_sim; on MNIST with lambda 1 one generator soon settles on dropping the
     # strokes the other keeps (views as different as possible), and the view accuracy stalls
     lam: float | None = option(None, "weight of L_sim (default 0.3 relpos, 1.0 resgcn)", type=float,
-                               flag="--lambda")
+                               flag="--lambda", low=0)
     add_mask: bool = option(True, "generators may also mask nodes", negate="--no-mask")
     seed: int = option(0, "seed")
-    limit: int | None = option(None, "use only N graphs per split (quick runs)", type=int)
-    drop_ratio: float = option(0.2, "GraphCL node-drop ratio shown beside")
+    limit: int | None = option(None, "use only N graphs per split (quick runs)", type=int, low=1)
+    drop_ratio: float = option(0.2, "GraphCL node-drop ratio shown beside", low=0, high=1, high_open=True)
     high_intensity: float = option(0.5, "superpixels at or above this mean intensity count as strokes", cli=False)
 
     def __post_init__(self):
@@ -173,6 +174,9 @@ def train_generators(cfg: ViewsConfig, train_ds, test_ds, show_progress=None, de
     """Train until the view accuracy on a validation part of the training graphs reaches the
     target (or max epochs); the test accuracies are recorded beside it."""
     device = resolve_device(device)
+    if len(train_ds) < 20:
+        raise ConfigError(f"{cfg.dataset}: {len(train_ds)} training graphs are too few to train on and hold out "
+                          "validation graphs from (at least 20; raise --limit)")
     train_ds, val_ds = split_validation(train_ds, cfg.seed)
     loader_gen = runs.seed_everything(cfg.seed)
     nf = train_ds.num_features
@@ -181,7 +185,8 @@ def train_generators(cfg: ViewsConfig, train_ds, test_ds, show_progress=None, de
     opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
     opt_gen = torch.optim.Adam([*gens[0].parameters(), *gens[1].parameters()], lr=cfg.gen_lr)
     strat = JointStrategy(model, *gens, opt, opt_gen, use_cl=False, use_sim=True, lam=cfg.lam).to(device)
-    train_l = DataLoader(train_ds, batch_size=cfg.batch_size, shuffle=True, generator=loader_gen)
+    train_l = DataLoader(train_ds, batch_size=cfg.batch_size, shuffle=True, generator=loader_gen,
+                         drop_last=len(train_ds) % cfg.batch_size == 1)  # BatchNorm cannot train on one graph
     test_l = DataLoader(test_ds, batch_size=512)
     val_l = DataLoader(val_ds, batch_size=512)
     t0 = time.perf_counter()

@@ -11,10 +11,18 @@ def save_figure(fig, out, dpi: int = 130) -> list:
 
     import matplotlib.pyplot as plt
 
+    from ..errors import DataError
+
     out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
     written = [out.with_suffix(".png"), out.with_suffix(".svg")]
-    for p in written:
-        fig.savefig(p, dpi=dpi, bbox_inches="tight")
-    plt.close(fig)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        for p in written:
+            fig.savefig(p, dpi=dpi, bbox_inches="tight")
+    except OSError as exc:  # a file in the way of the folder, no permission, a folder of that name
+        why = (f"{out.parent} is not a folder" if isinstance(exc, (FileExistsError, NotADirectoryError))
+               else exc.strerror or exc)
+        raise DataError(f"cannot write the figure {out.with_suffix('.png')} ({why}); choose another --out") from exc
+    finally:
+        plt.close(fig)
     return written

@@ -9,6 +9,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import numpy as np
 
+from ..errors import DataError
 from . import save_figure
 
 LOSSES = ("loss", "cl_loss", "cls_loss", "sim_loss")
@@ -22,30 +23,52 @@ TITLES = {
 
 
 def read_metrics(path: Path) -> list[dict]:
-    with open(path, newline="") as f:
-        return list(csv.DictReader(f))
+    """The rows of a ``metrics.csv``; a file that cannot be read as one (no ``epoch`` column,
+    bytes that are not text) is a :class:`DataError` naming it."""
+    try:
+        with open(path, newline="", encoding="utf-8") as f:
+            reader = csv.DictReader(f)
+            rows = list(reader)
+            columns = reader.fieldnames or []
+    except (UnicodeDecodeError, csv.Error, OSError) as exc:
+        raise DataError(f"{path}: not a readable metrics.csv ({type(exc).__name__}: {exc})") from None
+    if rows and "epoch" not in columns:
+        raise DataError(f"{path}:1: no 'epoch' column (columns are {columns}); not a metrics.csv of autogcl")
+    return rows
 
 
 def metric_files(run_dir: Path) -> list[Path]:
-    """Every unit's metrics.csv below a run folder (a unit, a seed or a row/method folder)."""
+    """Every unit's metrics.csv below a run folder (a unit, a seed or a row/method folder), or
+    the file itself."""
     run_dir = Path(run_dir)
+    if run_dir.is_file() and run_dir.suffix == ".csv":
+        return [run_dir]
     if (run_dir / "metrics.csv").is_file():
         return [run_dir / "metrics.csv"]
     return sorted(p for p in run_dir.rglob("metrics.csv") if ".partial" not in str(p))
+
+
+def _number(text, path: Path, line: int, column: str) -> float:
+    try:
+        return float(text)
+    except (TypeError, ValueError):
+        raise DataError(f"{path}:{line}: {column} {text!r} is not a number") from None
 
 
 def curves(run_dir: Path, phase: str = "train") -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """metric -> (epochs, mean, std) over the units of a run, for rows of ``phase``."""
     per_metric: dict[str, dict[int, list[float]]] = {}
     for f in metric_files(run_dir):
-        for r in read_metrics(f):
+        for line, r in enumerate(read_metrics(f), start=2):
             if r.get("phase", "train") != phase:
                 continue
-            e = int(r["epoch"])
+            e = _number(r["epoch"], f, line, "epoch")
+            if not np.isfinite(e) or e != int(e):
+                raise DataError(f"{f}:{line}: epoch {r['epoch']!r} is not a whole number")
             for k in LOSSES + ACCURACIES:
                 v = r.get(k, "")
-                if v not in ("", None) and np.isfinite(float(v)):
-                    per_metric.setdefault(k, {}).setdefault(e, []).append(float(v))
+                if v not in ("", None) and np.isfinite(_number(v, f, line, k)):
+                    per_metric.setdefault(k, {}).setdefault(int(e), []).append(float(v))
     out = {}
     for k, by_epoch in per_metric.items():
         epochs = np.array(sorted(by_epoch))
@@ -60,7 +83,9 @@ def plot_curves(run_dirs: list[Path], out: Path, labels: list[str] | None = None
     labels = labels or [Path(d).name for d in run_dirs]
     data = [curves(Path(d), phase) for d in run_dirs]
     if not any(data):
-        raise ValueError(f"no metrics.csv with phase {phase!r} below {', '.join(map(str, run_dirs))}")
+        raise DataError(f"no metrics.csv with phase {phase!r} below {', '.join(map(str, run_dirs))}")
+    if labels is not None and len(labels) != len(run_dirs):
+        raise DataError(f"{len(labels)} label(s) for {len(run_dirs)} run folder(s)")
     metrics = [m for m in LOSSES + ACCURACIES if any(m in d for d in data)]
     cols = min(4, len(metrics))
     rows = int(np.ceil(len(metrics) / cols))

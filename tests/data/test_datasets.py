@@ -81,3 +81,4 @@ def test_failed_download_says_what_to_do(tmp_path, monkeypatch):
         load_tu("GITHUB", tmp_path, download=True)
     msg = str(exc.value)
     assert "could not be downloaded" in msg and "name resolution" in msg and "--data-root" in msg
+    assert "{name}" not in msg and "/raw/, or connect to the network" in msg  # the folder is named
