@@ -120,6 +120,8 @@ def cmd_semi(args) -> int:
     run = _run(args)
     executor = run.make_executor()  # a bad --ray-address is an error before any data is read
     rows = list(ROWS) if args.row == "all" else [r.strip() for r in args.row.split(",") if r.strip()]
+    if not rows:
+        raise ConfigError(f"--row {args.row!r} names no row; choose from {', '.join(ROWS)} or all")
     cfgs = [from_args(SemiConfig, args, row=r) for r in rows]  # validated before any data is read
     for c in cfgs:
         expand(c, run.grid)
@@ -462,6 +464,9 @@ def cmd_finetune(args) -> int:
 
     run = _run(args)
     executor = run.make_executor()  # a bad --ray-address is an error before any data is read
+    if args.checkpoint is not None and not args.checkpoint.strip():
+        raise ConfigError("--checkpoint is an empty string; name an encoder.pt, or leave --checkpoint out for the "
+                          "No-pretrain row")
     if args.checkpoint:
         tag = run.tag or Path(args.checkpoint).resolve().parent.name
     else:

@@ -11,6 +11,7 @@ resume, ...), which never change a unit's result.
 from __future__ import annotations
 
 import argparse
+import os
 from dataclasses import MISSING, asdict, dataclass, field, fields
 
 from .errors import ConfigError
@@ -62,6 +63,9 @@ def add_options(parser: argparse.ArgumentParser, cls, only=None, skip=(), defaul
         kw = {"dest": f.name, "help": meta.get("help") or None}
         if isinstance(default, bool):
             if default and meta.get("negate"):
+                # "%(default).0s" prints nothing and keeps the formatter from adding "(default: True)",
+                # which reads as if the flag were on
+                kw["help"] = f"turn off the default: {kw['help'] or f.name}%(default).0s"
                 parser.add_argument(meta["negate"], action="store_false", **kw)
             else:
                 parser.add_argument(flag, action="store_true", **kw)
@@ -143,6 +147,10 @@ class Config:
         return cls(**{k: v for k, v in d.items() if k in names})
 
 
+#: the largest seed: NumPy's generators take seeds below 2**32
+MAX_SEED = 2**32 - 1
+
+
 @dataclass
 class RunOptions(Config):
     """How a sweep runs: never part of a unit's configuration (so never blocks ``--resume``)."""
@@ -186,6 +194,15 @@ class RunOptions(Config):
         from .devices import resolve_device
 
         resolve_device(self.device)
+        if not str(self.out).strip():
+            raise ConfigError("--out is an empty string; name the run folder (. for the current one)")
+        if self.first_seed + self.seeds - 1 > MAX_SEED:
+            raise ConfigError(f"--first-seed {self.first_seed} --seeds {self.seeds}: seeds go up to "
+                              f"{self.first_seed + self.seeds - 1}, above the largest seed NumPy takes ({MAX_SEED})")
+        cores = os.cpu_count() or 1
+        if self.executor == "serial" and self.cpus_per_unit is not None and self.cpus_per_unit > cores:
+            raise ConfigError(f"--cpus-per-unit {self.cpus_per_unit:g} is more than this machine's {cores} cores "
+                              "(with --executor serial a unit runs here)")
         if self.executor != "ray":
             self.drop_unused(("ray_address", "gpus_per_unit"), "to --executor serial")
         elif self.device.startswith("cuda") and not self.gpus_per_unit:

@@ -262,7 +262,9 @@ def check_writable(folder: Path) -> None:
         os.close(fd)
         os.unlink(probe)
     except OSError as exc:
-        raise ConfigError(f"cannot write results into {folder} ({exc.strerror or exc}); choose another --out") from exc
+        why = ("a file is in the way" if isinstance(exc, (FileExistsError, NotADirectoryError))
+               else exc.strerror or exc)
+        raise ConfigError(f"cannot write results into {folder} ({why}); choose another --out") from exc
 
 
 def run_units(units: list[Unit], fn: Callable[[Unit], dict] | Sequence[Callable[[Unit], dict]], resume: bool,

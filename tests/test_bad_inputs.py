@@ -409,7 +409,16 @@ def odd_files(root):
      "--label-rate 0.01 labels 1 of 188 graphs; training needs at least 2 (use at least 0.0106)"),
     (["semi", "--dataset", "MUTAG", "--row", "labeled", "--label-rate", "0.95", "--data-root", "{data}"],
      "--label-rate 0.95 asks for 178 labeled graphs but the training part of fold 0 has only 151"),
+    # run options
+    (["semi", "--row", " , "], "--row ' , ' names no row; choose from"),
+    (["unsupervised", "--out", ""], "--out is an empty string; name the run folder"),
+    (["unsupervised", "--first-seed", "4294967295", "--seeds", "2"], ("seeds go up to 4294967296, above the "
+                                                                      "largest seed NumPy takes (4294967295)")),
+    (["unsupervised", "--cpus-per-unit", "100000"], "--cpus-per-unit 100000 is more than this machine's"),
+    (["unsupervised", "--dataset", "MUTAG", "--data-root", "{data}", "--out", "{tmp}/afile/runs"],
+     "(a file is in the way); choose another --out"),
     # transfer
+    (["transfer", "finetune", "--checkpoint", ""], "--checkpoint is an empty string; name an encoder.pt"),
     (["transfer", "finetune", "--csv", ""], "--csv is an empty string"),
     (["transfer", "finetune", "--csv", "{tmp}/mols/missing.csv"], "mols/missing.csv: no such file"),
     (["transfer", "finetune", "--csv", "{tmp}/mols"], "mols: a folder, not a CSV file"),
