@@ -269,12 +269,13 @@ def check_writable(folder: Path) -> None:
 
 def run_units(units: list[Unit], fn: Callable[[Unit], dict] | Sequence[Callable[[Unit], dict]], resume: bool,
               desc: str, what: str = "seed", show_progress: bool | None = None, restart_damaged: bool = False,
-              executor=None) -> list[dict]:
+              executor=None, on_done: Callable[[Unit], None] | None = None) -> list[dict]:
     """Run a sweep's units with a progress bar counting finished units: check the output
     folders can be written, refuse to mix configurations or overwrite finished work
     (:func:`check_resumable`), drop stale partial work unless resuming, run the unfinished
     units on ``executor`` (default: :class:`autogcl.executors.SerialExecutor`) and return
-    every unit's result. ``fn``: the function of every unit, or one per unit."""
+    every unit's result. ``fn``: the function of every unit, or one per unit; ``on_done(unit)``
+    runs here as each unit finishes (its ``dir`` made absolute)."""
     from tqdm.auto import tqdm
 
     from .executors import SerialExecutor
@@ -294,8 +295,13 @@ def run_units(units: list[Unit], fn: Callable[[Unit], dict] | Sequence[Callable[
                 shutil.rmtree(u.partial)
     bar = tqdm(total=len(units), initial=len(units) - len(todo), desc=desc, unit=what,
                disable=None if show_progress is None else not show_progress)
+    def done(unit: Unit) -> None:
+        bar.update(1)
+        if on_done is not None:
+            on_done(unit)
+
     try:
-        (executor or SerialExecutor()).run(todo, lambda u: bar.update(1), restart_damaged)
+        (executor or SerialExecutor()).run(todo, done, restart_damaged)
     finally:
         bar.close()
     return [u.result() for u in units]
@@ -315,12 +321,21 @@ class Sweep:
 
 def run_sweeps(sweeps: Sequence[Sweep], resume: bool, desc: str, what: str = "unit",
                show_progress: bool | None = None, restart_damaged: bool = False, executor=None) -> list[dict]:
-    """Every unit of every sweep through one :func:`run_units`; each sweep's summary."""
+    """Every unit of every sweep through one :func:`run_units`; each sweep's summary, written
+    as soon as that sweep's own units have finished (so an interrupted pool keeps the
+    summaries of the sweeps it completed)."""
     units = [u for s in sweeps for u in s.units]
     fns = [s.fn for s in sweeps for _ in s.units]
-    results = run_units(units, fns, resume, desc, what, show_progress, restart_damaged, executor)
-    out, i = [], 0
-    for s in sweeps:
-        out.append(s.finish(results[i:i + len(s.units)]))
-        i += len(s.units)
-    return out
+    owner = {Path(u.dir).absolute(): k for k, s in enumerate(sweeps) for u in s.units}
+    left = [sum(not u.finished for u in s.units) for s in sweeps]
+    summaries: dict[int, dict] = {}
+
+    def done(unit: Unit) -> None:
+        k = owner[unit.dir]
+        left[k] -= 1
+        if left[k] == 0:
+            summaries[k] = sweeps[k].finish([u.result() for u in sweeps[k].units])
+
+    run_units(units, fns, resume, desc, what, show_progress, restart_damaged, executor, on_done=done)
+    return [summaries[k] if k in summaries else s.finish([u.result() for u in s.units])
+            for k, s in enumerate(sweeps)]

@@ -42,6 +42,43 @@ def test_unit_finish_and_resume_checks(tmp_path):
         runs.check_resumable([other], resume=True)
 
 
+def test_each_sweep_of_a_pool_is_summarised_when_its_own_units_finish(tmp_path):
+    events = []
+
+    def fn(u):
+        events.append(("unit", u.dir.parent.name, u.seed))
+        if u.dir.parent.name == "b" and u.seed == 1:
+            raise KeyboardInterrupt  # the pool stops in the second sweep
+        runs.atomic_write_json(runs.start_work(u) / "result.json", {"seed": u.seed})
+        u.finish()
+
+    def finisher(name):
+        def finish(results):
+            events.append(("summary", name, [r["seed"] for r in results]))
+            return {"name": name}
+        return finish
+
+    def sweeps():
+        return [runs.Sweep([runs.Unit(dir=tmp_path / name / f"s{i}", config={}, seed=i) for i in range(2)], fn,
+                           finisher(name)) for name in ("a", "b")]
+
+    with pytest.raises(KeyboardInterrupt):
+        runs.run_sweeps(sweeps(), resume=False, desc="pool", show_progress=False)
+    # sweep a was summarised before the pool stopped; b was not
+    assert events == [("unit", "a", 0), ("unit", "a", 1), ("summary", "a", [0, 1]), ("unit", "b", 0),
+                      ("unit", "b", 1)]
+    events.clear()
+
+    def fn_ok(u):
+        runs.atomic_write_json(runs.start_work(u) / "result.json", {"seed": u.seed})
+        u.finish()
+
+    out = runs.run_sweeps([runs.Sweep(s.units, fn_ok, s.finish) for s in sweeps()], resume=True, desc="pool",
+                          show_progress=False)
+    assert out == [{"name": "a"}, {"name": "b"}]
+    assert events == [("summary", "b", [0, 1]), ("summary", "a", [0, 1])]  # b on its last unit, a at the end
+
+
 def test_serial_executor_skips_finished_units(tmp_path):
     done = []
 
