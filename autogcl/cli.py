@@ -15,7 +15,7 @@ from pathlib import Path
 
 from . import __version__
 from .config import comma_list
-from .errors import AutoGCLError, ConfigError, DataError
+from .errors import AutoGCLError, ConfigError, DataError, write_failure
 
 log = logging.getLogger("autogcl")
 
@@ -160,26 +160,17 @@ def _folders(names: list[str], what: str = "RUN_DIR") -> list[Path]:
     return [Path(n) for n in names]
 
 
-def _check_out_folder(out: Path) -> None:
-    """A :class:`ConfigError` when the folder ``out`` could not be made or written, found
-    without creating anything (so that an error later leaves nothing behind)."""
-    import os
-
-    if out.exists() and not out.is_dir():
-        raise ConfigError(f"cannot write results into {out} (a file is in the way); choose another --out")
-    parent = out
-    while not parent.exists():
-        parent = parent.parent
-    if not parent.is_dir():
-        raise ConfigError(f"cannot write results into {out} ({parent} is a file); choose another --out")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise ConfigError(f"cannot write results into {out} ({parent} is not writable); choose another --out")
-
-
-def _check_out_file(out: Path) -> None:
-    """An output file named with ``--out`` must not be a folder."""
+def _out_file(value: str | None, default: Path, what: str) -> Path:
+    """The file ``--out`` names (``default`` when it is not given); an empty name or a folder is
+    an error."""
+    if value is None:
+        return default
+    if not value.strip():
+        raise ConfigError(f"--out is an empty string; name the {what} to write")
+    out = Path(value)
     if out.is_dir():
-        raise ConfigError(f"--out {out} is a folder; name the file to write (e.g. {out / 'report.md'})")
+        raise ConfigError(f"--out {out} is a folder; name the {what} to write (e.g. {out / default.name})")
+    return out
 
 
 def cmd_report(args) -> int:
@@ -187,20 +178,14 @@ def cmd_report(args) -> int:
     from .runs import atomic_write_text
 
     dirs = _folders(args.run_dirs)
-    if args.out is not None:
-        if not args.out.strip():
-            raise ConfigError("--out is an empty string; name the Markdown file to write")
-        _check_out_file(Path(args.out))
+    out = _out_file(args.out, (dirs[0].parent if dirs[0].is_file() else dirs[0]) / "report.md", "file")
     summaries = collect(dirs)
     text = render(summaries)
-    out = Path(args.out) if args.out else (dirs[0].parent if dirs[0].is_file() else dirs[0]) / "report.md"
     print(text)
     try:
         atomic_write_text(out, text + "\n")
     except OSError as exc:
-        why = (f"{out.parent} is not a folder" if isinstance(exc, (FileExistsError, NotADirectoryError))
-               else exc.strerror or exc)
-        raise DataError(f"cannot write the report to {out} ({why}); choose another --out") from exc
+        raise write_failure(exc, out, "the report to ") from exc
     print(f"\nwritten to {out}", file=sys.stderr)
     return 0
 
@@ -255,17 +240,6 @@ def _labels(args, n: int):
     return labels
 
 
-def _figure_out(args, default: Path) -> Path:
-    if args.out is None:
-        return default
-    if not args.out.strip():
-        raise ConfigError("--out is an empty string; name the figure file to write")
-    out = Path(args.out)
-    if out.is_dir():
-        raise ConfigError(f"--out {out} is a folder; name the figure file to write (e.g. {out / default.name})")
-    return out
-
-
 def cmd_curves(args) -> int:
     from .viz.curves import plot_curves
 
@@ -274,7 +248,7 @@ def cmd_curves(args) -> int:
     if missing:
         raise AutoGCLError(f"no such run folder: {', '.join(missing)}")
     labels = _labels(args, len(dirs))
-    out = _figure_out(args, (dirs[0].parent if dirs[0].is_file() else dirs[0]) / "curves.png")
+    out = _out_file(args.out, (dirs[0].parent if dirs[0].is_file() else dirs[0]) / "curves.png", "figure file")
     try:
         written = plot_curves(dirs, out, labels, args.phase)
     except ValueError as exc:
@@ -295,7 +269,7 @@ def cmd_tsne(args) -> int:
         raise AutoGCLError(f"not a folder: {', '.join(files)}; name the unit folders that hold embeddings_epoch*.npz")
     labels = _labels(args, len(dirs))
     epochs = args.epochs or None
-    out = _figure_out(args, dirs[0] / "tsne.png")
+    out = _out_file(args.out, dirs[0] / "tsne.png", "figure file")
     try:
         written = plot_tsne(dirs, out, epochs, labels)
     except ValueError as exc:
@@ -309,13 +283,14 @@ def cmd_views(args) -> int:
 
     from .config import from_args
     from .protocols import views as V
+    from .runs import check_writable
 
     run = _run(args)
     if run.run is not None:  # an empty --run is an error, not "train instead"
         return _views_from_run(args, run)
     cfg = from_args(V.ViewsConfig, args)
     out = Path(run.out) if run.out else Path("runs/views") / cfg.dataset
-    _check_out_folder(out)  # before training
+    check_writable(out)  # before training
     torch.manual_seed(cfg.seed)
     res = V.run(cfg, out, run.data_root, run.examples, show_progress=run.progress, device=run.device,
                 download=run.fetch)
@@ -336,7 +311,7 @@ def _views_from_run(args, run) -> int:
     from .data import load_tu
     from .protocols import views as V
     from .protocols.unsupervised import UnsupervisedConfig
-    from .runs import read_json
+    from .runs import check_writable, read_json
 
     if not run.run.strip():
         raise ConfigError("--run is an empty string; name the folder of a finished unsupervised unit")
@@ -359,7 +334,7 @@ def _views_from_run(args, run) -> int:
         raise AutoGCLError(f"{unit / 'model.pt'} holds a {type(model).__name__} model: no learnable generators")
     cfg = V.ViewsConfig(dataset=ds.name, seed=args.seed, drop_ratio=args.drop_ratio)
     out = Path(run.out) if run.out else unit / "views"
-    _check_out_folder(out)
+    check_writable(out)
     written = V.draw(cfg, [model.gen1, model.gen2], ds, out / "views.png", run.examples,
                      title=f"{ds.name}: views of the generators saved in {unit}")
     print("\n".join(map(str, written)))
@@ -464,15 +439,13 @@ def cmd_finetune(args) -> int:
 
     run = _run(args)
     executor = run.make_executor()  # a bad --ray-address is an error before any data is read
-    if args.checkpoint is not None and not args.checkpoint.strip():
-        raise ConfigError("--checkpoint is an empty string; name an encoder.pt, or leave --checkpoint out for the "
-                          "No-pretrain row")
     if args.checkpoint:
         tag = run.tag or Path(args.checkpoint).resolve().parent.name
     else:
         tag = run.tag or "no_pretrain"
     names = [args.csv] if args.csv else dataset_names(args.dataset)
-    checkpoint = str(Path(args.checkpoint).resolve()) if args.checkpoint else None
+    # an empty --checkpoint goes to the config as it is: an error there, not the current folder
+    checkpoint = str(Path(args.checkpoint).resolve()) if args.checkpoint else args.checkpoint
     cfgs = [from_args(FinetuneConfig, args, dataset=n, checkpoint=checkpoint) for n in names]
     plans = [(c, name, pc) for c in cfgs for name, pc in expand(c, run.grid)]
     sweeps = [plan(pc, run.seed_list, grid_out(run.out, name), tag, run.data_root, run.progress, run.workers,

@@ -19,3 +19,14 @@ class DamagedFileError(DataError):
 
 class TrainingError(AutoGCLError, RuntimeError):
     """Training cannot go on (for example a NaN loss); says where it happened."""
+
+
+def write_failure(exc: OSError, out, what: str = "") -> DataError:
+    """The :class:`DataError` for an output file ``out`` (``what``: e.g. "the figure ") that
+    could not be written."""
+    from pathlib import Path
+
+    out = Path(out)
+    why = (f"{out.parent} is not a folder" if isinstance(exc, (FileExistsError, NotADirectoryError))
+           else exc.strerror or exc)
+    return DataError(f"cannot write {what}{out} ({why}); choose another --out")

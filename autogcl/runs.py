@@ -252,19 +252,23 @@ def publish(unit: Unit, rows: list[dict], result: dict) -> dict:
 
 def check_writable(folder: Path) -> None:
     """A :class:`ConfigError` now, not after hours of training, when results cannot be
-    written into ``folder`` (a file in the way, no permission, read-only storage)."""
+    written into ``folder`` (a file in the way, no permission, read-only storage). Creates
+    nothing: the check writes and removes a probe file in the nearest existing folder, so an
+    error found later leaves nothing behind."""
     import tempfile
 
     folder = Path(folder)
+    existing = folder
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise ConfigError(f"cannot write results into {folder} (a file is in the way); choose another --out")
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        fd, probe = tempfile.mkstemp(dir=folder, prefix=".autogcl-write-test-")
+        fd, probe = tempfile.mkstemp(dir=existing, prefix=".autogcl-write-test-")
         os.close(fd)
         os.unlink(probe)
     except OSError as exc:
-        why = ("a file is in the way" if isinstance(exc, (FileExistsError, NotADirectoryError))
-               else exc.strerror or exc)
-        raise ConfigError(f"cannot write results into {folder} ({why}); choose another --out") from exc
+        raise ConfigError(f"cannot write results into {folder} ({exc.strerror or exc}); choose another --out") from exc
 
 
 def run_units(units: list[Unit], fn: Callable[[Unit], dict] | Sequence[Callable[[Unit], dict]], resume: bool,

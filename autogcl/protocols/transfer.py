@@ -66,6 +66,9 @@ class FinetuneConfig(Config):
         self.frac = tuple(self.frac)
         if self.csv is not None and not self.csv.strip():
             raise ConfigError("--csv is an empty string; name your CSV file, or leave --csv out for --dataset")
+        if self.checkpoint is not None and not self.checkpoint.strip():
+            raise ConfigError("--checkpoint is an empty string; name an encoder.pt, or leave --checkpoint out for the "
+                              "No-pretrain row")
         if isinstance(self.label_cols, str):
             self.label_cols = [c.strip() for c in self.label_cols.split(",") if c.strip()]
         if self.label_cols and not self.csv:

@@ -97,7 +97,8 @@ class ChunkedTrainer:
                 n_steps, n_mol = count["steps"], count["molecules"]
                 acc["molecules"] += n_mol
                 acc["steps"] += n_steps
-                acc["time_s"] += time.perf_counter() - t0
+                chunk_s = time.perf_counter() - t0
+                acc["time_s"] += chunk_s
                 for k in strat.terms:
                     if k in stats and stats[k] == stats[k]:
                         acc["sums"][k] = acc["sums"].get(k, 0.0) + stats[k] * n_mol
@@ -105,7 +106,7 @@ class ChunkedTrainer:
                 pos += 1
                 save()
                 log.info("pretrain epoch %d chunk %d/%d: %d molecules in %.1f s (%.0f molecules/s)", epoch, pos,
-                         len(order), n_mol, time.perf_counter() - t0, n_mol / max(time.perf_counter() - t0, 1e-9))
+                         len(order), n_mol, chunk_s, n_mol / max(chunk_s, 1e-9))
                 if max_steps is not None and steps >= max_steps:
                     stopped_early = True
                     break

@@ -11,7 +11,7 @@ def save_figure(fig, out, dpi: int = 130) -> list:
 
     import matplotlib.pyplot as plt
 
-    from ..errors import DataError
+    from ..errors import write_failure
 
     out = Path(out)
     written = [out.with_suffix(".png"), out.with_suffix(".svg")]
@@ -20,9 +20,7 @@ def save_figure(fig, out, dpi: int = 130) -> list:
         for p in written:
             fig.savefig(p, dpi=dpi, bbox_inches="tight")
     except OSError as exc:  # a file in the way of the folder, no permission, a folder of that name
-        why = (f"{out.parent} is not a folder" if isinstance(exc, (FileExistsError, NotADirectoryError))
-               else exc.strerror or exc)
-        raise DataError(f"cannot write the figure {out.with_suffix('.png')} ({why}); choose another --out") from exc
+        raise write_failure(exc, out.with_suffix(".png"), "the figure ") from exc
     finally:
         plt.close(fig)
     return written
