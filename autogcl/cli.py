@@ -54,7 +54,7 @@ def _run(args):
 
 def add_unsupervised(sub) -> None:
     from .config import add_options
-    from .protocols.unsupervised import UnsupervisedConfig
+    from .protocols.configs import UnsupervisedConfig
 
     p = _parser(sub, "unsupervised", HELP["unsupervised"],
                 "Unsupervised protocol: train the GIN encoder with learnable view generators "
@@ -97,7 +97,7 @@ def cmd_unsupervised(args) -> int:
 
 def add_semi(sub) -> None:
     from .config import add_options
-    from .protocols.semi import ROWS, SemiConfig
+    from .protocols.configs import ROWS, SemiConfig
 
     p = _parser(sub, "semi", HELP["semi"],
                 "Semi-supervised protocol: 10-fold stratified CV (fold seed 12345); in each fold "
@@ -192,7 +192,7 @@ def cmd_report(args) -> int:
 
 def add_visualize(sub) -> None:
     from .config import add_options
-    from .protocols.views import ViewsConfig
+    from .protocols.configs import ViewsConfig
 
     p = sub.add_parser("visualize", help=HELP["visualize"],
                        description="Figures of finished runs (PNG and SVG).")
@@ -343,7 +343,7 @@ def _views_from_run(args, run) -> int:
 
 def add_ablate(sub) -> None:
     from .config import add_options
-    from .protocols.ablation import AblationConfig
+    from .protocols.configs import AblationConfig
 
     p = sub.add_parser("ablate", help=HELP["ablate"])
     ks = p.add_subparsers(dest="ablation", metavar="ABLATION")
@@ -383,8 +383,7 @@ def cmd_ablate(args) -> int:
 
 def add_transfer(sub) -> None:
     from .config import add_options
-    from .protocols.pretrain import PretrainConfig
-    from .protocols.transfer import FinetuneConfig
+    from .protocols.configs import FinetuneConfig, PretrainConfig
 
     p = sub.add_parser("transfer", help=HELP["transfer"],
                        description="Transfer learning on molecules: pre-train the molecule GIN on unlabeled "

@@ -4,10 +4,14 @@
     python benchmarks/epoch_time.py PROTEINS --data-root ../shared/data --protocol semi \
         --methods joint joint_released labeled
 
-Unsupervised methods: ``autogcl[:isolate|remove]``, ``graphcl``. Semi-supervised methods
+Unsupervised methods: ``autogcl[:isolate|remove]``, ``graphcl``, and ``plain``: a supervised
+5-layer GIN (the same encoder, a linear head, cross-entropy on the graph labels), the unit
+in which ``benchmarks/speed.py`` states the others. Semi-supervised methods
 are rows of ``autogcl semi``, timed on fold 0 (an epoch of ``joint`` is its unlabeled
 contrastive pass plus its labeled pass). Each method runs in its own process so that its
 peak resident memory (ru_maxrss) is its own; the first epoch is a warm-up, not counted.
+``--saved`` also records the largest step's tensors saved for backward (the activations a
+step holds, deduplicated by storage), ``--max-steps`` cuts epochs short (memory runs).
 """
 
 from __future__ import annotations
@@ -44,6 +48,69 @@ def measure_semi(args) -> dict:
             "epochs": len(times), "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 
+def plain_strategy(num_features: int, num_classes: int, lr: float = 0.001):
+    """The denominator: supervised 5-layer GIN (width 128) + linear head, one Adam step a batch."""
+    import torch
+    import torch.nn.functional as F
+
+    from autogcl.models.gin import GINEncoder
+    from autogcl.train.loop import Strategy
+
+    class Plain(Strategy):
+        def __init__(self):
+            self.encoder = GINEncoder(num_features)
+            self.model = torch.nn.Sequential()  # holds both, for modules() / train()
+            self.model.add_module("encoder", self.encoder)
+            self.model.add_module("head", torch.nn.Linear(self.encoder.out_dim, num_classes))
+            self.opt = torch.optim.Adam(self.model.parameters(), lr=lr)
+
+        def step(self, batch, epoch, step):
+            self.opt.zero_grad()
+            loss = F.cross_entropy(self.model.head(self.encoder(batch)), batch.y.view(-1))
+            loss.backward()
+            self.opt.step()
+            return {"loss": float(loss.detach())}
+
+    return Plain()
+
+
+class Limited:
+    """The first ``n`` batches of a loader (``None``: all)."""
+
+    def __init__(self, loader, n):
+        self.loader, self.n = loader, n
+
+    def __iter__(self):
+        for i, b in enumerate(self.loader):
+            if self.n is not None and i >= self.n:
+                return
+            yield b
+
+
+def watch_saved(strategy) -> list:
+    """Record the bytes of tensors saved for backward by each step (max over steps in [0])."""
+    import torch
+
+    peak, seen = [0], {}
+
+    def pack(t):
+        st = t.untyped_storage()
+        seen[st.data_ptr()] = st.nbytes()
+        return t
+
+    step = strategy.step
+
+    def watched(batch, epoch, i):
+        seen.clear()
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            out = step(batch, epoch, i)
+        peak[0] = max(peak[0], sum(seen.values()))
+        return out
+
+    strategy.step = watched
+    return peak
+
+
 def measure(args) -> dict:
     import torch
     from torch_geometric.loader import DataLoader
@@ -53,14 +120,18 @@ def measure(args) -> dict:
     from autogcl.runs import seed_everything
 
     ds = load_tu(args.dataset, args.data_root, args.feat)
-    cfg = UnsupervisedConfig(dataset=ds.name, method=args.method, batch_size=args.batch_size,
-                             dropped=args.dropped, epochs=args.epochs + 1, eval_epochs=[1])
     gen = seed_everything(0)
-    strategy = build_strategy(cfg, ds.num_features)
-    loader = DataLoader(ds, batch_size=args.batch_size, shuffle=True, generator=gen)
+    if args.method == "plain":
+        strategy = plain_strategy(ds.num_features, ds.num_classes)
+    else:
+        cfg = UnsupervisedConfig(dataset=ds.name, method=args.method, batch_size=args.batch_size,
+                                 dropped=args.dropped, epochs=args.epochs + 1, eval_epochs=[1])
+        strategy = build_strategy(cfg, ds.num_features)
+    saved = watch_saved(strategy) if args.saved else None
+    loader = Limited(DataLoader(ds, batch_size=args.batch_size, shuffle=True, generator=gen), args.max_steps)
     times = [strategy.train_epoch(loader, e)["time_s"] for e in range(args.epochs + 1)][1:]
     return {"method": args.method, "dropped": args.dropped if args.method == "autogcl" else "-",
-            "dataset": ds.name, "graphs": len(ds), "batch_size": args.batch_size,
+            "saved_mb": saved[0] / 2**20 if saved else None, "dataset": ds.name, "graphs": len(ds), "batch_size": args.batch_size,
             "threads": torch.get_num_threads(), "s_per_epoch": statistics.mean(times),
             "s_per_epoch_std": statistics.pstdev(times), "epochs": len(times),
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
@@ -77,6 +148,8 @@ def main() -> None:
     p.add_argument("--methods", nargs="+", default=None,
                    help="unsupervised: method[:dropped-mode] (default autogcl autogcl:remove graphcl); "
                    "semi: rows (default joint joint_released labeled)")
+    p.add_argument("--max-steps", type=int, default=None, help="batches per epoch (default: all)")
+    p.add_argument("--saved", action="store_true", help="record the largest step's saved activations")
     p.add_argument("--_child", default=None, help=argparse.SUPPRESS)
     args = p.parse_args()
     if args._child:
@@ -91,6 +164,8 @@ def main() -> None:
     for m in args.methods:
         cmd = [sys.executable, __file__, args.dataset, "--feat", args.feat, "--batch-size",
                str(args.batch_size), "--epochs", str(args.epochs), "--protocol", args.protocol, "--_child", m]
+        cmd += ["--saved"] if args.saved else []
+        cmd += ["--max-steps", str(args.max_steps)] if args.max_steps else []
         if args.data_root:
             cmd += ["--data-root", args.data_root]
         out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout

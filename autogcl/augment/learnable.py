@@ -53,11 +53,32 @@ class NodeScorer(nn.Module):
             self.convs.append(GINConv(mlp))
             self.bns.append(nn.BatchNorm1d(d_out))
 
-    def forward(self, data) -> torch.Tensor:
+    def first_aggregate(self, data) -> torch.Tensor:
+        """The first layer's neighbour sum, ``sum_j x_j`` (what two scorers of the same batch share)."""
         x = data.x
-        for conv, bn in zip(self.convs, self.bns):
-            x = bn(F.relu(conv(x, data.edge_index)))
+        return self.convs[0].propagate(data.edge_index, x=(x, x), size=None)
+
+    def forward(self, data, first: torch.Tensor | None = None) -> torch.Tensor:
+        """Logits of every node; ``first``: :meth:`first_aggregate` of ``data``, when already
+        computed (the result is the same, bit for bit)."""
+        x = data.x
+        for i, (conv, bn) in enumerate(zip(self.convs, self.bns)):
+            if i == 0 and first is not None:  # GINConv.forward with its neighbour sum given
+                h = conv.nn(first + (1 + conv.eps) * x)
+            else:
+                h = conv(x, data.edge_index)
+            x = bn(F.relu(h))
         return x
+
+
+def shared_first_aggregate(gens, data) -> torch.Tensor | None:
+    """The first-layer neighbour sum that the GIN scorers of ``gens`` share on ``data`` (their
+    first layers read the same features over the same edges), or ``None`` when a generator
+    has another scorer."""
+    scorers = [getattr(g, "scorer", None) for g in gens]
+    if len(scorers) < 2 or not all(type(s) is NodeScorer for s in scorers):
+        return None
+    return scorers[0].first_aggregate(data)
 
 
 class ViewGenerator(nn.Module):
@@ -98,8 +119,10 @@ class ViewGenerator(nn.Module):
         self.add_mask, self.dropped, self.mask_token, self.tau = add_mask, dropped, mask_token, tau
         self.scorer = scorer or NodeScorer(in_dim, hidden, self.num_ops, num_layers)
 
-    def scores(self, data) -> torch.Tensor:
-        """The scorer's logits, nodes x operations (checked: finite features and scores)."""
+    def scores(self, data, first: torch.Tensor | None = None) -> torch.Tensor:
+        """The scorer's logits, nodes x operations (checked: finite features and scores);
+        ``first``: the GIN scorer's first neighbour sum when already computed
+        (:func:`shared_first_aggregate`)."""
         x = getattr(data, "x", None)
         if x is None:
             raise DataError("the graphs have no node features (x is None); give them some, e.g. with "
@@ -111,7 +134,7 @@ class ViewGenerator(nn.Module):
                 f"node features are not finite at node {bad} of the batch (graph "
                 f"{int(data.batch[bad])} of the batch)"
             )
-        logits = self.scorer(data)
+        logits = self.scorer(data) if first is None else self.scorer(data, first)
         if not torch.isfinite(logits).all():
             raise TrainingError("view generator scores are not finite (diverged weights? "
                                 "try a lower learning rate)")

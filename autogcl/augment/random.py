@@ -13,6 +13,7 @@ import copy
 import torch
 from torch_geometric.utils import scatter
 
+from ..choices import AUGMENTATIONS as AUGMENTATION_NAMES
 from ..errors import ConfigError
 from .ops import graph_sizes, keep_nodes, rank_within_group
 
@@ -120,7 +121,7 @@ class RandomAugmentor:
     """Callable augmentation by name: one of :data:`AUGMENTATIONS` or ``random4`` (which
     draws one of the four for every call, from the CPU generator); ``view = aug(batch)``."""
 
-    names = tuple(AUGMENTATIONS) + ("random4",)
+    names = AUGMENTATION_NAMES  # AUGMENTATIONS and random4 (tests/test_choices.py)
 
     def __init__(self, name: str = "random4", ratio: float = 0.2):
         if name not in self.names:

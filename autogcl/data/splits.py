@@ -13,9 +13,9 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.model_selection import StratifiedKFold, train_test_split
 
+from ..choices import FOLD_SEED
 from ..errors import DataError
 
-FOLD_SEED = 12345
 
 
 @dataclass

@@ -16,6 +16,8 @@ from sklearn.metrics.pairwise import euclidean_distances
 from sklearn.model_selection import StratifiedKFold
 from sklearn.svm import SVC
 
+from ..choices import SELECTIONS  # noqa: F401 (re-exported)
+
 C_GRID = (1e-3, 1e-2, 1e-1, 1.0, 1e1, 1e2, 1e3)
 
 
@@ -99,7 +101,6 @@ def svm_evaluate(
     }
 
 
-SELECTIONS = ("val", "test_max")
 
 
 def select_epoch(evals: dict) -> dict:

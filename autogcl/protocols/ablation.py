@@ -4,53 +4,14 @@ the paper's appendix tables (both selections)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 from .. import runs
-from ..augment import RandomAugmentor
-from ..config import Config, option
-from ..errors import ConfigError
 from . import published
+from .configs import SINGLE_AUGS, AblationConfig  # noqa: F401 (re-exported)
 from .semi import SemiConfig
 from .semi import plan as semi_plan
-
-SINGLE_AUGS = ("node_drop", "subgraph", "edge_pert", "attr_mask")
-
-
-@dataclass
-class AblationConfig(Config):
-    """The GraphCL augmentation ablation: which row, augmentations and ratios, on which datasets."""
-
-    dataset: list = option(None, "one or more comma-separated TU datasets", factory=lambda: ["NCI1"], type=str)
-    row: str = option("graphcl_cl", "the semi-supervised GraphCL row", choices=("graphcl_cl", "graphcl_aug"))
-    augs: list = option(None, "augmentations run alone at ratio 0.2", factory=lambda: list(SINGLE_AUGS), type=str)
-    ratios: list = option(None, "ratios of the ratio sweep", factory=lambda: list(published.ABLATION_RATIOS),
-                          type=float)
-    ratio_aug: str = option("node_drop", "augmentation of the ratio sweep", choices=RandomAugmentor.names,
-                            what="augmentation")
-    epochs: int = option(30, "training epochs")
-    pretrain_epochs: int = option(30, "pre-training epochs (graphcl_cl)")
-
-    def __post_init__(self):
-        self.check_choices()
-        if isinstance(self.dataset, str):
-            self.dataset = [d.strip() for d in self.dataset.split(",") if d.strip()]
-        for a in self.augs:
-            if a not in RandomAugmentor.names:
-                raise ConfigError(f"unknown augmentation {a!r} in --augs; choose from "
-                                  f"{', '.join(RandomAugmentor.names)}")
-        bad = [r for r in self.ratios if not 0.0 <= r < 1.0]
-        if bad:
-            raise ConfigError(f"--ratios {bad} must lie in [0, 1)")
-        if not self.dataset:
-            raise ConfigError("--dataset names no dataset")
-        if not self.augs and not self.ratios:
-            raise ConfigError("--augs and --ratios are both empty: nothing to run")
-
-    def base(self, dataset: str) -> SemiConfig:
-        return SemiConfig(dataset=dataset, row=self.row, epochs=self.epochs, pretrain_epochs=self.pretrain_epochs,
-                          aug=self.ratio_aug)
 
 
 def _cell(s: dict) -> str:

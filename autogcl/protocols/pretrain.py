@@ -12,14 +12,12 @@ and ``result.json``.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
 from .. import paths, runs
 from ..augment import MoleculeViewGenerator, RandomAugmentor
-from ..config import Config, option
 from ..data.corpus import MoleculeCorpus
 from ..data.datasets import fingerprint
 from ..data.molecules import VOCAB
@@ -29,62 +27,9 @@ from ..models.gin import ContrastModel
 from ..models.mol_gin import MolEncoder, MolNodeScorer, save_encoder
 from ..train import GraphCLStrategy, NaiveStrategy
 from ..train.pretrain import ChunkedTrainer, peak_rss_mb
+from .configs import DEFAULT_CORPUS, METHODS, PretrainConfig  # noqa: F401 (re-exported)
 
 log = logging.getLogger(__name__)
-
-METHODS = ("autogcl", "graphcl")
-DEFAULT_CORPUS = "pretrain/moses_train.csv.gz"
-
-
-@dataclass
-class PretrainConfig(Config):
-    """Everything that defines a pre-training run."""
-
-    corpus: str = option("", "SMILES file (CSV with a SMILES column, or .smi; .gz ok); default: "
-                         "<data root>/pretrain/moses_train.csv.gz")
-    # name, size, mtime of the corpus: a replaced file is never resumed
-    corpus_fingerprint: list | None = option(None, cli=False)
-    smiles_col: str | None = option(None, "SMILES column (default: one named SMILES, else the first)", type=str)
-    method: str = option("autogcl", "learnable view generators (naive strategy) or GraphCL's random4",
-                         choices=METHODS)
-    epochs: int = option(20, "epochs over the corpus", low=1)
-    batch_size: int = option(256, "batch size", low=2)
-    lr: float = option(0.001, "Adam learning rate", low=0, low_open=True)
-    max_molecules: int | None = option(None, "read only the first N SMILES", type=int)
-    chunk_size: int = option(50_000, "SMILES per cached chunk (bounds memory)")
-    dim: int = option(300, "GIN width", cli=False)
-    num_layers: int = option(5, "GIN layers", cli=False)
-    gen_hidden: int = option(128, "generator width", cli=False)
-    gen_layers: int = option(2, "generator layers", cli=False)
-    add_mask: bool = option(True, "generators may also mask atoms", negate="--no-mask")
-    dropped: str = option("remove", "dropped atoms are removed or kept as isolated atoms",
-                          choices=("remove", "isolate"))
-    tau: float | None = option(None, "NT-Xent temperature (default 0.5 autogcl, 0.1 graphcl)", type=float,
-                                 low=0, low_open=True)
-    cl_variant: str = option("simclr", "NT-Xent form", cli=False)
-    sim_loss: str = option("none", "add L_sim to the naive strategy (released code: mse)",
-                           choices=("none", "cosine", "mse"), what="similarity loss")
-    view_sampling: str = option("replacement", "views contrasted", cli=False)
-    aug: str = option("random4", "GraphCL augmentation (method graphcl)", choices=RandomAugmentor.names,
-                      what="augmentation")
-    aug_ratio: float = option(0.2, "GraphCL augmentation ratio", low=0, high=1, high_open=True)
-    seed: int = option(0, "seed", low=0)
-
-    def __post_init__(self):
-        self.check_choices()
-        if self.chunk_size < 2 or (self.max_molecules is not None and self.max_molecules < 2):
-            raise ConfigError("--chunk-size and --max-molecules must be at least 2")
-        # after validation: a value out of range is an error even where it does not apply
-        self.drop_unused(("aug", "aug_ratio") if self.method == "autogcl" else
-                         ("add_mask", "dropped", "sim_loss", "gen_hidden", "gen_layers", "view_sampling"),
-                         f"to --method {self.method}")
-
-    @property
-    def temperature(self) -> float:
-        if self.tau is not None:
-            return self.tau
-        return 0.5 if self.method == "autogcl" else 0.1
-
 
 
 def resolve_corpus(corpus: str, data_root=None) -> Path:

@@ -14,7 +14,6 @@ where it stopped.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -23,8 +22,7 @@ from torch_geometric.loader import DataLoader
 
 from .. import runs
 from ..augment import RandomAugmentor, ViewGenerator
-from ..config import Config, option
-from ..data.splits import FOLD_SEED, SemiSplit, semi_splits
+from ..data.splits import SemiSplit, semi_splits
 from ..devices import resolve_device, runtime_info
 from ..errors import ConfigError, DataError
 from ..eval.metrics import accuracy
@@ -38,82 +36,9 @@ from ..train import (
     SupervisedStrategy,
     Trainer,
 )
+from .configs import ROW_OPTIONS, ROW_SPECIFIC, ROWS, SMALL_BATCH, SemiConfig  # noqa: F401 (re-exported)
 
 log = logging.getLogger(__name__)
-
-ROWS = {
-    "full": "supervised on all training data (labels of the whole training part)",
-    "labeled": "supervised on the labeled 10% only",
-    "graphcl_aug": "supervised on GraphCL random augmentations of the labeled data",
-    "graphcl_cl": "GraphCL contrastive pre-training on the training part, then fine-tuning",
-    "aug": "supervised on the two learnable views (CE(x1) + CE(x2) + lambda L_sim)",
-    "naive": "AutoGCL naive strategy pre-training, then fine-tuning with L_cls(x, x1, x2)",
-    "joint": "AutoGCL joint strategy: L_cl pass + L_cls + lambda L_sim pass",
-    "joint_cls": "joint strategy ablation: L_cls only",
-    "joint_cls_sim": "joint strategy ablation: L_cls + lambda L_sim",
-    "joint_cl_cls": "joint strategy ablation: L_cl pass + L_cls",
-    "joint_released": "the released code's joint variant (labeled batches only, L_sim + L_cls + L_cl)",
-}
-#: the options each row reads (the others are ignored, and left out of its stored config)
-_GENERATORS = ("add_mask", "dropped", "mask_token")
-ROW_OPTIONS = {
-    "full": (), "labeled": (),
-    "graphcl_aug": ("aug", "aug_ratio"),
-    "graphcl_cl": ("aug", "aug_ratio", "tau", "cl_variant", "pretrain_epochs"),
-    "aug": ("lam", "sim_loss", *_GENERATORS),
-    "naive": ("tau", "cl_variant", "sim_loss", "pretrain_epochs", *_GENERATORS),
-    "joint": ("lam", "tau", "cl_variant", "sim_loss", *_GENERATORS),
-    "joint_cls": _GENERATORS,
-    "joint_cls_sim": ("lam", "sim_loss", *_GENERATORS),
-    "joint_cl_cls": ("tau", "cl_variant", *_GENERATORS),
-    "joint_released": ("tau", *_GENERATORS),
-}
-ROW_SPECIFIC = ("aug", "aug_ratio", "tau", "cl_variant", "pretrain_epochs", "lam", "sim_loss", *_GENERATORS)
-SMALL_BATCH = {"DD", "COLLAB", "REDDIT-BINARY", "REDDIT-MULTI-5K", "github_stargazers"}
-
-
-@dataclass
-class SemiConfig(Config):
-    """Everything that defines a semi-supervised result (one row on one dataset)."""
-
-    dataset: str = option("PROTEINS", "TU dataset name")
-    row: str = option("joint", "row(s) to run: a name, a comma-separated list, or 'all' (" + ", ".join(ROWS) + ")")
-    feat: str = option("deg+odeg100", "node-feature recipe")
-    epochs: int = option(30, "training epochs", low=1)
-    pretrain_epochs: int = option(30, "pre-training epochs of graphcl_cl and naive", low=0)
-    batch_size: int | None = option(None, "batch size (default 128; 64 for DD, COLLAB, REDDIT-*, GITHUB)",
-                                    type=int, low=2)
-    lr: float = option(0.01, "Adam learning rate", low=0, low_open=True)
-    label_rate: float = option(0.1, "labeled share of the whole dataset", low=0, high=1, low_open=True, high_open=True)
-    folds: int = option(10, "cross-validation folds", low=3)
-    fold_seed: int = option(FOLD_SEED, "seed of the fold split", cli=False)
-    hidden: int = option(128, "classifier width", cli=False)
-    lam: float = option(1.0, "weight of L_sim", flag="--lambda", low=0)
-    tau: float = option(0.5, "NT-Xent temperature", low=0, low_open=True)
-    cl_variant: str = option("simclr", "NT-Xent form", choices=("simclr", "released"))
-    sim_loss: str = option("cosine", "L_sim form (published cosine, released mse)", choices=("cosine", "mse"))
-    add_mask: bool = option(False, "generators may also mask nodes")
-    dropped: str = option("isolate", "dropped nodes: isolated zero nodes (released) or removed",
-                          choices=("isolate", "remove"))
-    mask_token: str = option("scalar", "mask token", choices=("scalar", "feature"))
-    aug: str = option("random4", "GraphCL rows' augmentation", choices=RandomAugmentor.names, what="augmentation")
-    aug_ratio: float = option(0.2, "GraphCL rows' augmentation ratio", low=0, high=1, high_open=True)
-    select: str = option("val", "selection reported as the result (both are always recorded)",
-                         choices=("val", "test_max"), what="selection")
-
-    def __post_init__(self):
-        if self.row not in ROWS:
-            raise ConfigError(f"unknown row {self.row!r}; choose from {', '.join(ROWS)} (or all)")
-        self.check_choices()
-        if self.batch_size is None:
-            self.batch_size = 64 if self.dataset in SMALL_BATCH else 128
-        # after validation: a value out of range is an error even where it does not apply
-        self.drop_unused(set(ROW_SPECIFIC) - set(ROW_OPTIONS[self.row]), f"to the {self.row} row")
-
-    @property
-    def tag(self) -> str:
-        return f"{self.dataset}-{self.row}"
-
 
 
 def build(cfg: SemiConfig, num_features: int, num_classes: int):

@@ -15,7 +15,6 @@ import hashlib
 import logging
 import math
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +22,6 @@ import torch
 from torch_geometric.loader import DataLoader
 
 from .. import runs
-from ..config import Config, option
 from ..data.moleculenet import MOLECULENET, load_molecule_csv, load_moleculenet
 from ..data.molecules import VOCAB
 from ..data.splits import scaffold_split
@@ -33,47 +31,9 @@ from ..eval.metrics import roc_auc
 from ..models.embed import embed
 from ..models.mol_gin import MolPredictor, load_encoder
 from ..train import FinetuneStrategy, Trainer
+from .configs import SELECTIONS, FinetuneConfig
 
 log = logging.getLogger(__name__)
-
-SELECTIONS = ("val", "test_max")
-
-
-@dataclass
-class FinetuneConfig(Config):
-    """Everything that defines a fine-tuning result (one dataset)."""
-
-    dataset: str = option("bbbp", "MoleculeNet name(s), comma-separated, or all: " + ", ".join(MOLECULENET))
-    checkpoint: str | None = option(None, "encoder.pt of a pre-training run (none: the No-pretrain row)", type=str)
-    csv: str | None = option(None, "your own CSV instead of --dataset", type=str)
-    smiles_col: str = option("smiles", "SMILES column of --csv")
-    label_cols: list[str] | None = option(None, "comma-separated label columns of --csv (default: all others)",
-                                          type=str, metavar="A,B")
-    epochs: int = option(100, "fine-tuning epochs", low=1)
-    batch_size: int = option(32, "batch size", low=2)
-    lr: float = option(0.001, "Adam learning rate", low=0, low_open=True)
-    weight_decay: float = option(0.0, "Adam weight decay", cli=False)
-    dropout: float = option(0.5, "dropout of the fine-tuned GIN", low=0, high=1, high_open=True)
-    dim: int = option(300, "GIN width (without --checkpoint)", cli=False)
-    num_layers: int = option(5, "GIN layers (without --checkpoint)", cli=False)
-    select: str = option("val", "selection reported as the result (both are always recorded)", choices=SELECTIONS,
-                         what="selection")
-    frac: tuple[float, float, float] = option((0.8, 0.1, 0.1), "scaffold split fractions", cli=False,
-                                              factory=None)
-
-    def __post_init__(self):
-        self.check_choices()
-        self.frac = tuple(self.frac)
-        if self.csv is not None and not self.csv.strip():
-            raise ConfigError("--csv is an empty string; name your CSV file, or leave --csv out for --dataset")
-        if self.checkpoint is not None and not self.checkpoint.strip():
-            raise ConfigError("--checkpoint is an empty string; name an encoder.pt, or leave --checkpoint out for the "
-                              "No-pretrain row")
-        if isinstance(self.label_cols, str):
-            self.label_cols = [c.strip() for c in self.label_cols.split(",") if c.strip()]
-        if self.label_cols and not self.csv:
-            raise ConfigError("--label-cols and --smiles-col are for --csv files; MoleculeNet sets have fixed columns")
-
 
 
 def load_dataset(cfg: FinetuneConfig, data_root=None, workers: int | None = None, download: bool | None = None):

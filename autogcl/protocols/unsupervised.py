@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -20,88 +19,13 @@ from torch_geometric.loader import DataLoader
 
 from .. import runs
 from ..api import AutoGCL, GraphCL
-from ..augment import RandomAugmentor
-from ..config import Config, option
 from ..devices import resolve_device, runtime_info
 from ..errors import ConfigError, DataError
 from ..eval.svm import SELECTIONS, select_epoch, svm_evaluate
 from ..train import Trainer
+from .configs import AUTOGCL_ONLY, GRAPHCL_ONLY, METHODS, UnsupervisedConfig  # noqa: F401 (re-exported)
 
 log = logging.getLogger(__name__)
-
-METHODS = ("autogcl", "graphcl")
-#: options of one method only (the other ignores them)
-AUTOGCL_ONLY = ("add_mask", "dropped", "mask_token", "sim_loss", "view_sampling", "gen_hidden", "gen_layers")
-GRAPHCL_ONLY = ("aug", "aug_ratio", "graphcl_views")
-
-
-@dataclass
-class UnsupervisedConfig(Config):
-    """Everything that defines a result (how it runs, e.g. seeds or device, is in
-    :class:`autogcl.config.RunOptions`)."""
-
-    dataset: str = option("MUTAG", "TU dataset name (MUTAG, PROTEINS, NCI1, DD, ...)")
-    method: str = option("autogcl", "learnable view generators (autogcl) or random augmentations (graphcl)",
-                         choices=METHODS)
-    feat: str = option("deg+odeg100", "node-feature recipe (deg+odeg100, constant, ...)")
-    epochs: int = option(30, "training epochs", low=1)
-    batch_size: int = option(128, "batch size", low=2)
-    lr: float = option(0.001, "Adam learning rate", low=0, low_open=True)
-    eval_epochs: list | None = option(None, "comma-separated epochs to evaluate (default: 10,20,30 up to "
-                                      "--epochs, else the last)", type=int)
-    hidden: int = option(128, "encoder width", cli=False)
-    layers: int = option(5, "encoder layers", cli=False)
-    tau: float | None = option(None, "NT-Xent temperature (default 0.5 autogcl, 0.2 graphcl)", type=float,
-                                 low=0, low_open=True)
-    cl_variant: str = option("simclr", "NT-Xent form: simclr (published) or released (positive left out of the "
-                             "denominator; one direction for graphcl)", choices=("simclr", "released"))
-    # autogcl
-    add_mask: bool = option(False, "generators may also mask nodes")
-    dropped: str = option("isolate", "dropped nodes stay as isolated zero nodes (released) or are removed",
-                          choices=("isolate", "remove"))
-    mask_token: str = option("scalar", "mask token: the batch's mean feature value (scalar) or per-feature mean",
-                             choices=("scalar", "feature"))
-    sim_loss: str = option("none", "add L_sim to the naive strategy (released code: mse)",
-                           choices=("none", "cosine", "mse"), what="similarity loss")
-    view_sampling: str = option("replacement", "views contrasted: two draws from {x, x1, x2} with replacement "
-                                "(released) or always x1 and x2", choices=("replacement", "generated"))
-    gen_hidden: int = option(128, "generator width", cli=False)
-    gen_layers: int = option(2, "generator layers", cli=False)
-    # graphcl
-    aug: str = option("random4", "GraphCL augmentation (method graphcl)", choices=RandomAugmentor.names,
-                      what="augmentation")
-    aug_ratio: float = option(0.2, "GraphCL augmentation ratio", low=0, high=1, high_open=True)
-    graphcl_views: str = option("aug-aug", "GraphCL views: two augmentations or the graph and one",
-                                choices=("aug-aug", "orig-aug"))
-    # evaluation
-    svm_folds: int = option(10, "outer SVM folds", cli=False, low=2)
-    svm_inner_folds: int = option(5, "inner SVM folds (C search)", cli=False, low=2)
-    select: str = option("val", "selection reported as the result (both are always recorded)",
-                         choices=SELECTIONS, what="selection")
-
-    def __post_init__(self):
-        self.check_choices()
-        if self.eval_epochs is None:
-            self.eval_epochs = [e for e in (10, 20, 30) if e <= self.epochs] or [self.epochs]
-        self.eval_epochs = sorted({int(e) for e in self.eval_epochs})
-        bad = [e for e in self.eval_epochs if not 1 <= e <= self.epochs]
-        if bad or not self.eval_epochs:
-            raise ConfigError(f"--eval-epochs {bad or self.eval_epochs} must lie in 1..{self.epochs}")
-        # after validation: a value out of range is an error even where it does not apply
-        self.drop_unused(GRAPHCL_ONLY if self.method == "autogcl" else AUTOGCL_ONLY, f"to --method {self.method}")
-
-    @property
-    def temperature(self) -> float:
-        return self.tau if self.tau is not None else (0.5 if self.method == "autogcl" else 0.2)
-
-    @property
-    def tag(self) -> str:
-        return f"{self.dataset}-{self.method}" + (f"-{self.aug}" if self.method == "graphcl" else "")
-
-    def to_dict(self) -> dict:
-        d = asdict(self)
-        d["tau"] = self.temperature
-        return d
 
 
 def build_model(cfg: UnsupervisedConfig, num_features: int) -> AutoGCL | GraphCL:

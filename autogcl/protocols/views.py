@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -35,7 +35,6 @@ from .. import runs
 from ..augment import ViewGenerator
 from ..augment.learnable import KEEP, MASK, GeometryKeepingGenerator
 from ..augment.random import node_drop_mask
-from ..config import Config, option
 from ..data import load_tu
 from ..data.mnist import POS_COLS, load_mnist_superpixels, read_idx_images
 from ..devices import resolve_device
@@ -44,76 +43,10 @@ from ..eval.metrics import accuracy
 from ..models.relpos import RelPosNet
 from ..models.resgcn import ResGCN
 from ..train import JointStrategy, SupervisedStrategy, Trainer, to_device
+from .configs import CLASSIFIER_DEFAULTS, ViewsConfig  # noqa: F401 (re-exported)
 
 log = logging.getLogger(__name__)
 
-
-#: per-classifier defaults of the settings left as None in ViewsConfig (measured on MNIST:
-#: docs/views_MNIST.json; resgcn keeps the settings of the semi-supervised protocol)
-CLASSIFIER_DEFAULTS = {
-    "resgcn": {"lr": 0.01, "gen_lr": 0.01, "hidden": 128, "batch_size": 128, "warmup_epochs": 0,
-               "dropped": "remove", "lam": 1.0},
-    "relpos": {"lr": 0.001, "gen_lr": 0.01, "hidden": 64, "batch_size": 64, "warmup_epochs": 1,
-               "dropped": "weight", "lam": 0.3},
-}
-
-
-@dataclass
-class ViewsConfig(Config):
-    """Everything that defines a view-visualisation run (None: the classifier's default,
-    :data:`CLASSIFIER_DEFAULTS`)."""
-
-    dataset: str = option("MNIST", "MNIST or a TU dataset name")
-    target_acc: float = option(0.9, "stop when the accuracy on generated validation views reaches this",
-                               low=0, high=1)
-    max_epochs: int = option(30, "at most this many joint epochs", low=1)
-    classifier: str | None = option(None, "relpos: layers over neighbour offsets, for superpixels (default on "
-                                    "MNIST); resgcn: ResGCN (default on TU datasets)", type=str,
-                                    choices=tuple(CLASSIFIER_DEFAULTS))
-    batch_size: int | None = option(None, "batch size (default 64 relpos, 128 resgcn)", type=int, low=2)
-    lr: float | None = option(None, "Adam learning rate of the classifier (default 0.001 relpos, 0.01 resgcn)",
-                              type=float, low=0)
-    gen_lr: float | None = option(None, "learning rate of the generators (default 0.01)", type=float, low=0)
-    hidden: int | None = option(None, "classifier width (default 64 relpos, 128 resgcn)", type=int, low=1)
-    # epochs of the classifier alone on the original graphs before the joint training, so
-    # that the generators' first gradients come from a classifier that knows which nodes
-    # matter (without it, on MNIST, the views settle on dropping the digit strokes)
-    warmup_epochs: int | None = option(None, "train the classifier alone on the original graphs for this many "
-                                       "epochs first (default 1 relpos, 0 resgcn)", type=int, low=0)
-    # dropped nodes in the views the classifier sees: "remove", "weight" (relpos only; see
-    # GeometryKeepingGenerator) or "isolate" (isolated zero-feature nodes, the released
-    # default, which skew the classifier's BatchNorm statistics and eval-mode accuracy)
-    dropped: str | None = option(None, "dropped nodes in the views the classifier trains on: weight (default "
-                                 "with relpos: kept with weight 0, ignored by the classifier, so a drop still gets "
-                                 "a gradient), remove (default with resgcn), isolate", type=str,
-                                 choices=("weight", "remove", "isolate"))
-    # weight of L_sim; on MNIST with lambda 1 one generator soon settles on dropping the
-    # strokes the other keeps (views as different as possible), and the view accuracy stalls
-    lam: float | None = option(None, "weight of L_sim (default 0.3 relpos, 1.0 resgcn)", type=float,
-                               flag="--lambda", low=0)
-    add_mask: bool = option(True, "generators may also mask nodes", negate="--no-mask")
-    seed: int = option(0, "seed")
-    limit: int | None = option(None, "use only N graphs per split (quick runs)", type=int, low=1)
-    drop_ratio: float = option(0.2, "GraphCL node-drop ratio shown beside", low=0, high=1, high_open=True)
-    high_intensity: float = option(0.5, "superpixels at or above this mean intensity count as strokes", cli=False)
-
-    def __post_init__(self):
-        self.check_choices()
-        mnist = self.dataset.upper() == "MNIST"
-        if self.classifier is None:
-            self.classifier = "relpos" if mnist else "resgcn"
-        if self.classifier not in CLASSIFIER_DEFAULTS:
-            raise ConfigError(f"unknown classifier {self.classifier!r}; choose from "
-                              f"{', '.join(CLASSIFIER_DEFAULTS)}")
-        if self.classifier == "relpos" and not mnist:
-            raise ConfigError("the relpos classifier needs superpixel positions (MNIST); use resgcn")
-        for key, value in CLASSIFIER_DEFAULTS[self.classifier].items():
-            if getattr(self, key) is None:
-                setattr(self, key, value)
-        if self.dropped == "weight" and self.classifier != "relpos":
-            raise ConfigError("dropped='weight' needs a classifier that reads node weights (relpos)")
-        if self.max_epochs < 1 or self.warmup_epochs < 0:
-            raise ConfigError("max_epochs must be at least 1 and warmup_epochs at least 0")
 
 
 def make_models(cfg: ViewsConfig, num_features: int, num_classes: int):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from ..augment.learnable import ViewGenerator, shared_first_aggregate
 from ..errors import ConfigError
 from ..losses import cl_kwargs, nt_xent, similarity_loss
 from .loop import Strategy, check_finite, optimizer_covers
@@ -67,13 +68,31 @@ class NaiveStrategy(Strategy):
             picks = sample_views()
         else:
             picks = [1, 2]
-        # both generators always run so that L_sim is measured on every batch. A view drawn
-        # twice is encoded once: the loss and gradients are the same as encoding it twice;
-        # only the BatchNorm running statistics get one update instead of two.
+        # both generators always score and draw (in this order, so the random stream is that of
+        # gen1(batch), gen2(batch)) so that L_sim is measured on every batch; their first GIN
+        # layers share one neighbour sum. A generator whose view is not contrasted, when L_sim
+        # is not in the loss, runs without autograd and its view is never built: nothing of it
+        # reaches the loss. A view drawn twice is encoded once: the loss and gradients are the
+        # same as encoding it twice; only the BatchNorm running statistics get one update
+        # instead of two.
+        gens = {1: self.gen1, 2: self.gen2}
         views: dict[int, object] = {0: batch}
         samples: dict[int, torch.Tensor] = {}
-        for i, gen in ((1, self.gen1), (2, self.gen2)):
-            views[i], samples[i] = gen(batch)
+        if all(isinstance(g, ViewGenerator) for g in gens.values()):
+            first = shared_first_aggregate(list(gens.values()), batch)
+            grad = {i: torch.is_grad_enabled() and (i in picks or self.sim_weight > 0) for i in gens}
+            logits = {}
+            for i, gen in gens.items():
+                with torch.set_grad_enabled(grad[i]):
+                    logits[i] = gen.scores(batch, first)
+            for i, gen in gens.items():
+                with torch.set_grad_enabled(grad[i]):
+                    samples[i] = gen.sample(batch, logits=logits[i])
+            for i in set(picks) - {0}:
+                views[i] = gens[i].apply(batch, samples[i])
+        else:  # generators of your own: ``view, sample = gen(batch)``
+            for i, gen in gens.items():
+                views[i], samples[i] = gen(batch)
         z1 = self.encode(views[picks[0]])
         z2 = z1 if picks[1] == picks[0] else self.encode(views[picks[1]])
         cl = nt_xent(z1, z2, self.tau, **cl_kwargs(self.cl_variant, "autogcl"))

@@ -1,0 +1,364 @@
+"""The options of every protocol, as config dataclasses (:mod:`autogcl.config`): what
+defines a result of the unsupervised, semi-supervised, ablation, pre-training, fine-tuning and
+view-visualisation runs. Free of torch, so that a command's parser (and its ``--help``) is
+built without importing the protocols; each protocol module re-exports its config."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from ..choices import AUGMENTATIONS, FOLD_SEED, MOLECULENET_SETS, SELECTIONS
+from ..config import Config, option
+from ..errors import ConfigError
+from . import published
+
+# unsupervised
+METHODS = ("autogcl", "graphcl")
+#: options of one method only (the other ignores them)
+AUTOGCL_ONLY = ("add_mask", "dropped", "mask_token", "sim_loss", "view_sampling", "gen_hidden", "gen_layers")
+GRAPHCL_ONLY = ("aug", "aug_ratio", "graphcl_views")
+
+
+@dataclass
+class UnsupervisedConfig(Config):
+    """Everything that defines a result (how it runs, e.g. seeds or device, is in
+    :class:`autogcl.config.RunOptions`)."""
+
+    dataset: str = option("MUTAG", "TU dataset name (MUTAG, PROTEINS, NCI1, DD, ...)")
+    method: str = option("autogcl", "learnable view generators (autogcl) or random augmentations (graphcl)",
+                         choices=METHODS)
+    feat: str = option("deg+odeg100", "node-feature recipe (deg+odeg100, constant, ...)")
+    epochs: int = option(30, "training epochs", low=1)
+    batch_size: int = option(128, "batch size", low=2)
+    lr: float = option(0.001, "Adam learning rate", low=0, low_open=True)
+    eval_epochs: list | None = option(None, "comma-separated epochs to evaluate (default: 10,20,30 up to "
+                                      "--epochs, else the last)", type=int)
+    hidden: int = option(128, "encoder width", cli=False)
+    layers: int = option(5, "encoder layers", cli=False)
+    tau: float | None = option(None, "NT-Xent temperature (default 0.5 autogcl, 0.2 graphcl)", type=float,
+                                 low=0, low_open=True)
+    cl_variant: str = option("simclr", "NT-Xent form: simclr (published) or released (positive left out of the "
+                             "denominator; one direction for graphcl)", choices=("simclr", "released"))
+    # autogcl
+    add_mask: bool = option(False, "generators may also mask nodes")
+    dropped: str = option("isolate", "dropped nodes stay as isolated zero nodes (released) or are removed",
+                          choices=("isolate", "remove"))
+    mask_token: str = option("scalar", "mask token: the batch's mean feature value (scalar) or per-feature mean",
+                             choices=("scalar", "feature"))
+    sim_loss: str = option("none", "add L_sim to the naive strategy (released code: mse)",
+                           choices=("none", "cosine", "mse"), what="similarity loss")
+    view_sampling: str = option("replacement", "views contrasted: two draws from {x, x1, x2} with replacement "
+                                "(released) or always x1 and x2", choices=("replacement", "generated"))
+    gen_hidden: int = option(128, "generator width", cli=False)
+    gen_layers: int = option(2, "generator layers", cli=False)
+    # graphcl
+    aug: str = option("random4", "GraphCL augmentation (method graphcl)", choices=AUGMENTATIONS,
+                      what="augmentation")
+    aug_ratio: float = option(0.2, "GraphCL augmentation ratio", low=0, high=1, high_open=True)
+    graphcl_views: str = option("aug-aug", "GraphCL views: two augmentations or the graph and one",
+                                choices=("aug-aug", "orig-aug"))
+    # evaluation
+    svm_folds: int = option(10, "outer SVM folds", cli=False, low=2)
+    svm_inner_folds: int = option(5, "inner SVM folds (C search)", cli=False, low=2)
+    select: str = option("val", "selection reported as the result (both are always recorded)",
+                         choices=SELECTIONS, what="selection")
+
+    def __post_init__(self):
+        self.check_choices()
+        if self.eval_epochs is None:
+            self.eval_epochs = [e for e in (10, 20, 30) if e <= self.epochs] or [self.epochs]
+        self.eval_epochs = sorted({int(e) for e in self.eval_epochs})
+        bad = [e for e in self.eval_epochs if not 1 <= e <= self.epochs]
+        if bad or not self.eval_epochs:
+            raise ConfigError(f"--eval-epochs {bad or self.eval_epochs} must lie in 1..{self.epochs}")
+        # after validation: a value out of range is an error even where it does not apply
+        self.drop_unused(GRAPHCL_ONLY if self.method == "autogcl" else AUTOGCL_ONLY, f"to --method {self.method}")
+
+    @property
+    def temperature(self) -> float:
+        return self.tau if self.tau is not None else (0.5 if self.method == "autogcl" else 0.2)
+
+    @property
+    def tag(self) -> str:
+        return f"{self.dataset}-{self.method}" + (f"-{self.aug}" if self.method == "graphcl" else "")
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        d["tau"] = self.temperature
+        return d
+
+
+# semi
+ROWS = {
+    "full": "supervised on all training data (labels of the whole training part)",
+    "labeled": "supervised on the labeled 10% only",
+    "graphcl_aug": "supervised on GraphCL random augmentations of the labeled data",
+    "graphcl_cl": "GraphCL contrastive pre-training on the training part, then fine-tuning",
+    "aug": "supervised on the two learnable views (CE(x1) + CE(x2) + lambda L_sim)",
+    "naive": "AutoGCL naive strategy pre-training, then fine-tuning with L_cls(x, x1, x2)",
+    "joint": "AutoGCL joint strategy: L_cl pass + L_cls + lambda L_sim pass",
+    "joint_cls": "joint strategy ablation: L_cls only",
+    "joint_cls_sim": "joint strategy ablation: L_cls + lambda L_sim",
+    "joint_cl_cls": "joint strategy ablation: L_cl pass + L_cls",
+    "joint_released": "the released code's joint variant (labeled batches only, L_sim + L_cls + L_cl)",
+}
+#: the options each row reads (the others are ignored, and left out of its stored config)
+_GENERATORS = ("add_mask", "dropped", "mask_token")
+ROW_OPTIONS = {
+    "full": (), "labeled": (),
+    "graphcl_aug": ("aug", "aug_ratio"),
+    "graphcl_cl": ("aug", "aug_ratio", "tau", "cl_variant", "pretrain_epochs"),
+    "aug": ("lam", "sim_loss", *_GENERATORS),
+    "naive": ("tau", "cl_variant", "sim_loss", "pretrain_epochs", *_GENERATORS),
+    "joint": ("lam", "tau", "cl_variant", "sim_loss", *_GENERATORS),
+    "joint_cls": _GENERATORS,
+    "joint_cls_sim": ("lam", "sim_loss", *_GENERATORS),
+    "joint_cl_cls": ("tau", "cl_variant", *_GENERATORS),
+    "joint_released": ("tau", *_GENERATORS),
+}
+ROW_SPECIFIC = ("aug", "aug_ratio", "tau", "cl_variant", "pretrain_epochs", "lam", "sim_loss", *_GENERATORS)
+SMALL_BATCH = {"DD", "COLLAB", "REDDIT-BINARY", "REDDIT-MULTI-5K", "github_stargazers"}
+
+
+@dataclass
+class SemiConfig(Config):
+    """Everything that defines a semi-supervised result (one row on one dataset)."""
+
+    dataset: str = option("PROTEINS", "TU dataset name")
+    row: str = option("joint", "row(s) to run: a name, a comma-separated list, or 'all' (" + ", ".join(ROWS) + ")")
+    feat: str = option("deg+odeg100", "node-feature recipe")
+    epochs: int = option(30, "training epochs", low=1)
+    pretrain_epochs: int = option(30, "pre-training epochs of graphcl_cl and naive", low=0)
+    batch_size: int | None = option(None, "batch size (default 128; 64 for DD, COLLAB, REDDIT-*, GITHUB)",
+                                    type=int, low=2)
+    lr: float = option(0.01, "Adam learning rate", low=0, low_open=True)
+    label_rate: float = option(0.1, "labeled share of the whole dataset", low=0, high=1, low_open=True, high_open=True)
+    folds: int = option(10, "cross-validation folds", low=3)
+    fold_seed: int = option(FOLD_SEED, "seed of the fold split", cli=False)
+    hidden: int = option(128, "classifier width", cli=False)
+    lam: float = option(1.0, "weight of L_sim", flag="--lambda", low=0)
+    tau: float = option(0.5, "NT-Xent temperature", low=0, low_open=True)
+    cl_variant: str = option("simclr", "NT-Xent form", choices=("simclr", "released"))
+    sim_loss: str = option("cosine", "L_sim form (published cosine, released mse)", choices=("cosine", "mse"))
+    add_mask: bool = option(False, "generators may also mask nodes")
+    dropped: str = option("isolate", "dropped nodes: isolated zero nodes (released) or removed",
+                          choices=("isolate", "remove"))
+    mask_token: str = option("scalar", "mask token", choices=("scalar", "feature"))
+    aug: str = option("random4", "GraphCL rows' augmentation", choices=AUGMENTATIONS, what="augmentation")
+    aug_ratio: float = option(0.2, "GraphCL rows' augmentation ratio", low=0, high=1, high_open=True)
+    select: str = option("val", "selection reported as the result (both are always recorded)",
+                         choices=("val", "test_max"), what="selection")
+
+    def __post_init__(self):
+        if self.row not in ROWS:
+            raise ConfigError(f"unknown row {self.row!r}; choose from {', '.join(ROWS)} (or all)")
+        self.check_choices()
+        if self.batch_size is None:
+            self.batch_size = 64 if self.dataset in SMALL_BATCH else 128
+        # after validation: a value out of range is an error even where it does not apply
+        self.drop_unused(set(ROW_SPECIFIC) - set(ROW_OPTIONS[self.row]), f"to the {self.row} row")
+
+    @property
+    def tag(self) -> str:
+        return f"{self.dataset}-{self.row}"
+
+
+# ablation
+SINGLE_AUGS = ("node_drop", "subgraph", "edge_pert", "attr_mask")
+
+
+@dataclass
+class AblationConfig(Config):
+    """The GraphCL augmentation ablation: which row, augmentations and ratios, on which datasets."""
+
+    dataset: list = option(None, "one or more comma-separated TU datasets", factory=lambda: ["NCI1"], type=str)
+    row: str = option("graphcl_cl", "the semi-supervised GraphCL row", choices=("graphcl_cl", "graphcl_aug"))
+    augs: list = option(None, "augmentations run alone at ratio 0.2", factory=lambda: list(SINGLE_AUGS), type=str)
+    ratios: list = option(None, "ratios of the ratio sweep", factory=lambda: list(published.ABLATION_RATIOS),
+                          type=float)
+    ratio_aug: str = option("node_drop", "augmentation of the ratio sweep", choices=AUGMENTATIONS,
+                            what="augmentation")
+    epochs: int = option(30, "training epochs")
+    pretrain_epochs: int = option(30, "pre-training epochs (graphcl_cl)")
+
+    def __post_init__(self):
+        self.check_choices()
+        if isinstance(self.dataset, str):
+            self.dataset = [d.strip() for d in self.dataset.split(",") if d.strip()]
+        for a in self.augs:
+            if a not in AUGMENTATIONS:
+                raise ConfigError(f"unknown augmentation {a!r} in --augs; choose from "
+                                  f"{', '.join(AUGMENTATIONS)}")
+        bad = [r for r in self.ratios if not 0.0 <= r < 1.0]
+        if bad:
+            raise ConfigError(f"--ratios {bad} must lie in [0, 1)")
+        if not self.dataset:
+            raise ConfigError("--dataset names no dataset")
+        if not self.augs and not self.ratios:
+            raise ConfigError("--augs and --ratios are both empty: nothing to run")
+
+    def base(self, dataset: str) -> SemiConfig:
+        return SemiConfig(dataset=dataset, row=self.row, epochs=self.epochs, pretrain_epochs=self.pretrain_epochs,
+                          aug=self.ratio_aug)
+
+
+# pretrain
+DEFAULT_CORPUS = "pretrain/moses_train.csv.gz"
+
+
+@dataclass
+class PretrainConfig(Config):
+    """Everything that defines a pre-training run."""
+
+    corpus: str = option("", "SMILES file (CSV with a SMILES column, or .smi; .gz ok); default: "
+                         "<data root>/pretrain/moses_train.csv.gz")
+    # name, size, mtime of the corpus: a replaced file is never resumed
+    corpus_fingerprint: list | None = option(None, cli=False)
+    smiles_col: str | None = option(None, "SMILES column (default: one named SMILES, else the first)", type=str)
+    method: str = option("autogcl", "learnable view generators (naive strategy) or GraphCL's random4",
+                         choices=METHODS)
+    epochs: int = option(20, "epochs over the corpus", low=1)
+    batch_size: int = option(256, "batch size", low=2)
+    lr: float = option(0.001, "Adam learning rate", low=0, low_open=True)
+    max_molecules: int | None = option(None, "read only the first N SMILES", type=int)
+    chunk_size: int = option(50_000, "SMILES per cached chunk (bounds memory)")
+    dim: int = option(300, "GIN width", cli=False)
+    num_layers: int = option(5, "GIN layers", cli=False)
+    gen_hidden: int = option(128, "generator width", cli=False)
+    gen_layers: int = option(2, "generator layers", cli=False)
+    add_mask: bool = option(True, "generators may also mask atoms", negate="--no-mask")
+    dropped: str = option("remove", "dropped atoms are removed or kept as isolated atoms",
+                          choices=("remove", "isolate"))
+    tau: float | None = option(None, "NT-Xent temperature (default 0.5 autogcl, 0.1 graphcl)", type=float,
+                                 low=0, low_open=True)
+    cl_variant: str = option("simclr", "NT-Xent form", cli=False)
+    sim_loss: str = option("none", "add L_sim to the naive strategy (released code: mse)",
+                           choices=("none", "cosine", "mse"), what="similarity loss")
+    view_sampling: str = option("replacement", "views contrasted", cli=False)
+    aug: str = option("random4", "GraphCL augmentation (method graphcl)", choices=AUGMENTATIONS,
+                      what="augmentation")
+    aug_ratio: float = option(0.2, "GraphCL augmentation ratio", low=0, high=1, high_open=True)
+    seed: int = option(0, "seed", low=0)
+
+    def __post_init__(self):
+        self.check_choices()
+        if self.chunk_size < 2 or (self.max_molecules is not None and self.max_molecules < 2):
+            raise ConfigError("--chunk-size and --max-molecules must be at least 2")
+        # after validation: a value out of range is an error even where it does not apply
+        self.drop_unused(("aug", "aug_ratio") if self.method == "autogcl" else
+                         ("add_mask", "dropped", "sim_loss", "gen_hidden", "gen_layers", "view_sampling"),
+                         f"to --method {self.method}")
+
+    @property
+    def temperature(self) -> float:
+        if self.tau is not None:
+            return self.tau
+        return 0.5 if self.method == "autogcl" else 0.1
+
+
+# transfer
+
+
+@dataclass
+class FinetuneConfig(Config):
+    """Everything that defines a fine-tuning result (one dataset)."""
+
+    dataset: str = option("bbbp", "MoleculeNet name(s), comma-separated, or all: " + ", ".join(MOLECULENET_SETS))
+    checkpoint: str | None = option(None, "encoder.pt of a pre-training run (none: the No-pretrain row)", type=str)
+    csv: str | None = option(None, "your own CSV instead of --dataset", type=str)
+    smiles_col: str = option("smiles", "SMILES column of --csv")
+    label_cols: list[str] | None = option(None, "comma-separated label columns of --csv (default: all others)",
+                                          type=str, metavar="A,B")
+    epochs: int = option(100, "fine-tuning epochs", low=1)
+    batch_size: int = option(32, "batch size", low=2)
+    lr: float = option(0.001, "Adam learning rate", low=0, low_open=True)
+    weight_decay: float = option(0.0, "Adam weight decay", cli=False)
+    dropout: float = option(0.5, "dropout of the fine-tuned GIN", low=0, high=1, high_open=True)
+    dim: int = option(300, "GIN width (without --checkpoint)", cli=False)
+    num_layers: int = option(5, "GIN layers (without --checkpoint)", cli=False)
+    select: str = option("val", "selection reported as the result (both are always recorded)", choices=SELECTIONS,
+                         what="selection")
+    frac: tuple[float, float, float] = option((0.8, 0.1, 0.1), "scaffold split fractions", cli=False,
+                                              factory=None)
+
+    def __post_init__(self):
+        self.check_choices()
+        self.frac = tuple(self.frac)
+        if self.csv is not None and not self.csv.strip():
+            raise ConfigError("--csv is an empty string; name your CSV file, or leave --csv out for --dataset")
+        if self.checkpoint is not None and not self.checkpoint.strip():
+            raise ConfigError("--checkpoint is an empty string; name an encoder.pt, or leave --checkpoint out for the "
+                              "No-pretrain row")
+        if isinstance(self.label_cols, str):
+            self.label_cols = [c.strip() for c in self.label_cols.split(",") if c.strip()]
+        if self.label_cols and not self.csv:
+            raise ConfigError("--label-cols and --smiles-col are for --csv files; MoleculeNet sets have fixed columns")
+
+
+# views
+#: per-classifier defaults of the settings left as None in ViewsConfig (measured on MNIST:
+#: docs/views_MNIST.json; resgcn keeps the settings of the semi-supervised protocol)
+CLASSIFIER_DEFAULTS = {
+    "resgcn": {"lr": 0.01, "gen_lr": 0.01, "hidden": 128, "batch_size": 128, "warmup_epochs": 0,
+               "dropped": "remove", "lam": 1.0},
+    "relpos": {"lr": 0.001, "gen_lr": 0.01, "hidden": 64, "batch_size": 64, "warmup_epochs": 1,
+               "dropped": "weight", "lam": 0.3},
+}
+
+
+@dataclass
+class ViewsConfig(Config):
+    """Everything that defines a view-visualisation run (None: the classifier's default,
+    :data:`CLASSIFIER_DEFAULTS`)."""
+
+    dataset: str = option("MNIST", "MNIST or a TU dataset name")
+    target_acc: float = option(0.9, "stop when the accuracy on generated validation views reaches this",
+                               low=0, high=1)
+    max_epochs: int = option(30, "at most this many joint epochs", low=1)
+    classifier: str | None = option(None, "relpos: layers over neighbour offsets, for superpixels (default on "
+                                    "MNIST); resgcn: ResGCN (default on TU datasets)", type=str,
+                                    choices=tuple(CLASSIFIER_DEFAULTS))
+    batch_size: int | None = option(None, "batch size (default 64 relpos, 128 resgcn)", type=int, low=2)
+    lr: float | None = option(None, "Adam learning rate of the classifier (default 0.001 relpos, 0.01 resgcn)",
+                              type=float, low=0)
+    gen_lr: float | None = option(None, "learning rate of the generators (default 0.01)", type=float, low=0)
+    hidden: int | None = option(None, "classifier width (default 64 relpos, 128 resgcn)", type=int, low=1)
+    # epochs of the classifier alone on the original graphs before the joint training, so
+    # that the generators' first gradients come from a classifier that knows which nodes
+    # matter (without it, on MNIST, the views settle on dropping the digit strokes)
+    warmup_epochs: int | None = option(None, "train the classifier alone on the original graphs for this many "
+                                       "epochs first (default 1 relpos, 0 resgcn)", type=int, low=0)
+    # dropped nodes in the views the classifier sees: "remove", "weight" (relpos only; see
+    # GeometryKeepingGenerator) or "isolate" (isolated zero-feature nodes, the released
+    # default, which skew the classifier's BatchNorm statistics and eval-mode accuracy)
+    dropped: str | None = option(None, "dropped nodes in the views the classifier trains on: weight (default "
+                                 "with relpos: kept with weight 0, ignored by the classifier, so a drop still gets "
+                                 "a gradient), remove (default with resgcn), isolate", type=str,
+                                 choices=("weight", "remove", "isolate"))
+    # weight of L_sim; on MNIST with lambda 1 one generator soon settles on dropping the
+    # strokes the other keeps (views as different as possible), and the view accuracy stalls
+    lam: float | None = option(None, "weight of L_sim (default 0.3 relpos, 1.0 resgcn)", type=float,
+                               flag="--lambda", low=0)
+    add_mask: bool = option(True, "generators may also mask nodes", negate="--no-mask")
+    seed: int = option(0, "seed")
+    limit: int | None = option(None, "use only N graphs per split (quick runs)", type=int, low=1)
+    drop_ratio: float = option(0.2, "GraphCL node-drop ratio shown beside", low=0, high=1, high_open=True)
+    high_intensity: float = option(0.5, "superpixels at or above this mean intensity count as strokes", cli=False)
+
+    def __post_init__(self):
+        self.check_choices()
+        mnist = self.dataset.upper() == "MNIST"
+        if self.classifier is None:
+            self.classifier = "relpos" if mnist else "resgcn"
+        if self.classifier not in CLASSIFIER_DEFAULTS:
+            raise ConfigError(f"unknown classifier {self.classifier!r}; choose from "
+                              f"{', '.join(CLASSIFIER_DEFAULTS)}")
+        if self.classifier == "relpos" and not mnist:
+            raise ConfigError("the relpos classifier needs superpixel positions (MNIST); use resgcn")
+        for key, value in CLASSIFIER_DEFAULTS[self.classifier].items():
+            if getattr(self, key) is None:
+                setattr(self, key, value)
+        if self.dropped == "weight" and self.classifier != "relpos":
+            raise ConfigError("dropped='weight' needs a classifier that reads node weights (relpos)")
+        if self.max_epochs < 1 or self.warmup_epochs < 0:
+            raise ConfigError("max_epochs must be at least 1 and warmup_epochs at least 0")

@@ -1,0 +1,30 @@
+"""The option names of autogcl.choices agree with the components that implement them."""
+
+from autogcl import choices
+from autogcl.augment.random import AUGMENTATIONS, RandomAugmentor
+from autogcl.data.moleculenet import MOLECULENET
+from autogcl.data.splits import FOLD_SEED, semi_splits
+from autogcl.eval.svm import SELECTIONS, select_epoch
+
+
+def test_every_augmentation_name_has_an_implementation_and_back():
+    assert set(choices.AUGMENTATIONS) == set(AUGMENTATIONS) | {"random4"}
+    assert RandomAugmentor.names == choices.AUGMENTATIONS
+    for name in choices.AUGMENTATIONS:
+        assert RandomAugmentor(name, 0.1).name == name
+
+
+def test_moleculenet_names_match_the_loaders_table():
+    assert choices.MOLECULENET_SETS == tuple(MOLECULENET)
+
+
+def test_selections_are_the_ones_select_epoch_computes():
+    assert SELECTIONS == choices.SELECTIONS
+    sel = select_epoch({10: {"val_acc": 0.5, "test_acc": 0.6, "test_std": 0.0, "test_fold_accs": [0.6]}})
+    assert set(sel) == set(choices.SELECTIONS)
+
+
+def test_fold_seed_is_the_default_of_the_split():
+    import inspect
+
+    assert FOLD_SEED == choices.FOLD_SEED == inspect.signature(semi_splits).parameters["fold_seed"].default
