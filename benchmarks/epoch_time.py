@@ -128,13 +128,41 @@ def measure(args) -> dict:
                                  dropped=args.dropped, epochs=args.epochs + 1, eval_epochs=[1])
         strategy = build_strategy(cfg, ds.num_features)
     saved = watch_saved(strategy) if args.saved else None
+    data_mb = sum(v.numel() * v.element_size() for v in ds._data.to_dict().values()
+                  if isinstance(v, torch.Tensor)) / 2**20
     loader = Limited(DataLoader(ds, batch_size=args.batch_size, shuffle=True, generator=gen), args.max_steps)
     times = [strategy.train_epoch(loader, e)["time_s"] for e in range(args.epochs + 1)][1:]
     return {"method": args.method, "dropped": args.dropped if args.method == "autogcl" else "-",
-            "saved_mb": saved[0] / 2**20 if saved else None, "dataset": ds.name, "graphs": len(ds), "batch_size": args.batch_size,
+            "saved_mb": saved[0] / 2**20 if saved else None, "dataset_mb": data_mb, "dataset": ds.name, "graphs": len(ds), "batch_size": args.batch_size,
             "threads": torch.get_num_threads(), "s_per_epoch": statistics.mean(times),
             "s_per_epoch_std": statistics.pstdev(times), "epochs": len(times),
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+
+
+def measure_paired(args) -> dict:
+    """Epochs of ``plain`` and ``args.method`` alternated in one process (round r: one epoch of
+    each), so that a drift of the machine's speed hits both: the ratio of each round."""
+    import torch
+    from torch_geometric.loader import DataLoader
+
+    from autogcl.data import load_tu
+    from autogcl.protocols.unsupervised import UnsupervisedConfig, build_strategy
+    from autogcl.runs import seed_everything
+
+    ds = load_tu(args.dataset, args.data_root, args.feat)
+    gen = seed_everything(0)
+    cfg = UnsupervisedConfig(dataset=ds.name, method=args.method, batch_size=args.batch_size,
+                             dropped=args.dropped, epochs=args.epochs + 1, eval_epochs=[1])
+    both = {"plain": plain_strategy(ds.num_features, ds.num_classes), args.method: build_strategy(cfg, ds.num_features)}
+    loader = DataLoader(ds, batch_size=args.batch_size, shuffle=True, generator=gen)
+    times = {k: [] for k in both}
+    for e in range(args.epochs + 1):
+        for k, st in both.items():
+            times[k].append(st.train_epoch(loader, e)["time_s"])
+    ratios = [m / p for m, p in zip(times[args.method][1:], times["plain"][1:])]
+    return {"method": args.method, "dataset": ds.name, "threads": torch.get_num_threads(),
+            "plain_s": times["plain"][1:], "method_s": times[args.method][1:], "ratios": ratios,
+            "ratio_median": statistics.median(ratios)}
 
 
 def main() -> None:
@@ -153,6 +181,10 @@ def main() -> None:
     p.add_argument("--_child", default=None, help=argparse.SUPPRESS)
     args = p.parse_args()
     if args._child:
+        if args._child.startswith("paired:"):  # paired:METHOD
+            args.method, args.dropped = args._child.split(":", 1)[1], "isolate"
+            print(json.dumps(measure_paired(args)))
+            return
         args.method, _, args.dropped = args._child.partition(":")
         args.dropped = args.dropped or "isolate"
         print(json.dumps(measure(args) if args.protocol == "unsupervised" else measure_semi(args)))

@@ -8,8 +8,10 @@ encoder, a linear head, cross-entropy, batch 128) on the same dataset. So a figu
 slower or busier machine stays comparable. What it measures, each in its own process:
 
 * ``epochs``: seconds per epoch of ``plain``, ``autogcl`` (default options) and ``graphcl``
-  on each of ``--datasets`` (5 timed epochs after a warm-up), and their ratio to ``plain``;
-  the peak RSS of each training process.
+  on each of ``--datasets`` (5 timed epochs after a warm-up), and their ratio to ``plain``
+  (timed before and after the others; the mean of the two); the peak RSS of each process.
+  Then each method again, its epochs alternated with plain epochs in one process: the median
+  of the per-round ratios, the figure least moved by a drift of the machine's speed.
 * ``seed``: the wall time of a whole seed, ``autogcl unsupervised --dataset D --seeds 1``
   (training, 3 SVM evaluations, start-up), in seconds and in plain epochs, and its peak RSS.
 * ``memory``: the import floor (``import torch, torch_geometric, sklearn.svm``) and DD's
@@ -68,12 +70,22 @@ def autogcl_cmd() -> list[str]:
 
 def section_epochs(args, res: dict) -> None:
     for ds in args.datasets:
-        rows = {m: epoch_child(args, ds, m) for m in ("plain", "autogcl", "graphcl")}
-        plain = rows["plain"]["s_per_epoch"]
+        # plain first and last: the machine's speed may drift, the denominator is their mean
+        first = epoch_child(args, ds, "plain")
+        rows = {m: epoch_child(args, ds, m) for m in ("autogcl", "graphcl")}
+        last = epoch_child(args, ds, "plain")
+        plain = (first["s_per_epoch"] + last["s_per_epoch"]) / 2
+        rows = {"plain": {**first, "s_per_epoch": plain, "s_per_epoch_runs": [first["s_per_epoch"],
+                                                                              last["s_per_epoch"]]}, **rows}
+        paired = {m: epoch_child(args, ds, f"paired:{m}") for m in ("autogcl", "graphcl")}
         for m, r in rows.items():
             r["plain_epochs"] = r["s_per_epoch"] / plain
+            if m in paired:
+                r["paired"] = paired[m]
             print(f"  epoch {ds:9} {m:8} {r['s_per_epoch']:7.3f} s = {r['plain_epochs']:5.2f} plain, "
-                  f"peak RSS {r['peak_rss_mb']:5.0f} MB", flush=True)
+                  f"peak RSS {r['peak_rss_mb']:5.0f} MB" + (f"; alternated in one process: {paired[m]['ratio_median']:.2f} "
+                  f"plain (rounds {', '.join(f'{x:.2f}' for x in paired[m]['ratios'])})" if m in paired else ""),
+                  flush=True)
         res.setdefault("epochs", {})[ds] = rows
 
 
@@ -110,9 +122,9 @@ def section_memory(args, res: dict) -> None:
         r = epoch_child(args, "DD", "autogcl", ["--batch-size", str(b), "--saved", "--max-steps",
                                                  str(args.dd_steps), "--epochs", "1"])
         mem["dd"][str(b)] = {"peak_rss_mb": r["peak_rss_mb"], "saved_mb": r["saved_mb"],
-                             "s_per_step": r["s_per_epoch"] / args.dd_steps}
+                             "dataset_mb": r.get("dataset_mb"), "s_per_step": r["s_per_epoch"] / args.dd_steps}
         print(f"  memory DD batch {b:4d}: peak RSS {r['peak_rss_mb']:5.0f} MB, largest step's activations "
-              f"{r['saved_mb']:5.0f} MB", flush=True)
+              f"{r['saved_mb']:5.0f} MB, dataset tensors {r.get('dataset_mb') or 0:4.0f} MB", flush=True)
     res["memory"] = mem
 
 
@@ -123,6 +135,66 @@ def section_help(args, res: dict) -> None:
         times[c or "(top)"] = best
         print(f"  help  autogcl {c + ' ' if c else ''}--help: {best:.2f} s", flush=True)
     res["help"] = times
+
+
+#: the released AutoGCL code, run unmodified on this machine in an earlier session (README,
+#: "Performance"); plain-GIN units where that session measured the denominator
+RELEASED = {
+    "epoch PROTEINS": "2.6 plain (1.1 s)", "epoch NCI1": "3.3 s", "seed PROTEINS": "279 plain (1:57)",
+    "seed NCI1": "19:52", "rss PROTEINS": "~1 GB", "help": "-",
+}
+
+
+def table(results: list[dict], labels: list[str]) -> str:
+    """A Markdown table of the runs named ``labels`` (each the latest run with that label)."""
+    runs = [next(r for r in reversed(results) if r["label"] == lab) for lab in labels]
+
+    def cell(r, fn):
+        try:
+            return fn(r)
+        except (KeyError, TypeError):
+            return "-"
+
+    def mmss(s):
+        return f"{int(s // 60)}:{s % 60:04.1f}"
+
+    rows = []
+    for ds in ("PROTEINS", "NCI1"):
+        for m in ("autogcl", "graphcl"):
+            rows.append((f"{m} epoch, {ds} (goal autogcl <= 2.0)" if m == "autogcl" else f"{m} epoch, {ds}",
+                         lambda r, ds=ds, m=m: f"{r['epochs'][ds][m]['paired']['ratio_median']:.2f} plain "
+                                               f"alternated, {r['epochs'][ds][m]['plain_epochs']:.2f} apart "
+                                               f"({r['epochs'][ds][m]['s_per_epoch']:.2f} s)"
+                         if "paired" in r["epochs"][ds][m] else f"{r['epochs'][ds][m]['plain_epochs']:.2f} plain "
+                                                                 f"({r['epochs'][ds][m]['s_per_epoch']:.2f} s)",
+                         RELEASED.get(f"epoch {ds}", "-") if m == "autogcl" else "-"))
+        rows.append((f"plain GIN epoch, {ds} (the denominator)",
+                     lambda r, ds=ds: f"{r['epochs'][ds]['plain']['s_per_epoch']:.2f} s", "-"))
+    rows.append(("whole seed, PROTEINS (goal <= 80 plain)",
+                 lambda r: f"{r['seed']['PROTEINS']['plain_epochs']:.0f} plain ({mmss(r['seed']['PROTEINS']['wall_s'])}; "
+                           f"SVM {r['seed']['PROTEINS']['eval_time_s']:.0f} s)", RELEASED["seed PROTEINS"]))
+    rows.append(("whole seed, NCI1 (goal <= 2 min on the day of the goal)",
+                 lambda r: f"{r['seed']['NCI1']['plain_epochs']:.0f} plain ({mmss(r['seed']['NCI1']['wall_s'])}; "
+                           f"SVM {r['seed']['NCI1']['eval_time_s']:.0f} s)", RELEASED["seed NCI1"]))
+    rows.append(("import floor (torch + PyG + scikit-learn)", lambda r: f"{r['memory']['import_floor_mb']:.0f} MB", "-"))
+    rows.append(("peak RSS, PROTEINS autogcl training (goal <= floor + 150)",
+                 lambda r: f"{r['memory']['proteins_train_mb']:.0f} MB (floor + "
+                           f"{r['memory']['proteins_train_mb'] - r['memory']['import_floor_mb']:.0f})",
+                 RELEASED["rss PROTEINS"]))
+    rows.append(("peak RSS, whole PROTEINS seed", lambda r: f"{r['seed']['PROTEINS']['peak_rss_mb']:.0f} MB", "-"))
+    for b in ("32", "64", "128"):
+        rows.append((f"peak RSS, DD autogcl, batch {b} (largest step's activations)",
+                     lambda r, b=b: f"{r['memory']['dd'][b]['peak_rss_mb']:.0f} MB ({r['memory']['dd'][b]['saved_mb']:.0f} MB)",
+                     "-"))
+    rows.append(("`autogcl --help`", lambda r: f"{r['help']['(top)']:.2f} s", "-"))
+    rows.append(("slowest command `--help` (goal <= 1 s)",
+                 lambda r: "{1:.2f} s ({0})".format(*max(((k, v) for k, v in r["help"].items() if k != "(top)"),
+                                                         key=lambda kv: kv[1])), "-"))
+    head = "| figure | " + " | ".join(f"{lab} ({r['date']})" for lab, r in zip(labels, runs)) + " | released code |"
+    lines = [head, "|" + "---|" * (len(runs) + 2)]
+    for name, fn, rel in rows:
+        lines.append(f"| {name} | " + " | ".join(cell(r, fn) for r in runs) + f" | {rel} |")
+    return "\n".join(lines)
 
 
 def main() -> None:
@@ -137,7 +209,12 @@ def main() -> None:
     p.add_argument("--dd-batches", nargs="+", type=int, default=[32, 64, 128])
     p.add_argument("--dd-steps", type=int, default=4, help="DD steps per batch size (memory only)")
     p.add_argument("--out", default=str(HERE / "results" / "speed.json"))
+    p.add_argument("--table", nargs="+", metavar="LABEL", default=None,
+                   help="print the Markdown table of the runs with these labels and exit")
     args = p.parse_args()
+    if args.table:
+        print(table(json.loads(Path(args.out).read_text()), args.table))
+        return
 
     import torch
 

@@ -49,7 +49,7 @@ class NodeScorer(nn.Module):
         for i in range(num_layers):
             d_in = in_dim if i == 0 else hidden
             d_out = out_dim if i == num_layers - 1 else hidden
-            mlp = nn.Sequential(nn.Linear(d_in, hidden), nn.ReLU(), nn.Linear(hidden, d_out))
+            mlp = nn.Sequential(nn.Linear(d_in, hidden), nn.ReLU(inplace=True), nn.Linear(hidden, d_out))
             self.convs.append(GINConv(mlp))
             self.bns.append(nn.BatchNorm1d(d_out))
 
@@ -67,7 +67,7 @@ class NodeScorer(nn.Module):
                 h = conv.nn(first + (1 + conv.eps) * x)
             else:
                 h = conv(x, data.edge_index)
-            x = bn(F.relu(h))
+            x = bn(F.relu(h, inplace=True))  # in place: as GINEncoder
         return x
 
 
