@@ -10,7 +10,9 @@ in which ``benchmarks/speed.py`` states the others. Semi-supervised methods
 are rows of ``autogcl semi``, timed on fold 0 (an epoch of ``joint`` is its unlabeled
 contrastive pass plus its labeled pass). Each method runs in its own process so that its
 peak resident memory (ru_maxrss) is its own; the first epoch is a warm-up, not counted.
-``--saved`` also records the largest step's tensors saved for backward (the activations a
+``--_child fast-path`` times the AutoGCL step's fast path against its general path, epochs
+alternated in one process (``python benchmarks/epoch_time.py PROTEINS --epochs 8 --_child
+fast-path``). ``--saved`` also records the largest step's tensors saved for backward (the activations a
 step holds, deduplicated by storage), ``--max-steps`` cuts epochs short (memory runs).
 """
 
@@ -165,6 +167,43 @@ def measure_paired(args) -> dict:
             "ratio_median": statistics.median(ratios)}
 
 
+def measure_fast_path(args) -> dict:
+    """The AutoGCL step's fast path against the general one (both generators called as
+    ``gen(batch)``, the step before the shared neighbour sum and the skipped views), epochs
+    alternated in one process on the same model: seconds per epoch and the per-round ratio."""
+    import copy
+
+    import torch
+    from torch_geometric.loader import DataLoader
+
+    from autogcl.data import load_tu
+    from autogcl.protocols.unsupervised import UnsupervisedConfig, build_strategy
+    from autogcl.runs import seed_everything
+
+    class General(torch.nn.Module):  # not a ViewGenerator: NaiveStrategy takes the general path
+        def __init__(self, gen):
+            super().__init__()
+            self.gen = gen
+
+        def forward(self, batch):
+            return self.gen(batch)
+
+    ds = load_tu(args.dataset, args.data_root, args.feat)
+    gen = seed_everything(0)
+    cfg = UnsupervisedConfig(dataset=ds.name, batch_size=args.batch_size, epochs=args.epochs + 1, eval_epochs=[1])
+    fast = build_strategy(cfg, ds.num_features)
+    general = copy.copy(fast)
+    general.gen1, general.gen2 = General(fast.gen1), General(fast.gen2)
+    loader = DataLoader(ds, batch_size=args.batch_size, shuffle=True, generator=gen)
+    times = {"fast": [], "general": []}
+    for e in range(args.epochs + 1):
+        for k, st in (("general", general), ("fast", fast)):
+            times[k].append(st.train_epoch(loader, e)["time_s"])
+    ratios = [f / g for f, g in zip(times["fast"][1:], times["general"][1:])]
+    return {"dataset": ds.name, "threads": torch.get_num_threads(), "fast_s": times["fast"][1:],
+            "general_s": times["general"][1:], "ratios": ratios, "ratio_median": statistics.median(ratios)}
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("dataset")
@@ -181,6 +220,9 @@ def main() -> None:
     p.add_argument("--_child", default=None, help=argparse.SUPPRESS)
     args = p.parse_args()
     if args._child:
+        if args._child == "fast-path":
+            print(json.dumps(measure_fast_path(args)))
+            return
         if args._child.startswith("paired:"):  # paired:METHOD
             args.method, args.dropped = args._child.split(":", 1)[1], "isolate"
             print(json.dumps(measure_paired(args)))

@@ -146,8 +146,20 @@ RELEASED = {
 
 
 def table(results: list[dict], labels: list[str]) -> str:
-    """A Markdown table of the runs named ``labels`` (each the latest run with that label)."""
-    runs = [next(r for r in reversed(results) if r["label"] == lab) for lab in labels]
+    """A Markdown table of the runs named ``labels``: the runs with one label merged in order
+    (a later run's section, e.g. its epochs of one dataset, replaces an earlier one's)."""
+    def merged(label):
+        out = {}
+        for r in results:
+            if r["label"] != label:
+                continue
+            for k, v in r.items():
+                out[k] = {**out[k], **v} if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+        if not out:
+            raise SystemExit(f"no run labelled {label!r} in the results")
+        return out
+
+    runs = [merged(lab) for lab in labels]
 
     def cell(r, fn):
         try:
