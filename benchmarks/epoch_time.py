@@ -113,8 +113,9 @@ def watch_saved(strategy) -> list:
     return peak
 
 
-def measure(args) -> dict:
-    import torch
+def setup(args):
+    """The dataset (``args.dataset``, ``args.feat``), a shuffling loader seeded with 0, and
+    ``make(method)``: a fresh strategy of an unsupervised method or of ``plain``."""
     from torch_geometric.loader import DataLoader
 
     from autogcl.data import load_tu
@@ -123,19 +124,38 @@ def measure(args) -> dict:
 
     ds = load_tu(args.dataset, args.data_root, args.feat)
     gen = seed_everything(0)
-    if args.method == "plain":
-        strategy = plain_strategy(ds.num_features, ds.num_classes)
-    else:
-        cfg = UnsupervisedConfig(dataset=ds.name, method=args.method, batch_size=args.batch_size,
+
+    def make(method: str):
+        if method == "plain":
+            return plain_strategy(ds.num_features, ds.num_classes)
+        cfg = UnsupervisedConfig(dataset=ds.name, method=method, batch_size=args.batch_size,
                                  dropped=args.dropped, epochs=args.epochs + 1, eval_epochs=[1])
-        strategy = build_strategy(cfg, ds.num_features)
+        return build_strategy(cfg, ds.num_features)
+
+    return ds, Limited(DataLoader(ds, batch_size=args.batch_size, shuffle=True, generator=gen), args.max_steps), make
+
+
+def alternate(strategies: dict, loader, epochs: int) -> dict:
+    """Seconds of each strategy's epochs, one epoch of each in turn (the warm-up dropped)."""
+    times = {k: [] for k in strategies}
+    for e in range(epochs + 1):
+        for k, st in strategies.items():
+            times[k].append(st.train_epoch(loader, e)["time_s"])
+    return {k: v[1:] for k, v in times.items()}
+
+
+def measure(args) -> dict:
+    import torch
+
+    ds, loader, make = setup(args)
+    strategy = make(args.method)
     saved = watch_saved(strategy) if args.saved else None
     data_mb = sum(v.numel() * v.element_size() for v in ds._data.to_dict().values()
                   if isinstance(v, torch.Tensor)) / 2**20
-    loader = Limited(DataLoader(ds, batch_size=args.batch_size, shuffle=True, generator=gen), args.max_steps)
-    times = [strategy.train_epoch(loader, e)["time_s"] for e in range(args.epochs + 1)][1:]
+    times = alternate({args.method: strategy}, loader, args.epochs)[args.method]
     return {"method": args.method, "dropped": args.dropped if args.method == "autogcl" else "-",
-            "saved_mb": saved[0] / 2**20 if saved else None, "dataset_mb": data_mb, "dataset": ds.name, "graphs": len(ds), "batch_size": args.batch_size,
+            "saved_mb": saved[0] / 2**20 if saved else None, "dataset_mb": data_mb, "dataset": ds.name,
+            "graphs": len(ds), "batch_size": args.batch_size,
             "threads": torch.get_num_threads(), "s_per_epoch": statistics.mean(times),
             "s_per_epoch_std": statistics.pstdev(times), "epochs": len(times),
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
@@ -145,25 +165,12 @@ def measure_paired(args) -> dict:
     """Epochs of ``plain`` and ``args.method`` alternated in one process (round r: one epoch of
     each), so that a drift of the machine's speed hits both: the ratio of each round."""
     import torch
-    from torch_geometric.loader import DataLoader
 
-    from autogcl.data import load_tu
-    from autogcl.protocols.unsupervised import UnsupervisedConfig, build_strategy
-    from autogcl.runs import seed_everything
-
-    ds = load_tu(args.dataset, args.data_root, args.feat)
-    gen = seed_everything(0)
-    cfg = UnsupervisedConfig(dataset=ds.name, method=args.method, batch_size=args.batch_size,
-                             dropped=args.dropped, epochs=args.epochs + 1, eval_epochs=[1])
-    both = {"plain": plain_strategy(ds.num_features, ds.num_classes), args.method: build_strategy(cfg, ds.num_features)}
-    loader = DataLoader(ds, batch_size=args.batch_size, shuffle=True, generator=gen)
-    times = {k: [] for k in both}
-    for e in range(args.epochs + 1):
-        for k, st in both.items():
-            times[k].append(st.train_epoch(loader, e)["time_s"])
-    ratios = [m / p for m, p in zip(times[args.method][1:], times["plain"][1:])]
+    ds, loader, make = setup(args)
+    times = alternate({"plain": make("plain"), args.method: make(args.method)}, loader, args.epochs)
+    ratios = [m / p for m, p in zip(times[args.method], times["plain"])]
     return {"method": args.method, "dataset": ds.name, "threads": torch.get_num_threads(),
-            "plain_s": times["plain"][1:], "method_s": times[args.method][1:], "ratios": ratios,
+            "plain_s": times["plain"], "method_s": times[args.method], "ratios": ratios,
             "ratio_median": statistics.median(ratios)}
 
 
@@ -174,11 +181,6 @@ def measure_fast_path(args) -> dict:
     import copy
 
     import torch
-    from torch_geometric.loader import DataLoader
-
-    from autogcl.data import load_tu
-    from autogcl.protocols.unsupervised import UnsupervisedConfig, build_strategy
-    from autogcl.runs import seed_everything
 
     class General(torch.nn.Module):  # not a ViewGenerator: NaiveStrategy takes the general path
         def __init__(self, gen):
@@ -188,20 +190,14 @@ def measure_fast_path(args) -> dict:
         def forward(self, batch):
             return self.gen(batch)
 
-    ds = load_tu(args.dataset, args.data_root, args.feat)
-    gen = seed_everything(0)
-    cfg = UnsupervisedConfig(dataset=ds.name, batch_size=args.batch_size, epochs=args.epochs + 1, eval_epochs=[1])
-    fast = build_strategy(cfg, ds.num_features)
+    ds, loader, make = setup(args)
+    fast = make("autogcl")
     general = copy.copy(fast)
     general.gen1, general.gen2 = General(fast.gen1), General(fast.gen2)
-    loader = DataLoader(ds, batch_size=args.batch_size, shuffle=True, generator=gen)
-    times = {"fast": [], "general": []}
-    for e in range(args.epochs + 1):
-        for k, st in (("general", general), ("fast", fast)):
-            times[k].append(st.train_epoch(loader, e)["time_s"])
-    ratios = [f / g for f, g in zip(times["fast"][1:], times["general"][1:])]
-    return {"dataset": ds.name, "threads": torch.get_num_threads(), "fast_s": times["fast"][1:],
-            "general_s": times["general"][1:], "ratios": ratios, "ratio_median": statistics.median(ratios)}
+    times = alternate({"general": general, "fast": fast}, loader, args.epochs)
+    ratios = [f / g for f, g in zip(times["fast"], times["general"])]
+    return {"dataset": ds.name, "threads": torch.get_num_threads(), "fast_s": times["fast"],
+            "general_s": times["general"], "ratios": ratios, "ratio_median": statistics.median(ratios)}
 
 
 def main() -> None:
@@ -221,6 +217,7 @@ def main() -> None:
     args = p.parse_args()
     if args._child:
         if args._child == "fast-path":
+            args.dropped = "isolate"
             print(json.dumps(measure_fast_path(args)))
             return
         if args._child.startswith("paired:"):  # paired:METHOD

@@ -17,7 +17,6 @@ from ..choices import FOLD_SEED
 from ..errors import DataError
 
 
-
 @dataclass
 class SemiSplit:
     fold: int

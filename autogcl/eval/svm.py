@@ -101,8 +101,6 @@ def svm_evaluate(
     }
 
 
-
-
 def select_epoch(evals: dict) -> dict:
     """Both selections of the reported epoch over SVM evaluations (``epoch -> svm_evaluate``):
 

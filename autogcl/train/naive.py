@@ -78,19 +78,16 @@ class NaiveStrategy(Strategy):
         gens = {1: self.gen1, 2: self.gen2}
         views: dict[int, object] = {0: batch}
         samples: dict[int, torch.Tensor] = {}
-        if all(isinstance(g, ViewGenerator) for g in gens.values()):
+        # the fast path needs ViewGenerator's own forward (scores -> sample -> apply); a subclass
+        # that overrides forward, or a generator of your own, is called as ``gen(batch)``
+        if all(isinstance(g, ViewGenerator) and type(g).forward is ViewGenerator.forward for g in gens.values()):
             first = shared_first_aggregate(list(gens.values()), batch)
-            grad = {i: torch.is_grad_enabled() and (i in picks or self.sim_weight > 0) for i in gens}
-            logits = {}
             for i, gen in gens.items():
-                with torch.set_grad_enabled(grad[i]):
-                    logits[i] = gen.scores(batch, first)
-            for i, gen in gens.items():
-                with torch.set_grad_enabled(grad[i]):
-                    samples[i] = gen.sample(batch, logits=logits[i])
+                with torch.set_grad_enabled(torch.is_grad_enabled() and (i in picks or self.sim_weight > 0)):
+                    samples[i] = gen.sample(batch, logits=gen.scores(batch, first))
             for i in set(picks) - {0}:
                 views[i] = gens[i].apply(batch, samples[i])
-        else:  # generators of your own: ``view, sample = gen(batch)``
+        else:
             for i, gen in gens.items():
                 views[i], samples[i] = gen(batch)
         z1 = self.encode(views[picks[0]])

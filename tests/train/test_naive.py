@@ -100,3 +100,20 @@ def test_fast_path_gives_the_general_paths_numbers_bit_for_bit(sim_weight, dropp
     (fast_losses, fast_state), (gen_losses, gen_state) = runs
     assert fast_losses == gen_losses
     assert all(torch.equal(a, b) for a, b in zip(fast_state, gen_state))
+
+
+def test_a_generator_subclass_with_its_own_forward_is_called():
+    class Counting(ViewGenerator):
+        calls = 0
+
+        def forward(self, data, deterministic=False):
+            Counting.calls += 1
+            return super().forward(data, deterministic)
+
+    torch.manual_seed(0)
+    batch = make_batch()
+    model = ContrastModel(GINEncoder(batch.num_features, hidden=8, num_layers=2))
+    g1, g2 = Counting(batch.num_features, hidden=8), Counting(batch.num_features, hidden=8)
+    opt = torch.optim.Adam([*model.parameters(), *g1.parameters(), *g2.parameters()], lr=0.01)
+    NaiveStrategy(model, g1, g2, opt).step(batch, 1, 0)
+    assert Counting.calls == 2
