@@ -225,6 +225,8 @@ def main() -> None:
                    help="print the Markdown table of the runs with these labels and exit")
     args = p.parse_args()
     if args.table:
+        if not Path(args.out).is_file():
+            sys.exit(f"no results at {args.out}: run the benchmark first (or name the file with --out)")
         print(table(json.loads(Path(args.out).read_text()), args.table))
         return
 
