@@ -12,3 +12,6 @@ SELECTIONS = ("val", "test_max")
 MOLECULENET_SETS = ("bbbp", "tox21", "toxcast", "sider", "clintox", "muv", "hiv", "bace")
 #: seed of the semi-supervised protocol's fold split (as the released code)
 FOLD_SEED = 12345
+#: fold splits of the semi-supervised protocol (``autogcl.data.splits.semi_splits``): with a
+#: validation fold (default) or the released code's (none; labeled graphs drawn uniformly)
+SEMI_SPLITS = ("val_fold", "released")

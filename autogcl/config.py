@@ -20,16 +20,18 @@ from .errors import ConfigError
 def option(default=MISSING, help: str = "", *, choices=None, flag: str | None = None, type=None,
            cli: bool = True, metavar: str | None = None, factory=None, negate: str | None = None,
            what: str | None = None, low=None, high=None, low_open: bool = False, high_open: bool = False,
-           many: bool = False):
+           many: bool = False, implicit_default: bool = False):
     """A dataclass field with what the CLI needs. ``type``: the argument parser (default: the
     default's type; a ``list`` default parses comma-separated values with ``type``);
     ``negate``: for a ``True`` boolean, the flag that sets it to ``False`` (e.g. ``--no-mask``);
     ``what``: the noun error messages use (default: the field name); ``low``/``high`` (with
     ``low_open``/``high_open``): the range a number must lie in, checked by :class:`Config`;
     ``many``: a list given as one or more values after the flag (``--grid a=1,2 b=3``), which
-    may also be repeated."""
+    may also be repeated; ``implicit_default``: an option added after runs were made, which
+    ``config.json`` stores only when it is set away from its default (so those runs still resume)."""
     meta = {"help": help, "choices": choices, "flag": flag, "type": type, "cli": cli, "metavar": metavar,
-            "negate": negate, "what": what, "many": many, "range": None if low is None and high is None else
+            "negate": negate, "what": what, "many": many,
+            "implicit_default": implicit_default, "range": None if low is None and high is None else
             (low, high, low_open, high_open)}
     if factory is not None:
         return field(default_factory=factory, metadata=meta)
@@ -138,7 +140,11 @@ class Config:
             logging.getLogger("autogcl").warning("%s do(es) not apply %s: ignored", ", ".join(changed), why)
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        d = asdict(self)
+        for f in fields(self):
+            if f.metadata.get("implicit_default") and d[f.name] == _default(f):
+                del d[f.name]
+        return d
 
     @classmethod
     def from_dict(cls, d: dict):

@@ -3,7 +3,9 @@
 Each fold has a test part (one stratified fold), a validation part (the previous fold, used
 only by the ``val`` selection), the training part (the rest), and a labeled subset of the
 training part of ``label_rate`` x the whole dataset drawn stratified by class; the rest of
-the training part is unlabeled.
+the training part is unlabeled. The ``released`` split is the released code's: no
+validation part (the training part is everything outside the test fold) and a labeled
+subset drawn uniformly at random.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.model_selection import StratifiedKFold, train_test_split
 
-from ..choices import FOLD_SEED
+from ..choices import FOLD_SEED, SEMI_SPLITS
 from ..errors import DataError
 
 
@@ -36,21 +38,26 @@ class SemiSplit:
 
 
 def semi_splits(y, folds: int = 10, label_rate: float = 0.1, fold_seed: int = FOLD_SEED,
-                label_seed: int = 0) -> list[SemiSplit]:
+                label_seed: int = 0, split: str = SEMI_SPLITS[0]) -> list[SemiSplit]:
     """All folds of the semi-supervised protocol for labels ``y``.
 
     The test folds depend on ``fold_seed`` only (the same for every run, as published); the
-    labeled subset also on ``label_seed``.
+    labeled subset also on ``label_seed``. ``split``: ``val_fold`` (a validation fold, a
+    stratified labeled draw) or ``released`` (no validation fold: ``val`` is empty; a uniform
+    labeled draw from the rest, as the released code's ``torch.randperm``).
     """
     y = np.asarray(y)
     n = len(y)
     if not 0 < label_rate < 1:
         raise ValueError(f"label rate must be in (0, 1), got {label_rate}")
+    if split not in SEMI_SPLITS:
+        raise ValueError(f"unknown split {split!r}; choose from {', '.join(SEMI_SPLITS)}")
     tests = [te for _, te in StratifiedKFold(folds, shuffle=True, random_state=fold_seed).split(np.zeros(n), y)]
     n_labeled = int(n * label_rate)
     out = []
     for i in range(folds):
-        test, val = tests[i], tests[i - 1]
+        test = tests[i]
+        val = tests[i - 1] if split == "val_fold" else np.zeros(0, dtype=np.int64)
         mask = np.ones(n, dtype=bool)
         mask[test] = False
         mask[val] = False
@@ -62,7 +69,8 @@ def semi_splits(y, folds: int = 10, label_rate: float = 0.1, fold_seed: int = FO
             raise DataError(f"--label-rate {label_rate} labels {n_labeled} of {n} graphs; training needs at least 2 "
                             f"(use at least {2 / n:.3g})")
         try:
-            labeled, unlabeled = train_test_split(train, train_size=n_labeled, stratify=y[train],
+            labeled, unlabeled = train_test_split(train, train_size=n_labeled,
+                                                  stratify=y[train] if split == "val_fold" else None,
                                                   random_state=label_seed * 1000 + i)
         except ValueError:  # a class too small to stratify: draw uniformly
             labeled, unlabeled = train_test_split(train, train_size=n_labeled,

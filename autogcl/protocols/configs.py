@@ -7,7 +7,13 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from ..choices import AUGMENTATIONS, FOLD_SEED, MOLECULENET_SETS, SELECTIONS
+from ..choices import (
+    AUGMENTATIONS,
+    FOLD_SEED,
+    MOLECULENET_SETS,
+    SELECTIONS,
+    SEMI_SPLITS,
+)
 from ..config import Config, option
 from ..errors import ConfigError
 from . import published
@@ -148,11 +154,18 @@ class SemiConfig(Config):
     aug_ratio: float = option(0.2, "GraphCL rows' augmentation ratio", low=0, high=1, high_open=True)
     select: str = option("val", "selection reported as the result (both are always recorded)",
                          choices=("val", "test_max"), what="selection")
+    split: str = option(SEMI_SPLITS[0], "fold split: val_fold (a validation fold; labeled graphs drawn stratified "
+                        "from the other 80 percent) or released (the released code's: no validation fold, labeled graphs "
+                        "drawn uniformly from the 90 percent outside the test fold; test_max only)", choices=SEMI_SPLITS,
+                        what="split", implicit_default=True)
 
     def __post_init__(self):
         if self.row not in ROWS:
             raise ConfigError(f"unknown row {self.row!r}; choose from {', '.join(ROWS)} (or all)")
         self.check_choices()
+        if self.split == "released" and self.select != "test_max":
+            raise ConfigError("--split released has no validation fold, so only the test_max selection is "
+                              "defined: add --select test_max")
         if self.batch_size is None:
             self.batch_size = 64 if self.dataset in SMALL_BATCH else 128
         # after validation: a value out of range is an error even where it does not apply
@@ -160,7 +173,7 @@ class SemiConfig(Config):
 
     @property
     def tag(self) -> str:
-        return f"{self.dataset}-{self.row}"
+        return f"{self.dataset}-{self.row}" + ("-released_split" if self.split == "released" else "")
 
 
 # ablation

@@ -13,7 +13,10 @@ log = logging.getLogger(__name__)
 
 
 def _ms(d: dict) -> str:
-    """``mean ± std``; a score that could not be computed (NaN) says so instead of a number."""
+    """``mean ± std``; a selection that is not defined, or a score that could not be computed
+    (NaN), says so instead of a number."""
+    if d.get("undefined"):
+        return f"- ({d['undefined']})"
     if d["mean"] != d["mean"]:
         return "not scored (NaN)"
     return f"{d['mean']:.2f} ± {d['std']:.2f}"
@@ -113,8 +116,15 @@ def semi_table(summaries: list[dict]) -> str:
     datasets = sorted({s["dataset"] for s in summaries})
     from .semi import ROWS  # the paper's row order
 
-    rows = sorted({s["row"] for s in summaries}, key=lambda r: list(ROWS).index(r) if r in ROWS else len(ROWS))
-    by = {(s["row"], s["dataset"]): s for s in summaries}
+    def row(s):  # the released split's results are a row of their own
+        return s["row"] + (" (released split)" if s.get("config", {}).get("split") == "released" else "")
+
+    def order(r):
+        base = r.split(" ")[0]
+        return (list(ROWS).index(base) if base in ROWS else len(ROWS), r)
+
+    rows = sorted({row(s) for s in summaries}, key=order)
+    by = {(row(s), s["dataset"]): s for s in summaries}
     head = "| row | " + " | ".join(f"{d} val | {d} test_max | {d} published" for d in datasets) + " |"
     lines = [head, "|---|" + "---|" * (3 * len(datasets))]
     for r in rows:
@@ -122,10 +132,10 @@ def semi_table(summaries: list[dict]) -> str:
         for d in datasets:
             s = by.get((r, d))
             if s is None:
-                cells += ["-", "-", published.fmt(published.SEMI.get((r, d)))]
+                cells += ["-", "-", published.fmt(published.SEMI.get((r.split(" ")[0], d)))]
                 continue
             n = f" ({s['n_folds']} folds)" if s["n_folds"] != 10 * s["n_seeds"] else ""
-            cells += [_ms(s["val"]) + n, _ms(s["test_max"]), published.fmt(published.SEMI.get((r, d)))]
+            cells += [_ms(s["val"]) + n, _ms(s["test_max"]), published.fmt(published.SEMI.get((s["row"], d)))]
         lines.append(f"| {r} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

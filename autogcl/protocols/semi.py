@@ -5,7 +5,8 @@ A unit is one (dataset, row, seed, fold). Rows (experiments) compose a ResGCN cl
 view generators or random augmentors and a strategy from :mod:`autogcl.train`; each fold
 records per-epoch losses and labeled/val/test accuracy, and both selections: ``val`` (the
 epoch with the best accuracy on the validation fold) and ``test_max`` (the best test
-accuracy over epochs, the published protocol). Every unit runs through
+accuracy over epochs, the published protocol; the only one under ``split="released"``, the
+released code's split, which has no validation fold). Every unit runs through
 :func:`autogcl.runs.run_units`, and its training phases through the shared
 :class:`autogcl.train.Trainer`, which checkpoints every epoch: an interrupted fold continues
 where it stopped.
@@ -14,6 +15,7 @@ where it stopped.
 from __future__ import annotations
 
 import logging
+import math
 from pathlib import Path
 
 import numpy as np
@@ -78,13 +80,15 @@ def build(cfg: SemiConfig, num_features: int, num_classes: int):
 
 
 def select(rows: list[dict]) -> dict:
-    best_val = max(rows, key=lambda r: r["val_acc"])  # first best on ties
-    best_test = max(rows, key=lambda r: r["test_acc"])
-    return {
-        "val": {"epoch": best_val["epoch"], "acc": best_val["test_acc"], "criterion": "validation-fold accuracy",
-                "score": best_val["val_acc"]},
-        "test_max": {"epoch": best_test["epoch"], "acc": best_test["test_acc"], "criterion": "best test accuracy"},
-    }
+    """Both selections over a fold's epochs; ``val`` only where there is a validation fold
+    (rows with ``val_acc``)."""
+    best_test = max(rows, key=lambda r: r["test_acc"])  # first best on ties
+    out = {"test_max": {"epoch": best_test["epoch"], "acc": best_test["test_acc"], "criterion": "best test accuracy"}}
+    if "val_acc" in rows[0]:
+        best_val = max(rows, key=lambda r: r["val_acc"])
+        out = {"val": {"epoch": best_val["epoch"], "acc": best_val["test_acc"],
+                       "criterion": "validation-fold accuracy", "score": best_val["val_acc"]}, **out}
+    return out
 
 
 def run_fold(unit: runs.Unit, dataset, split: SemiSplit, show_progress: bool | None = None,
@@ -107,7 +111,7 @@ def run_fold(unit: runs.Unit, dataset, split: SemiSplit, show_progress: bool | N
                           drop_last=shuffle and len(idx) % bs == 1)  # BatchNorm cannot train on one graph
 
     train_l, labeled_l = loader(split.train, True), loader(split.labeled, True)
-    eval_l = {k: loader(getattr(split, k), False) for k in ("labeled", "val", "test")}
+    eval_l = {k: loader(getattr(split, k), False) for k in ("labeled", "val", "test") if len(getattr(split, k))}
     train_data = {"train": train_l, "labeled": labeled_l, "joint": (train_l, labeled_l)}[data_kind]
 
     save_at = set(save_embeddings or [])
@@ -153,6 +157,9 @@ def summarize(results: list[dict]) -> dict:
     """Mean ± std over every (seed, fold) result (std with ddof=1, as the released code)."""
     out = {"n_seeds": len({r["seed"] for r in results}), "n_folds": len(results)}
     for s in ("val", "test_max"):
+        if any(s not in r["selections"] for r in results):  # the released split has no validation fold
+            out[s] = {"mean": math.nan, "std": math.nan, "values": [], "undefined": "no validation fold"}
+            continue
         accs = np.array([r["selections"][s]["acc"] for r in results]) * 100
         out[s] = {"mean": float(accs.mean()), "std": float(accs.std(ddof=1)) if len(accs) > 1 else 0.0,
                   "values": accs.tolist()}
@@ -182,7 +189,7 @@ def plan(cfg: SemiConfig, dataset, seeds: list[int], out: Path, resume: bool = F
         raise ConfigError(f"--save-embeddings {','.join(map(str, never))}: not an epoch of this run (0 = before "
                           f"training .. --epochs {cfg.epochs})")
     y = dataset._data.y.numpy() if hasattr(dataset, "_data") else np.array([int(d.y) for d in dataset])
-    all_splits = {seed: semi_splits(y, cfg.folds, cfg.label_rate, cfg.fold_seed, label_seed=seed)
+    all_splits = {seed: semi_splits(y, cfg.folds, cfg.label_rate, cfg.fold_seed, label_seed=seed, split=cfg.split)
                   for seed in seeds}  # a label rate that cannot work fails before any folder is made
     runs.check_writable(root)
     plan = {}
@@ -200,7 +207,7 @@ def plan(cfg: SemiConfig, dataset, seeds: list[int], out: Path, resume: bool = F
                                 "them again") from exc
             if [s.to_dict() for s in saved] != [s.to_dict() for s in splits[:len(saved)]]:
                 raise ConfigError(f"{split_file} differs from the splits this configuration makes")
-        runs.atomic_write_json(split_file, {"dataset": cfg.dataset, "fold_seed": cfg.fold_seed,
+        runs.atomic_write_json(split_file, {"dataset": cfg.dataset, "split": cfg.split, "fold_seed": cfg.fold_seed,
                                             "label_seed": seed, "label_rate": cfg.label_rate,
                                             "folds": [s.to_dict() for s in splits]})
         for s in splits:
@@ -210,8 +217,7 @@ def plan(cfg: SemiConfig, dataset, seeds: list[int], out: Path, resume: bool = F
 
     def fn(unit):
         r = run_fold(unit, dataset, plan[unit.label][1], show_progress, save_embeddings, device=device)
-        log.info("%s: val %.2f, test_max %.2f", unit.label, 100 * r["selections"]["val"]["acc"],
-                 100 * r["selections"]["test_max"]["acc"])
+        log.info("%s: %s", unit.label, ", ".join(f"{k} {100 * v['acc']:.2f}" for k, v in r["selections"].items()))
         return r
 
     def finish(results):

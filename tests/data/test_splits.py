@@ -39,6 +39,25 @@ def test_reproducible_from_the_seeds():
     assert any(not np.array_equal(x.test, z.test) for x, z in zip(a, d))
 
 
+def test_released_split_has_no_validation_fold_and_draws_uniformly():
+    y = labels()
+    ours, rel = semi_splits(y), semi_splits(y, split="released")
+    counts = []
+    for o, r in zip(ours, rel):
+        assert np.array_equal(o.test, r.test) and len(r.val) == 0  # same test folds, no validation fold
+        assert np.array_equal(r.train, np.setdiff1d(np.arange(600), r.test))  # the other 90%
+        assert len(r.labeled) == 60 and set(r.train) == set(r.labeled) | set(r.unlabeled)
+        assert not set(r.labeled) & set(r.unlabeled)
+        counts.append(np.bincount(y[r.labeled], minlength=3).tolist())
+    assert any(c != [30, 20, 10] for c in counts)  # uniform draws: not every fold is stratified
+    again = semi_splits(y, split="released")
+    assert all(np.array_equal(a.labeled, b.labeled) for a, b in zip(rel, again))
+    assert any(not np.array_equal(a.labeled, b.labeled)
+               for a, b in zip(rel, semi_splits(y, split="released", label_seed=1)))
+    with pytest.raises(ValueError, match="unknown split 'relased'"):
+        semi_splits(y, split="relased")
+
+
 def test_round_trip_and_bad_rate():
     s = semi_splits(labels())[3]
     t = SemiSplit.from_dict(s.to_dict())

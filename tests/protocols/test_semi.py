@@ -100,6 +100,29 @@ def test_interrupted_run_resumes_without_redoing_finished_folds(data_root, tmp_p
     assert (tmp_path / "MUTAG-labeled" / "seed0" / "fold0" / "result.json").stat().st_mtime_ns == first
 
 
+def test_released_split_records_test_max_only(data_root, tmp_path, capsys):
+    from autogcl.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="--select test_max"):
+        S.SemiConfig(dataset="MUTAG", row="labeled", split="released")
+    assert "split" not in S.SemiConfig(dataset="MUTAG").to_dict()  # earlier runs' config.json still resume
+    out = tmp_path / "semi"
+    argv = ["semi", "--dataset", "MUTAG", "--row", "labeled", "--epochs", "2", "--fold-limit", "2",
+            "--split", "released", "--select", "test_max", "--data-root", str(data_root), "--out", str(out),
+            "--no-progress", "--device", "cpu"]
+    assert main(argv) == 0
+    table = capsys.readouterr().out
+    assert "| labeled (released split) | - (no validation fold) (2 folds) |" in table
+    fold = out / "MUTAG-labeled-released_split" / "seed0" / "fold0"
+    res = json.loads((fold / "result.json").read_text())
+    assert set(res["selections"]) == {"test_max"} and res["acc"] == res["selections"]["test_max"]["acc"]
+    assert res["sizes"] == {"labeled": 18, "unlabeled": 151, "val": 0, "test": 19}
+    assert "val_acc" not in (fold / "metrics.csv").read_text().splitlines()[0].split(",")
+    summary = json.loads((out / "MUTAG-labeled-released_split" / "summary.json").read_text())
+    assert summary["val"]["undefined"] == "no validation fold" and summary["test_max"]["mean"] > 0
+    assert json.loads((fold / "config.json").read_text())["split"] == "released"
+
+
 def test_unknown_row_is_a_clear_error(data_root, tmp_path, capsys):
     assert main(["semi", "--dataset", "MUTAG", "--row", "jiont", "--data-root", str(data_root),
                  "--out", str(tmp_path)]) == 2

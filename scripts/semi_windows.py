@@ -1,0 +1,93 @@
+"""Both selections of finished semi-supervised folds, over their first K epochs.
+
+A fold trained for 100 epochs holds, in its first 30, a 30-epoch run of the same
+configuration (no learning-rate schedule; the same seed and thread count), so one long run
+answers "what would 30 epochs have given" too. For each run folder (a row's ``OUT/TAG``) and
+each K, this prints the ``val`` and ``test_max`` selections (mean ± std over folds, as
+``autogcl report``), the mean test accuracy over the window's epochs, the last epoch's test
+accuracy, and the labeled class counts of the folds' splits.
+
+    python scripts/semi_windows.py runs/nci1gap/e100_lr0.01/NCI1-labeled ... --epochs 30,100
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+
+def fold_rows(fold: Path) -> list[dict]:
+    with open(fold / "metrics.csv", newline="") as f:
+        return [r for r in csv.DictReader(f) if r.get("phase", "train") == "train"]
+
+
+def window(rows: list[dict], k: int) -> dict | None:
+    rows = [r for r in rows if int(r["epoch"]) <= k]
+    if len(rows) < k:
+        return None  # the fold ran fewer epochs
+    test = np.array([float(r["test_acc"]) for r in rows]) * 100
+    out = {"test_max": test.max(), "mean_over_epochs": test.mean(), "last": test[-1]}
+    if rows[0].get("val_acc"):
+        out["val"] = test[int(np.argmax([float(r["val_acc"]) for r in rows]))]  # first best on ties
+    return out
+
+
+def ms(values) -> str:
+    v = np.asarray(values, dtype=float)
+    if not v.size:
+        return "-"
+    return f"{v.mean():.2f} ± {v.std(ddof=1) if v.size > 1 else 0.0:.2f}"
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("runs", nargs="+", type=Path, help="row folders (OUT/TAG) of finished folds")
+    p.add_argument("--epochs", default="30", help="comma-separated window lengths K")
+    p.add_argument("--labels", help="comma-separated names of the runs (default: their paths)")
+    args = p.parse_args(argv)
+    ks = [int(k) for k in args.epochs.split(",")]
+    labels = args.labels.split(",") if args.labels else [str(r) for r in args.runs]
+    if len(labels) != len(args.runs):
+        p.error("--labels needs one name per run folder")
+    print("| run | epochs | folds | val | test_max | mean test over epochs | last epoch | labeled per class |")
+    print("|---|---|---|---|---|---|---|---|")
+    for label, run in zip(labels, args.runs):
+        folds = sorted(run.glob("seed*/fold*/metrics.csv"))
+        if not folds:
+            print(f"{run}: no finished fold (seed*/fold*/metrics.csv)", file=sys.stderr)
+            return 2
+        y = None
+        counts = []
+        for split_file in sorted(run.glob("seed*/splits.json")):
+            splits = json.loads(split_file.read_text())["folds"]
+            if y is None:
+                y = labels_of(run)
+            counts += [np.bincount(y[np.asarray(s["labeled"])]).tolist() for s in splits]
+        classes = "-" if not counts else " / ".join(
+            f"{min(c[i] for c in counts)}-{max(c[i] for c in counts)}" for i in range(len(counts[0])))
+        for k in ks:
+            ws = [w for w in (window(fold_rows(f.parent), k) for f in folds) if w is not None]
+            if not ws:
+                continue
+            cell = {key: ms([w[key] for w in ws if key in w]) for key in ("val", "test_max", "mean_over_epochs", "last")}
+            print(f"| {label} | {k} | {len(ws)} | {cell['val']} | {cell['test_max']} | {cell['mean_over_epochs']} | "
+                  f"{cell['last']} | {classes} |")
+    return 0
+
+
+def labels_of(run: Path):
+    """The dataset's labels (the run's ``config.json`` names it; data root: $AUTOGCL_DATA, else
+    the project cache)."""
+    from autogcl.data import load_tu
+
+    cfg = json.loads(next(run.glob("seed*/fold*/config.json")).read_text())
+    return load_tu(cfg["dataset"], feat=cfg["feat"])._data.y.numpy()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
