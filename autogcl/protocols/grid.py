@@ -105,8 +105,9 @@ def grid_out(out: Path, name: str) -> Path:
 
 
 def validation_score(result: dict) -> float:
-    """The criterion the ``val`` selection maximised, at the epoch it chose."""
-    return float(result["selections"]["val"].get("score", math.nan))
+    """The criterion the ``val`` selection maximised, at the epoch it chose (NaN where there is
+    none, e.g. under the released split, which has no validation fold)."""
+    return float(result["selections"].get("val", {}).get("score", math.nan))
 
 
 def grid_report(title: str, entries: list[tuple[str, dict, list[dict]]]) -> tuple[str, dict]:

@@ -72,6 +72,8 @@ def test_the_choice_reads_validation_scores_never_test_figures():
     assert "| a | 81.00 | 71.00 ± 0.00 | 75.50 ± 0.00 | 2 | **chosen** |" in text
     with pytest.raises(ConfigError, match="no unit recorded a validation score"):
         grid_report("old", [("a", a[0], [{"selections": {"val": {"acc": 0.7}}}])])
+    with pytest.raises(ConfigError, match="no unit recorded a validation score"):  # the released split
+        grid_report("released", [("a", a[0], [{"selections": {"test_max": {"acc": 0.7}}}])])
 
 
 def test_unsupervised_grid_from_the_command_line(data_root, tmp_path, capsys):
