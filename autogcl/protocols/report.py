@@ -124,7 +124,15 @@ def semi_table(summaries: list[dict]) -> str:
         return (list(ROWS).index(base) if base in ROWS else len(ROWS), r)
 
     rows = sorted({row(s) for s in summaries}, key=order)
-    by = {(row(s), s["dataset"]): s for s in summaries}
+    by: dict = {}
+    for s in summaries:
+        key = (row(s), s["dataset"])
+        if key in by:  # e.g. runs of one row with another --lr: one cell cannot hold both
+            a, b = by[key].get("config", {}), s.get("config", {})
+            differ = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
+            log.warning("two %s summaries on %s (options differing: %s): the table shows the later one; report "
+                        "their folders separately", key[0], key[1], ", ".join(differ) or "none")
+        by[key] = s
     head = "| row | " + " | ".join(f"{d} val | {d} test_max | {d} published" for d in datasets) + " |"
     lines = [head, "|---|" + "---|" * (3 * len(datasets))]
     for r in rows:

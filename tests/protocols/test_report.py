@@ -31,6 +31,17 @@ def test_semi_table_rows_by_datasets_in_paper_order():
     assert "(4 folds)" in table[3] and table[3].endswith("| - | - | - |")
 
 
+def test_semi_table_warns_when_two_runs_share_a_cell(caplog):
+    a = summ(protocol="semi", dataset="NCI1", row="labeled", n_folds=10, config={"lr": 0.01, "split": "val_fold"})
+    b = summ(protocol="semi", dataset="NCI1", row="labeled", n_folds=10, config={"lr": 0.001})
+    c = summ(protocol="semi", dataset="NCI1", row="labeled", n_folds=10, config={"split": "released"})
+    with caplog.at_level("WARNING", logger="autogcl"):
+        table = semi_table([a, b, c])
+    assert "two labeled summaries on NCI1 (options differing: lr, split)" in caplog.text
+    assert "labeled (released split)" not in caplog.text  # a row of its own
+    assert [line.split("|")[1].strip() for line in table.splitlines()[2:]] == ["labeled", "labeled (released split)"]
+
+
 def test_collect_finds_each_summary_once(tmp_path):
     for name in ("a", "b"):
         (tmp_path / name).mkdir()
