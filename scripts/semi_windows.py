@@ -24,19 +24,23 @@ import numpy as np
 
 
 def fold_rows(fold: Path) -> list[dict]:
+    """The training epochs of a fold's ``metrics.csv``: epoch and accuracies as numbers."""
     with open(fold / "metrics.csv", newline="") as f:
-        return [r for r in csv.DictReader(f) if r.get("phase", "train") == "train"]
+        return [{"epoch": int(r["epoch"]), **{k: float(v) for k, v in r.items() if k.endswith("_acc") and v}}
+                for r in csv.DictReader(f) if r.get("phase", "train") == "train"]
 
 
 def window(rows: list[dict], k: int) -> dict | None:
-    rows = [r for r in rows if int(r["epoch"]) <= k]
+    """Both selections (the protocol's own :func:`autogcl.protocols.semi.select`) and the test
+    curve over the first ``k`` epochs, in percent; None when the fold ran fewer."""
+    from autogcl.protocols.semi import select
+
+    rows = [r for r in rows if r["epoch"] <= k]
     if len(rows) < k:
-        return None  # the fold ran fewer epochs
-    test = np.array([float(r["test_acc"]) for r in rows]) * 100
-    out = {"test_max": test.max(), "mean_over_epochs": test.mean(), "last": test[-1], "curve": test}
-    if rows[0].get("val_acc"):
-        out["val"] = test[int(np.argmax([float(r["val_acc"]) for r in rows]))]  # first best on ties
-    return out
+        return None
+    test = np.array([r["test_acc"] for r in rows]) * 100
+    sel = {name: 100 * s["acc"] for name, s in select(rows).items()}
+    return {**sel, "mean_over_epochs": test.mean(), "last": test[-1], "curve": test}
 
 
 def ms(values) -> str:
@@ -73,8 +77,9 @@ def main(argv=None) -> int:
             counts += [np.bincount(y[np.asarray(s["labeled"])]).tolist() for s in splits]
         classes = "-" if not counts else " / ".join(
             f"{min(c[i] for c in counts)}-{max(c[i] for c in counts)}" for i in range(len(counts[0])))
+        per_fold = [fold_rows(f.parent) for f in folds]  # each metrics.csv read once
         for k in ks:
-            ws = [w for w in (window(fold_rows(f.parent), k) for f in folds) if w is not None]
+            ws = [w for w in (window(rows, k) for rows in per_fold) if w is not None]
             if not ws:
                 continue
             cell = {key: ms([w[key] for w in ws if key in w]) for key in ("val", "test_max", "mean_over_epochs", "last")}
