@@ -34,3 +34,33 @@ def test_semi_windows_selects_within_each_window(data_root, tmp_path, capsys, mo
     assert common <= per_fold
     assert sw.main([str(tmp_path / "nothing")]) == 2
     assert "no finished fold" in capsys.readouterr().err
+
+
+def test_compare_runs_pairs_sweeps_seed_by_seed(tmp_path, capsys):
+    import json
+
+    def write(folder, tag, val, test_max, seeds=(0, 1, 2)):
+        (folder / tag).mkdir(parents=True)
+        sel = {k: {"mean": sum(v) / len(v), "std": 0.5, "values": v} for k, v in (("val", val), ("test_max", test_max))}
+        (folder / tag / "summary.json").write_text(json.dumps({
+            "protocol": "unsupervised", "dataset": tag.split("-")[0], "method": "autogcl", "tag": tag,
+            "n_seeds": len(seeds), "seeds": list(seeds), "config": {}, **sel}))
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    write(a, "MUTAG-autogcl", [80.0, 82.0, 84.0], [81.0, 83.0, 85.0])
+    write(b, "MUTAG-autogcl", [81.0, 81.0, 86.0], [81.0, 84.0, 86.0])
+    write(a, "PROTEINS-autogcl", [70.0, 71.0, 72.0], [70.0, 71.0, 72.0])
+    write(b, "PROTEINS-autogcl", [70.0, 71.0], [70.0, 71.0], seeds=(0, 1))  # another seed set
+    write(b, "NCI1-autogcl", [70.0], [70.0], seeds=(0,))  # on one side only: left out
+    cr = load_script("compare_runs")
+    assert cr.main([str(a), str(b), "--labels", "paper,released"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "val released - paper" in lines[0] and len(lines) == 4
+    mutag = [c.strip() for c in lines[2].strip("|").split("|")]
+    # differences +1, -1, +2: mean +0.67, sample std 1.53, released ahead on 2 of 3
+    assert mutag[:2] == ["MUTAG-autogcl", "3"] and mutag[4:6] == ["+0.67 ± 1.53", "2/3"]
+    assert mutag[9:11] == ["+0.67 ± 0.58", "2/3 (1 tied)"]  # test_max: 0, +1, +1
+    assert float(mutag[6]) > 0.05
+    assert lines[3].startswith("| PROTEINS-autogcl | unpaired | - |")
+    assert cr.main([str(a), str(tmp_path / "nothing")]) == 2
+    assert "no such run folder" in capsys.readouterr().err

@@ -95,7 +95,27 @@ def collect(run_dirs: list[Path]) -> list[dict]:
     return out
 
 
+def changed_options(cfg: dict) -> list[str]:
+    """``key=value`` for each option of an unsupervised run's stored config that is set away from
+    its default (for the run's dataset and method), the augmentation and the selection
+    aside (the first is in the tag, the second does not change the run); [] when the config
+    cannot be read as one."""
+    from .configs import UnsupervisedConfig
+
+    try:
+        default = UnsupervisedConfig(dataset=cfg["dataset"], method=cfg["method"]).to_dict()
+        # the evaluation epochs follow --epochs by default
+        default["eval_epochs"] = UnsupervisedConfig(dataset=cfg["dataset"], method=cfg["method"],
+                                                    epochs=cfg.get("epochs", 30)).eval_epochs
+    except (KeyError, TypeError, ValueError):  # a ConfigError is a ValueError
+        return []
+    skip = {"dataset", "method", "aug", "select"}
+    return [f"{k}={cfg[k]}" for k in default if k not in skip and k in cfg and cfg[k] != default[k]]
+
+
 def unsupervised_table(summaries: list[dict]) -> str:
+    """A row per sweep; the method column names the options a run set away from their default
+    (e.g. the released loss form), so that two forms of one method never look alike."""
     lines = [
         "| dataset | method | seeds | val (ours) | test_max (ours) | published (test_max) |",
         "|---|---|---|---|---|---|",
@@ -106,6 +126,9 @@ def unsupervised_table(summaries: list[dict]) -> str:
         if s["method"] == "graphcl" and cfg.get("aug") != "random4":
             pub = None
         name = s["tag"][len(s["dataset"]) + 1:]
+        changed = changed_options(cfg)
+        if changed:
+            name += f" ({', '.join(changed)})"
         lines.append(f"| {s['dataset']} | {name} | {s['n_seeds']} | {_ms(s['val'])} | "
                      f"{_ms(s['test_max'])} | {published.fmt(pub)} |")
     return "\n".join(lines)

@@ -51,3 +51,18 @@ def test_collect_finds_each_summary_once(tmp_path):
     assert sorted(s["tag"] for s in found) == ["a", "b"]
     assert "## Semi-supervised" in render(found) and "## Unsupervised" not in render(found)
     assert render([]) == "no finished runs (summary.json) found"
+
+
+def test_unsupervised_table_names_options_set_away_from_their_default():
+    from autogcl.protocols.configs import UnsupervisedConfig
+
+    paper = UnsupervisedConfig(dataset="MUTAG").to_dict()
+    released = UnsupervisedConfig(dataset="MUTAG", sim_loss="mse", cl_variant="released", select="test_max").to_dict()
+    short = UnsupervisedConfig(dataset="MUTAG", method="graphcl", aug="node_drop", epochs=5).to_dict()
+    rows = [summ(protocol="unsupervised", dataset="MUTAG", method=c["method"], config=c,
+                 tag="MUTAG-" + c["method"] + ("-" + c["aug"] if c["method"] == "graphcl" else ""))
+            for c in (paper, released, short)]
+    names = [line.split("|")[2].strip() for line in unsupervised_table(rows).splitlines()[2:]]
+    # the selection and the augmentation (already in the tag) are not options of the run's form;
+    # eval_epochs follows --epochs, so only epochs is named
+    assert names == ["autogcl", "autogcl (cl_variant=released, sim_loss=mse)", "graphcl-node_drop (epochs=5)"]

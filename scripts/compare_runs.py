@@ -1,0 +1,103 @@
+"""Two configurations of the same sweeps, seed by seed: which one wins, under each selection.
+
+Given two run folders (e.g. the default loss form and the released one, each run over the same
+seeds), this pairs their sweeps that share a tag (unsupervised: ``DATASET-METHOD``; semi:
+``DATASET-ROW``) and, for the ``val`` and ``test_max`` selections, prints each side's mean ± std,
+the paired difference B - A (mean ± sample std over the paired values: seeds, or seeds x
+folds), how
+often B is ahead, and a two-sided paired t-test's p-value. The ``val`` selection decides; the
+``test_max`` columns are there to compare with published figures, never to choose.
+
+    python scripts/compare_runs.py runs/tables/unsupervised runs/lossforms/unsupervised \\
+        --labels paper,released
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+SELECTIONS = ("val", "test_max")
+
+
+def sweeps(folder: Path) -> dict:
+    """The summaries below ``folder``, by (protocol, tag); a semi summary's tag is its folder."""
+    from autogcl.protocols.report import collect
+
+    out = {}
+    for s in collect([folder]):
+        tag = s.get("tag") or f"{s['dataset']}-{s['row']}"
+        out[(s["protocol"], tag)] = s
+    return out
+
+
+def paired(a: dict, b: dict, selection: str) -> dict | None:
+    """Both sides' values of one selection, paired; None when they cannot be (another seed set,
+    or a selection that is undefined on one side)."""
+    from scipy.stats import ttest_rel
+
+    if a.get("seeds") != b.get("seeds"):
+        return None
+    va, vb = (np.asarray(s[selection].get("values", []), dtype=float) for s in (a, b))
+    if len(va) != len(vb) or len(va) == 0 or np.isnan(va).any() or np.isnan(vb).any():
+        return None
+    d = vb - va
+    p = float(ttest_rel(vb, va).pvalue) if len(d) > 1 and d.std() > 0 else float("nan")
+    return {"a": va, "b": vb, "d": d, "wins": int((d > 0).sum()), "ties": int((d == 0).sum()), "p": p}
+
+
+def ms(d: dict) -> str:
+    """A side's figure as its summary states it (and ``autogcl report`` prints it)."""
+    return f"{d['mean']:.2f} ± {d['std']:.2f}"
+
+
+def table(a_runs: dict, b_runs: dict, labels: tuple[str, str]) -> str:
+    la, lb = labels
+    head = ["sweep", "n"]
+    for sel in SELECTIONS:
+        head += [f"{sel} {la}", f"{sel} {lb}", f"{sel} {lb} - {la}", f"{lb} ahead", "p"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for key in sorted(set(a_runs) & set(b_runs)):
+        cells = [key[1]]
+        rows = [paired(a_runs[key], b_runs[key], sel) for sel in SELECTIONS]
+        n = next((len(r["d"]) for r in rows if r), 0)
+        cells.append(str(n) if n else "unpaired")
+        for sel, r in zip(SELECTIONS, rows):
+            if r is None:
+                cells += ["-"] * 5
+                continue
+            p = "-" if r["p"] != r["p"] else f"{r['p']:.3f}"
+            ahead = f"{r['wins']}/{len(r['d'])}" + (f" ({r['ties']} tied)" if r["ties"] else "")
+            d = r["d"]
+            cells += [ms(a_runs[key][sel]), ms(b_runs[key][sel]),
+                      f"{d.mean():+.2f} ± {d.std(ddof=1) if len(d) > 1 else 0:.2f}", ahead, p]
+        lines.append("| " + " | ".join(cells) + " |")
+    if len(lines) == 2:
+        raise SystemExit("compare_runs.py: no sweep tag is in both folders")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("a", type=Path, help="the first configuration's run folder")
+    ap.add_argument("b", type=Path, help="the second configuration's run folder")
+    ap.add_argument("--labels", default="A,B", help="names of the two sides, comma-separated (default A,B)")
+    args = ap.parse_args(argv)
+    labels = tuple(args.labels.split(","))
+    if len(labels) != 2:
+        ap.error("--labels takes two names, comma-separated")
+    from autogcl.errors import AutoGCLError
+
+    try:
+        print(table(sweeps(args.a), sweeps(args.b), labels))
+    except AutoGCLError as exc:
+        print(f"compare_runs.py: error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
