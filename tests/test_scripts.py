@@ -64,3 +64,30 @@ def test_compare_runs_pairs_sweeps_seed_by_seed(tmp_path, capsys):
     assert lines[3].startswith("| PROTEINS-autogcl | unpaired | - |")
     assert cr.main([str(a), str(tmp_path / "nothing")]) == 2
     assert "no such run folder" in capsys.readouterr().err
+
+
+def test_selection_rules_reproduce_the_protocol_and_read_only_validation(data_root, tmp_path, capsys):
+    import json
+
+    import numpy as np
+
+    out = tmp_path / "semi"
+    assert main(["semi", "--dataset", "MUTAG", "--row", "labeled", "--epochs", "4", "--fold-limit", "2",
+                 "--data-root", str(data_root), "--out", str(out), "--no-progress", "--device", "cpu"]) == 0
+    capsys.readouterr()
+    sr = load_script("selection_rules")
+    assert sr.main([str(out)]) == 0
+    row = [c.strip() for c in capsys.readouterr().out.splitlines()[2].strip("|").split("|")]
+    summary = json.loads((out / "MUTAG-labeled" / "summary.json").read_text())
+    for rule, column in (("val", 2), ("test_max", 7)):  # the protocol's own figures, to the digit
+        assert row[column] == f"{summary[rule]['mean']:.2f} ± {summary[rule]['std']:.2f}"
+    # hand-made curves: ties, smoothing and NaN epochs
+    v = np.array([0.5, 0.8, 0.6, 0.8, 0.9, 0.1, np.nan])
+    t = np.array([0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7])
+    assert np.allclose(sr.smooth(v, 3)[:3], [0.65, 0.633333, 0.733333]) and np.isnan(sr.smooth(v, 1)[-1])
+    assert np.allclose(sr.smooth(v[:2], 5), [0.65, 0.65])  # a curve shorter than the window
+    picked = sr.pick(v, t)
+    assert picked["val"] == 0.5 and picked["last"] == 0.7 and picked["test_max"] == 0.7
+    tie = sr.pick(np.array([0.5, 0.9, 0.9, 0.1]), t[:4])
+    assert (tie["val"], tie["val_late"]) == (0.2, 0.3)
+    assert sr.main([str(tmp_path / "none")]) == 2 and "no such run folder" in capsys.readouterr().err
