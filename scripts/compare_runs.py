@@ -5,7 +5,8 @@ seeds), this pairs their sweeps that share a tag (unsupervised: ``DATASET-METHOD
 ``DATASET-ROW``) and, for the ``val`` and ``test_max`` selections, prints each side's mean ± std,
 the paired difference B - A (mean ± sample std over the paired values: seeds, or seeds x
 folds), how
-often B is ahead, and a two-sided paired t-test's p-value. The ``val`` selection decides; the
+often B is ahead, and a two-sided paired t-test's p-value; with two sweeps or more, a last row
+pools every paired value of every sweep. The ``val`` selection decides; the
 ``test_max`` columns are there to compare with published figures, never to choose.
 
     python scripts/compare_runs.py runs/tables/unsupervised runs/lossforms/unsupervised \\
@@ -60,9 +61,13 @@ def table(a_runs: dict, b_runs: dict, labels: tuple[str, str]) -> str:
     for sel in SELECTIONS:
         head += [f"{sel} {la}", f"{sel} {lb}", f"{sel} {lb} - {la}", f"{lb} ahead", "p"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    pooled: dict = {sel: [] for sel in SELECTIONS}
     for key in sorted(set(a_runs) & set(b_runs)):
         cells = [key[1]]
         rows = [paired(a_runs[key], b_runs[key], sel) for sel in SELECTIONS]
+        for sel, r in zip(SELECTIONS, rows):
+            if r is not None:
+                pooled[sel].append(r)
         n = next((len(r["d"]) for r in rows if r), 0)
         cells.append(str(n) if n else "unpaired")
         for sel, r in zip(SELECTIONS, rows):
@@ -77,6 +82,20 @@ def table(a_runs: dict, b_runs: dict, labels: tuple[str, str]) -> str:
         lines.append("| " + " | ".join(cells) + " |")
     if len(lines) == 2:
         raise SystemExit("compare_runs.py: no sweep tag is in both folders")
+    if any(len(v) > 1 for v in pooled.values()):  # every paired value of every sweep, pooled
+        from scipy.stats import ttest_1samp
+
+        cells = ["all sweeps, pooled", str(sum(len(r["d"]) for r in pooled[SELECTIONS[0]]))]
+        for sel in SELECTIONS:
+            rs = pooled[sel]
+            if len(rs) < 2:
+                cells += ["-"] * 5
+                continue
+            d = np.concatenate([r["d"] for r in rs])
+            p = float(ttest_1samp(d, 0.0).pvalue) if d.std() > 0 else float("nan")
+            cells += ["", "", f"{d.mean():+.2f} ± {d.std(ddof=1):.2f}",
+                      f"{int((d > 0).sum())}/{len(d)}", "-" if p != p else f"{p:.3f}"]
+        lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 

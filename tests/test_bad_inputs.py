@@ -153,7 +153,7 @@ def test_report_rebuilds_a_damaged_summary_from_the_units(data_root, tmp_path, c
     assert main(["report", str(out)]) == 0
     assert "damaged JSON" in caplog.text and "rebuilding it" in caplog.text
     rebuilt = json.loads(summary.read_text())
-    assert rebuilt == good and "| MUTAG | autogcl | 2 |" in capsys.readouterr().out
+    assert rebuilt == good and "| MUTAG | autogcl (epochs=1) | 2 |" in capsys.readouterr().out
 
 
 # ------------------------------------------------------------------ folders

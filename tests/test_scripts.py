@@ -55,13 +55,21 @@ def test_compare_runs_pairs_sweeps_seed_by_seed(tmp_path, capsys):
     cr = load_script("compare_runs")
     assert cr.main([str(a), str(b), "--labels", "paper,released"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert "val released - paper" in lines[0] and len(lines) == 4
-    mutag = [c.strip() for c in lines[2].strip("|").split("|")]
+    assert "val released - paper" in lines[0] and len(lines) == 4  # one paired sweep: nothing to pool
+    write(a, "IMDB-autogcl", [70.0, 70.0, 70.0], [70.0, 70.0, 70.0])
+    write(b, "IMDB-autogcl", [73.0, 70.0, 70.0], [70.0, 70.0, 70.0])
+    assert cr.main([str(a), str(b)]) == 0
+    pooled = [c.strip() for c in capsys.readouterr().out.splitlines()[-1].strip("|").split("|")]
+    # six differences +1, -1, +2, +3, 0, 0: mean +0.83, sample std 1.47, 3 ahead
+    assert pooled[:2] == ["all sweeps, pooled", "6"] and pooled[4:6] == ["+0.83 ± 1.47", "3/6"]
+    assert cr.main([str(a), str(b), "--labels", "paper,released"]) == 0
+    lines = capsys.readouterr().out.splitlines()[:5]
+    mutag = [c.strip() for c in lines[3].strip("|").split("|")]
     # differences +1, -1, +2: mean +0.67, sample std 1.53, released ahead on 2 of 3
     assert mutag[:2] == ["MUTAG-autogcl", "3"] and mutag[4:6] == ["+0.67 ± 1.53", "2/3"]
     assert mutag[9:11] == ["+0.67 ± 0.58", "2/3 (1 tied)"]  # test_max: 0, +1, +1
     assert float(mutag[6]) > 0.05
-    assert lines[3].startswith("| PROTEINS-autogcl | unpaired | - |")
+    assert lines[4].startswith("| PROTEINS-autogcl | unpaired | - |")
     assert cr.main([str(a), str(tmp_path / "nothing")]) == 2
     assert "no such run folder" in capsys.readouterr().err
 

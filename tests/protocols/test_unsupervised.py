@@ -35,7 +35,7 @@ def test_cli_run_writes_result_files(data_root, tmp_path, capsys):
     summary = json.loads((out / "MUTAG-autogcl" / "summary.json").read_text())
     assert summary["n_seeds"] == 1
     table = capsys.readouterr().out
-    assert "| MUTAG | autogcl | 1 |" in table and "88.64 ± 1.08" in table
+    assert "| MUTAG | autogcl (epochs=2) | 1 |" in table and "88.64 ± 1.08" in table  # the non-default option named
 
     # a second run without --resume refuses to overwrite; with --resume it redoes nothing
     assert main(argv) == 2
