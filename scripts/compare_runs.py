@@ -50,6 +50,11 @@ def paired(a: dict, b: dict, selection: str) -> dict | None:
     return {"a": va, "b": vb, "d": d, "wins": int((d > 0).sum()), "ties": int((d == 0).sum()), "p": p}
 
 
+def fmt_p(p: float) -> str:
+    """A p-value, or "-" where the test is undefined (one pair, or no spread)."""
+    return "-" if np.isnan(p) else f"{p:.3f}"
+
+
 def ms(d: dict) -> str:
     """A side's figure as its summary states it (and ``autogcl report`` prints it)."""
     return f"{d['mean']:.2f} ± {d['std']:.2f}"
@@ -74,11 +79,10 @@ def table(a_runs: dict, b_runs: dict, labels: tuple[str, str]) -> str:
             if r is None:
                 cells += ["-"] * 5
                 continue
-            p = "-" if r["p"] != r["p"] else f"{r['p']:.3f}"
             ahead = f"{r['wins']}/{len(r['d'])}" + (f" ({r['ties']} tied)" if r["ties"] else "")
             d = r["d"]
             cells += [ms(a_runs[key][sel]), ms(b_runs[key][sel]),
-                      f"{d.mean():+.2f} ± {d.std(ddof=1) if len(d) > 1 else 0:.2f}", ahead, p]
+                      f"{d.mean():+.2f} ± {d.std(ddof=1) if len(d) > 1 else 0:.2f}", ahead, fmt_p(r["p"])]
         lines.append("| " + " | ".join(cells) + " |")
     if len(lines) == 2:
         raise SystemExit("compare_runs.py: no sweep tag is in both folders")
@@ -94,7 +98,7 @@ def table(a_runs: dict, b_runs: dict, labels: tuple[str, str]) -> str:
             d = np.concatenate([r["d"] for r in rs])
             p = float(ttest_1samp(d, 0.0).pvalue) if d.std() > 0 else float("nan")
             cells += ["", "", f"{d.mean():+.2f} ± {d.std(ddof=1):.2f}",
-                      f"{int((d > 0).sum())}/{len(d)}", "-" if p != p else f"{p:.3f}"]
+                      f"{int((d > 0).sum())}/{len(d)}", fmt_p(p)]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

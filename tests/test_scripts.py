@@ -99,3 +99,20 @@ def test_selection_rules_reproduce_the_protocol_and_read_only_validation(data_ro
     tie = sr.pick(np.array([0.5, 0.9, 0.9, 0.1]), t[:4])
     assert (tie["val"], tie["val_late"]) == (0.2, 0.3)
     assert sr.main([str(tmp_path / "none")]) == 2 and "no such run folder" in capsys.readouterr().err
+
+
+def test_mnist_background_drops_exactly_the_strokes(data_root, capsys):
+    import pytest
+    import torch
+    from torch_geometric.data import Data
+
+    mb = load_script("mnist_background")
+    g = Data(x=torch.tensor([[0.9, 0.1, 0.1], [0.2, 0.5, 0.5], [0.5, 0.3, 0.7]]),
+             edge_index=torch.tensor([[0, 1], [1, 0]]))
+    view = mb.background_view(g)
+    assert view.node_weight.tolist() == [0.0, 1.0, 0.0] and not hasattr(g, "node_weight")  # a copy
+    if not (data_root / "MNIST" / "raw").is_dir():
+        pytest.skip("MNIST raw files not in the data root")
+    assert mb.main(["--data-root", str(data_root), "--limit", "40", "--epochs", "1"]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith(("| whole", "| background"))]
+    assert len(rows) == 2 and all(0 <= float(r.split("|")[2].strip(" %")) <= 100 for r in rows)
