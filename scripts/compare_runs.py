@@ -4,9 +4,8 @@ Given two run folders (e.g. the default loss form and the released one, each run
 seeds), this pairs their sweeps that share a tag (unsupervised: ``DATASET-METHOD``; semi:
 ``DATASET-ROW``) and, for the ``val`` and ``test_max`` selections, prints each side's mean ± std,
 the paired difference B - A (mean ± sample std over the paired values: seeds, or seeds x
-folds), how
-often B is ahead, and a two-sided paired t-test's p-value; with two sweeps or more, a last row
-pools every paired value of every sweep. The ``val`` selection decides; the
+folds), how often B is ahead, and a two-sided paired t-test's p-value; with two sweeps or
+more, a last row pools every paired value of every sweep. The ``val`` selection decides; the
 ``test_max`` columns are there to compare with published figures, never to choose.
 
     python scripts/compare_runs.py runs/tables/unsupervised runs/lossforms/unsupervised \\
