@@ -30,7 +30,11 @@ def main(argv=None) -> int:
     ap.add_argument("--data-root", default=None, help="folder holding MNIST/raw/ (else $AUTOGCL_DATA, else the cache)")
     ap.add_argument("--epochs", type=int, default=2, help="training epochs of each classifier (default 2)")
     ap.add_argument("--limit", type=int, default=None, help="graphs per split (quick runs)")
+    ap.add_argument("--no-progress", action="store_true", help="no progress bars")
     args = ap.parse_args(argv)
+
+    import copy
+    import functools
 
     import torch
     from torch_geometric.loader import DataLoader
@@ -42,6 +46,7 @@ def main(argv=None) -> int:
     from autogcl.models.relpos import RelPosNet
     from autogcl.protocols.configs import ViewsConfig
     from autogcl.protocols.views import load_data, split_validation
+    from autogcl.train import SupervisedStrategy, Trainer
 
     cfg = ViewsConfig(limit=args.limit)
     try:
@@ -51,33 +56,21 @@ def main(argv=None) -> int:
         return 2
     train, _ = split_validation(train, cfg.seed)
 
-    class Background(torch.utils.data.Dataset):
-        """The graphs with their strokes dropped (node weight 0)."""
-
-        def __init__(self, ds):
-            self.ds = ds
-
-        def __len__(self):
-            return len(self.ds)
-
-        def __getitem__(self, i):
-            return background_view(self.ds[i], cfg.high_intensity)
+    def background(ds):  # the same graphs, strokes dropped as each one is read (a PyG transform)
+        ds = copy.copy(ds)
+        ds.transform = functools.partial(background_view, threshold=cfg.high_intensity)
+        return ds
 
     print("| classifier trained and scored on | test accuracy | epochs | seconds |\n|---|---|---|---|")
-    for name, tr, te in (("whole graphs", train, test), ("background only (strokes dropped)",
-                                                           Background(train), Background(test))):
+    for name, tr, te in (("whole graphs", train, test),
+                         ("background only (strokes dropped)", background(train), background(test))):
         gen = runs.seed_everything(cfg.seed)
         model = RelPosNet(train.num_features, 10, cfg.hidden, pos_cols=POS_COLS)
-        opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
         loader = DataLoader(tr, batch_size=cfg.batch_size, shuffle=True, generator=gen,
                             drop_last=len(tr) % cfg.batch_size == 1)
         t0 = time.perf_counter()
-        for _ in range(args.epochs):
-            model.train()
-            for batch in loader:
-                opt.zero_grad()
-                torch.nn.functional.nll_loss(model(batch), batch.y.view(-1)).backward()
-                opt.step()
+        Trainer(SupervisedStrategy(model, torch.optim.Adam(model.parameters(), lr=cfg.lr)), loader_gen=gen,
+                desc=name, show_progress=False if args.no_progress else None).fit(loader, args.epochs)
         acc = accuracy(model, DataLoader(te, batch_size=512))
         print(f"| {name} | {100 * acc:.1f}% | {args.epochs} | {time.perf_counter() - t0:.0f} |", flush=True)
     return 0

@@ -6,7 +6,7 @@ part is small (a semi-supervised fold of PROTEINS: 111 graphs; ClinTox's scaffol
 molecules), so its curve is noisy and its argmax partly luck. This recomputes, from each
 unit's ``metrics.csv``, the test score under rules that read the validation curve only:
 
-* ``val``: the protocols' own rule (it reproduces their figure; a check);
+* ``val``: the protocols' own rule (their ``select``; the column reproduces their tables);
 * ``val_late``: the same argmax, but the last best epoch on ties;
 * ``val_smooth3`` / ``val_smooth5``: argmax of the validation curve's centred moving average
   over 3 / 5 epochs (shorter at both ends), first best;
@@ -37,11 +37,21 @@ RULES = ("val", "val_late", "val_smooth3", "val_smooth5", "last", "test_max")
 def curves(metrics: Path) -> tuple[str, np.ndarray, np.ndarray] | None:
     """(kind, validation curve, test curve) of a unit's training epochs; None when it has no
     validation score (e.g. the released split) or no epoch."""
+    from autogcl.errors import DataError
+
     with open(metrics, newline="") as f:
-        rows = [r for r in csv.DictReader(f) if r.get("phase", "train") == "train"]
+        reader = csv.DictReader(f)
+        rows = [(reader.line_num, r) for r in reader if r.get("phase", "train") == "train"]
+
+    def number(line, r, k):
+        try:
+            return float(r[k])
+        except (TypeError, ValueError):
+            raise DataError(f"{metrics}:{line}: {k} {r[k]!r} is not a number") from None
+
     for kind, v, t in (("semi", "val_acc", "test_acc"), ("transfer", "val_auc", "test_auc")):
-        if rows and v in rows[0] and all(r.get(v) not in (None, "") for r in rows):
-            return kind, *(np.array([float(r[k]) for r in rows]) for k in (v, t))
+        if rows and v in rows[0][1] and all(r.get(v) not in (None, "") for _, r in rows):
+            return kind, *(np.array([number(line, r, k) for line, r in rows]) for k in (v, t))
     return None
 
 
@@ -58,14 +68,21 @@ def smooth(v: np.ndarray, k: int) -> np.ndarray:
     return np.where(den > 0, num / np.maximum(den, 1), np.nan)
 
 
-def pick(v: np.ndarray, t: np.ndarray) -> dict:
-    """The test score under each rule (NaN validation scores never win)."""
+def pick(v: np.ndarray, t: np.ndarray, kind: str = "transfer") -> dict:
+    """The test score under each rule (NaN validation scores never win); ``val`` and
+    ``test_max`` are the protocol's own :func:`select` of ``kind`` (semi or transfer)."""
+    from autogcl.protocols import semi, transfer
+
+    select, (vk, tk), key = ((semi.select, ("val_acc", "test_acc"), "acc") if kind == "semi"
+                             else (transfer.select, ("val_auc", "test_auc"), "auc"))
+    chosen = select([{"epoch": e, vk: a, tk: b} for e, (a, b) in enumerate(zip(v.tolist(), t.tolist()), 1)])
+
     def first_best(curve):
         return int(np.nanargmax(curve))
 
     late = len(v) - 1 - first_best(v[::-1])
-    return {"val": t[first_best(v)], "val_late": t[late], "val_smooth3": t[first_best(smooth(v, 3))],
-            "val_smooth5": t[first_best(smooth(v, 5))], "last": t[-1], "test_max": float(np.nanmax(t))}
+    return {"val": chosen["val"][key], "val_late": t[late], "val_smooth3": t[first_best(smooth(v, 3))],
+            "val_smooth5": t[first_best(smooth(v, 5))], "last": t[-1], "test_max": chosen["test_max"][key]}
 
 
 def sweeps(folders: list[Path]) -> dict:
@@ -80,7 +97,7 @@ def sweeps(folders: list[Path]) -> dict:
                 continue
             kind, v, t = c
             sweep = m.parent.parent.parent if kind == "semi" else m.parent.parent
-            out.setdefault((kind, sweep), []).append(pick(v, t))
+            out.setdefault((kind, sweep), []).append(pick(v, t, kind))
     return out
 
 
@@ -110,7 +127,13 @@ def main(argv=None) -> int:
     if missing:
         print(f"selection_rules.py: error: no such run folder: {', '.join(missing)}", file=sys.stderr)
         return 2
-    found = sweeps(args.folders)
+    from autogcl.errors import AutoGCLError
+
+    try:
+        found = sweeps(args.folders)
+    except AutoGCLError as exc:
+        print(f"selection_rules.py: error: {exc}", file=sys.stderr)
+        return 2
     if not found:
         print("selection_rules.py: error: no finished unit with a validation curve below "
               f"{', '.join(map(str, args.folders))}", file=sys.stderr)

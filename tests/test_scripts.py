@@ -99,6 +99,12 @@ def test_selection_rules_reproduce_the_protocol_and_read_only_validation(data_ro
     tie = sr.pick(np.array([0.5, 0.9, 0.9, 0.1]), t[:4])
     assert (tie["val"], tie["val_late"]) == (0.2, 0.3)
     assert sr.main([str(tmp_path / "none")]) == 2 and "no such run folder" in capsys.readouterr().err
+    bad = tmp_path / "bad" / "T" / "d" / "seed0"
+    bad.mkdir(parents=True)
+    (bad / "result.json").write_text("{}")
+    (bad / "metrics.csv").write_text("epoch,val_auc,test_auc\n1,0.5,0.6\n2,0.7,abc\n")
+    assert sr.main([str(tmp_path / "bad")]) == 2
+    assert f"{bad / 'metrics.csv'}:3: test_auc 'abc' is not a number" in capsys.readouterr().err
 
 
 def test_mnist_background_drops_exactly_the_strokes(data_root, capsys):
