@@ -226,7 +226,8 @@ def add_visualize(sub) -> None:
         "dataset is drawn with a graph layout. With --run UNIT_DIR, the saved generators of a "
         "finished unsupervised unit are drawn instead (no training).")
     add_options(v, ViewsConfig)
-    _run_options(v, ("data_root", "download", "out", "no_progress", "device", "run", "examples"), out=None)
+    _run_options(v, ("data_root", "download", "out", "resume", "restart_damaged", "no_progress", "device", "run",
+                     "examples"), out=None)
     v.set_defaults(func=cmd_views)
 
 
@@ -293,7 +294,7 @@ def cmd_views(args) -> int:
     check_writable(out)  # before training
     torch.manual_seed(cfg.seed)
     res = V.run(cfg, out, run.data_root, run.examples, show_progress=run.progress, device=run.device,
-                download=run.fetch)
+                download=run.fetch, resume=run.resume, restart_damaged=run.restart_damaged)
     warm = f" (+ {res['warmup_epochs']} warm-up)" if res["warmup_epochs"] else ""
     print(f"accuracy on generated views: {100 * res['val_view_acc']:.1f}% on validation graphs after "
           f"{res['epochs']} epochs{warm} (target {100 * cfg.target_acc:.0f}%"

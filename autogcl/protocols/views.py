@@ -40,7 +40,7 @@ from ..augment.learnable import KEEP, MASK, GeometryKeepingGenerator
 from ..augment.random import node_drop_mask
 from ..data import load_tu
 from ..data.mnist import POS_COLS, load_mnist_superpixels, read_idx_images
-from ..devices import resolve_device
+from ..devices import resolve_device, runtime_info
 from ..errors import ConfigError
 from ..eval.metrics import accuracy
 from ..models.relpos import RelPosNet
@@ -106,9 +106,12 @@ def split_validation(train_ds, seed: int, fraction: float = 0.1):
     return train_ds[torch.as_tensor(fit)], train_ds[torch.as_tensor(val)]
 
 
-def train_generators(cfg: ViewsConfig, train_ds, test_ds, show_progress=None, device="cpu"):
+def train_generators(cfg: ViewsConfig, train_ds, test_ds, show_progress=None, device="cpu",
+                     checkpoint_dir: Path | None = None):
     """Train until the view accuracy on a validation part of the training graphs reaches the
-    target (or max epochs); the test accuracies are recorded beside it."""
+    target (or max epochs); the test accuracies are recorded beside it. With
+    ``checkpoint_dir``, each phase checkpoints there after every epoch and continues from its
+    checkpoint (``warmup.pt``, ``checkpoint.pt``) when one is there."""
     device = resolve_device(device)
     if len(train_ds) < 20:
         raise ConfigError(f"{cfg.dataset}: {len(train_ds)} training graphs are too few to train on and hold out "
@@ -152,11 +155,12 @@ def train_generators(cfg: ViewsConfig, train_ds, test_ds, show_progress=None, de
         return row
 
     # the classifier alone on the original graphs, then generators and classifier together
-    history = Trainer(SupervisedStrategy(model, opt), device=device, loader_gen=loader_gen, desc="warm-up",
-                      show_progress=show_progress).fit(train_l, cfg.warmup_epochs, evaluate=warm_eval,
+    ckpt = (lambda name: None) if checkpoint_dir is None else (lambda name: Path(checkpoint_dir) / name)
+    history = Trainer(SupervisedStrategy(model, opt), device=device, checkpoint=ckpt("warmup.pt"),
+                      loader_gen=loader_gen, desc="warm-up", show_progress=show_progress).fit(train_l, cfg.warmup_epochs, evaluate=warm_eval,
                                                        row_fields={"phase": "warmup"})
-    history += Trainer(strat, device=device, loader_gen=loader_gen, desc=f"{cfg.dataset} generators + classifier",
-                       show_progress=show_progress).fit(
+    history += Trainer(strat, device=device, checkpoint=ckpt("checkpoint.pt"), loader_gen=loader_gen,
+                       desc=f"{cfg.dataset} generators + classifier", show_progress=show_progress).fit(
         (None, train_l), cfg.max_epochs, evaluate=joint_eval, row_fields={"phase": "joint"},
         stop=lambda row: row["val_view_acc"] >= cfg.target_acc)
     return model, gens, history
@@ -226,29 +230,47 @@ def draw(cfg: ViewsConfig, gens, test_ds, out: Path, n: int, data_root=None, tit
 
 
 def run(cfg: ViewsConfig, out_dir: Path, data_root=None, n_examples: int = 6, show_progress=None,
-        device="cpu", download: bool | None = None) -> dict:
-    """Train, draw ``out_dir/views.png`` (+ .svg), save ``model.pt`` and ``views.json``."""
-    train_ds, test_ds = load_data(cfg, data_root, download)
-    model, gens, history = train_generators(cfg, train_ds, test_ds, show_progress, device)
-    model, gens = model.cpu(), [g.cpu() for g in gens]
-    last = history[-1]
-    epochs = sum(r["phase"] == "joint" for r in history)
+        device="cpu", download: bool | None = None, resume: bool = False, restart_damaged: bool = False) -> dict:
+    """Train and write the run folder ``out_dir``: ``views.png`` (+ .svg), ``model.pt``,
+    ``views.json`` (= ``result.json``), ``metrics.csv``. The run is one unit of
+    :func:`autogcl.runs.run_units`: it checkpoints after every epoch, ``resume`` continues an
+    interrupted run (or keeps a finished one), and the folder appears only when finished."""
     out_dir = Path(out_dir)
-    warm = f" + {cfg.warmup_epochs} warm-up" if cfg.warmup_epochs else ""
-    title = (f"{cfg.dataset}: views of two learnable generators trained with a {cfg.classifier} classifier "
-             f"(accuracy on generated views {100 * last['view_acc']:.1f}% after {epochs}{warm} epochs)")
-    written = draw(cfg, gens, test_ds, out_dir / "views.png", n_examples, data_root, title)
-    result = {"config": asdict(cfg), "epochs": epochs, "warmup_epochs": cfg.warmup_epochs,
-              "view_acc": last["view_acc"], "val_view_acc": last["val_view_acc"], "test_acc": last["test_acc"],
-              "target_reached": last["val_view_acc"] >= cfg.target_acc, "wall_s": last["wall_s"],
-              "stopping": "validation view accuracy (10% of the training graphs); accuracies and shares on test",
-              "train_graphs": len(train_ds), "test_graphs": len(test_ds),
-              "history": history, "figures": [str(p) for p in written]}
-    if cfg.dataset.upper() == "MNIST":
-        torch.manual_seed(cfg.seed)
-        result["kept_shares"] = kept_shares(gens, DataLoader(test_ds, batch_size=512), cfg.drop_ratio,
-                                            cfg.high_intensity)
-    runs.atomic_save({"model": model.state_dict(), "gen1": gens[0].state_dict(), "gen2": gens[1].state_dict()},
-                     out_dir / "model.pt")
-    runs.atomic_write_json(out_dir / "views.json", result)
-    return result
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ConfigError(f"--out {out_dir} is a file; name a folder for the run")
+    if out_dir.is_dir() and not (out_dir / "result.json").is_file() and any(out_dir.iterdir()):
+        # the finished run replaces the folder: never a folder of someone else's files
+        raise ConfigError(f"--out {out_dir} holds other files and no finished views run; name a new or empty folder")
+    device = resolve_device(device)
+    unit = runs.Unit(dir=out_dir, config=asdict(cfg), seed=cfg.seed, label=f"views {cfg.dataset}")
+
+    def fn(unit):
+        work = runs.start_work(unit, runtime_info(device))
+        train_ds, test_ds = load_data(cfg, data_root, download)
+        model, gens, history = train_generators(cfg, train_ds, test_ds, show_progress, device, checkpoint_dir=work)
+        model, gens = model.cpu(), [g.cpu() for g in gens]
+        last = history[-1]
+        epochs = sum(r["phase"] == "joint" for r in history)
+        warm = f" + {cfg.warmup_epochs} warm-up" if cfg.warmup_epochs else ""
+        title = (f"{cfg.dataset}: views of two learnable generators trained with a {cfg.classifier} classifier "
+                 f"(accuracy on generated views {100 * last['view_acc']:.1f}% after {epochs}{warm} epochs)")
+        written = draw(cfg, gens, test_ds, work / "views.png", n_examples, data_root, title)
+        result = {"config": asdict(cfg), "epochs": epochs, "warmup_epochs": cfg.warmup_epochs,
+                  "view_acc": last["view_acc"], "val_view_acc": last["val_view_acc"], "test_acc": last["test_acc"],
+                  "target_reached": last["val_view_acc"] >= cfg.target_acc, "wall_s": last["wall_s"],
+                  "stopping": "validation view accuracy (10% of the training graphs); accuracies and shares on test",
+                  "train_graphs": len(train_ds), "test_graphs": len(test_ds),
+                  "history": history, "figures": [str(unit.dir / p.name) for p in written],
+                  "runtime": runtime_info(device)}
+        if cfg.dataset.upper() == "MNIST":
+            torch.manual_seed(cfg.seed)
+            result["kept_shares"] = kept_shares(gens, DataLoader(test_ds, batch_size=512), cfg.drop_ratio,
+                                                cfg.high_intensity)
+        runs.atomic_save({"model": model.state_dict(), "gen1": gens[0].state_dict(),
+                          "gen2": gens[1].state_dict()}, work / "model.pt")
+        runs.atomic_write_json(work / "views.json", result)
+        (work / "warmup.pt").unlink(missing_ok=True)
+        return runs.publish(unit, history, result)
+
+    return runs.run_units([unit], fn, resume, f"views {cfg.dataset}", what="run", show_progress=False,
+                          restart_damaged=restart_damaged)[0]
