@@ -288,6 +288,9 @@ def cmd_views(args) -> int:
 
     run = _run(args)
     if run.run is not None:  # an empty --run is an error, not "train instead"
+        if run.resume or run.restart_damaged:
+            raise ConfigError("--resume and --restart-damaged continue a views training run; --run draws a "
+                              "finished unit's generators and trains nothing")
         return _views_from_run(args, run)
     cfg = from_args(V.ViewsConfig, args)
     out = Path(run.out) if run.out else Path("runs/views") / cfg.dataset

@@ -382,6 +382,7 @@ def odd_files(root):
     # visualize views
     (["visualize", "views", "--run", ""], "--run is an empty string"),
     (["visualize", "views", "--run", "{tmp}/nope"], "--run {tmp}/nope: no such folder"),
+    (["visualize", "views", "--run", "{tmp}/nope", "--resume"], "--run draws a finished unit's generators"),
     (["visualize", "views", "--run", "{tmp}/listrun"], "listrun/config.json: damaged JSON (a list, not a JSON object)"),
     (["visualize", "views", "--target-acc", "2"], "--target-acc must lie in [0, 1]; got 2.0"),
     (["visualize", "views", "--batch-size", "1"], "--batch-size must lie in [2, inf); got 1"),

@@ -106,13 +106,14 @@ def test_finetuning_killed_mid_seed(smiles, tmp_path, data_root):
     check(args, tmp_path, "no_pretrain/mols/.seed0.partial/checkpoint.pt", "no_pretrain/mols/seed*", data_root)
 
 
-def test_views_killed_after_the_warm_up(data_root, tmp_path):
-    args = ["visualize", "views", "--data-root", data_root, "--limit", "60", "--max-epochs", "2",
+def test_views_killed_in_the_joint_phase(data_root, tmp_path):
+    """Killed after the first joint epoch: the resumed run reads both phases' checkpoints."""
+    args = ["visualize", "views", "--data-root", data_root, "--limit", "60", "--max-epochs", "3",
             "--target-acc", "1", "--examples", "2", "--no-progress"]
     ref, cut = tmp_path / "ref", tmp_path / "cut"
     done = cli(args + ["--out", ref], cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
-    assert kill_after(args + ["--out", cut], tmp_path, ".cut.partial/warmup.pt", tmp_path)
+    assert kill_after(args + ["--out", cut], tmp_path, ".cut.partial/checkpoint.pt", tmp_path)
     assert not cut.exists()  # nothing published before the run finished
     resumed = cli(args + ["--out", cut, "--resume"], cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr[-2000:]
@@ -120,7 +121,10 @@ def test_views_killed_after_the_warm_up(data_root, tmp_path):
     drop = ("wall_s", "time_s")
     assert [{k: v for k, v in r.items() if k not in drop} for r in ra["history"]] == \
         [{k: v for k, v in r.items() if k not in drop} for r in rb["history"]]
-    assert ra["kept_shares"] == rb["kept_shares"] and len(ra["history"]) == 3
+    assert ra["kept_shares"] == rb["kept_shares"] and len(ra["history"]) >= 3
+    walls = [r["wall_s"] for r in rb["history"]]  # training time over both processes, never restarting
+    assert walls == sorted(walls) and rb["wall_s"] == walls[-1]
+    assert ra["figures"] == [str(ref / "views.png"), str(ref / "views.svg")]
     import torch
 
     a, b = (torch.load(d / "model.pt", weights_only=True) for d in (ref, cut))
@@ -128,3 +132,6 @@ def test_views_killed_after_the_warm_up(data_root, tmp_path):
     assert not list(tmp_path.glob(".cut.partial")) and not list(cut.glob("*.pt.*"))
     again = cli(args + ["--out", cut], cwd=tmp_path)  # a finished run is never overwritten silently
     assert again.returncode == 2 and "already holds a finished run" in again.stderr
+    (cut / "result.json").unlink()  # a folder as an earlier autogcl left it: refused, named
+    again = cli(args + ["--out", cut, "--resume"], cwd=tmp_path)
+    assert again.returncode == 2 and "views run of an earlier autogcl" in again.stderr

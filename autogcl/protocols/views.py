@@ -106,6 +106,12 @@ def split_validation(train_ds, seed: int, fraction: float = 0.1):
     return train_ds[torch.as_tensor(fit)], train_ds[torch.as_tensor(val)]
 
 
+def check_size(cfg: ViewsConfig, train_ds) -> None:
+    if len(train_ds) < 20:
+        raise ConfigError(f"{cfg.dataset}: {len(train_ds)} training graphs are too few to train on and hold out "
+                          "validation graphs from (at least 20; raise --limit)")
+
+
 def train_generators(cfg: ViewsConfig, train_ds, test_ds, show_progress=None, device="cpu",
                      checkpoint_dir: Path | None = None):
     """Train until the view accuracy on a validation part of the training graphs reaches the
@@ -113,9 +119,7 @@ def train_generators(cfg: ViewsConfig, train_ds, test_ds, show_progress=None, de
     ``checkpoint_dir``, each phase checkpoints there after every epoch and continues from its
     checkpoint (``warmup.pt``, ``checkpoint.pt``) when one is there."""
     device = resolve_device(device)
-    if len(train_ds) < 20:
-        raise ConfigError(f"{cfg.dataset}: {len(train_ds)} training graphs are too few to train on and hold out "
-                          "validation graphs from (at least 20; raise --limit)")
+    check_size(cfg, train_ds)
     train_ds, val_ds = split_validation(train_ds, cfg.seed)
     loader_gen = runs.seed_everything(cfg.seed)
     nf = train_ds.num_features
@@ -128,11 +132,18 @@ def train_generators(cfg: ViewsConfig, train_ds, test_ds, show_progress=None, de
                          drop_last=len(train_ds) % cfg.batch_size == 1)  # BatchNorm cannot train on one graph
     test_l = DataLoader(test_ds, batch_size=512)
     val_l = DataLoader(val_ds, batch_size=512)
-    t0 = time.perf_counter()
+    # wall seconds of training over every (re)start: carried in the checkpoints (Trainer's extra)
+    clock, last_tick = {"wall_s": 0.0}, [time.perf_counter()]
+
+    def wall() -> float:
+        now = time.perf_counter()
+        clock["wall_s"] += now - last_tick[0]
+        last_tick[0] = now
+        return clock["wall_s"]
     mnist = cfg.dataset.upper() == "MNIST"
 
     def warm_eval(epoch):
-        row = {"test_acc": accuracy(model, test_l, device), "wall_s": time.perf_counter() - t0}
+        row = {"test_acc": accuracy(model, test_l, device), "wall_s": wall()}
         log.info("warm-up epoch %d: test accuracy %.3f (%.0f s)", epoch, row["test_acc"], row["wall_s"])
         return row
 
@@ -147,7 +158,7 @@ def train_generators(cfg: ViewsConfig, train_ds, test_ds, show_progress=None, de
                 row[f"view{i}_high_kept"], row[f"view{i}_other_kept"] = k["high_intensity_kept"], k["other_kept"]
                 row[f"view{i}_high_masked"], row[f"view{i}_other_masked"] = (k["high_intensity_masked"],
                                                                              k["other_masked"])
-        row["wall_s"] = time.perf_counter() - t0
+        row["wall_s"] = wall()
         log.info("epoch %d: test accuracy %.3f, accuracy on generated views %.3f (validation %.3f) (%.0f s) %s",
                  epoch, row["test_acc"], row["view_acc"], row["val_view_acc"], row["wall_s"],
                  " ".join(f"{k} {v:.2f}" for k, v in row.items()
@@ -158,10 +169,10 @@ def train_generators(cfg: ViewsConfig, train_ds, test_ds, show_progress=None, de
     ckpt = (lambda name: None) if checkpoint_dir is None else (lambda name: Path(checkpoint_dir) / name)
     history = Trainer(SupervisedStrategy(model, opt), device=device, checkpoint=ckpt("warmup.pt"),
                       loader_gen=loader_gen, desc="warm-up", show_progress=show_progress).fit(train_l, cfg.warmup_epochs, evaluate=warm_eval,
-                                                       row_fields={"phase": "warmup"})
+                                                       row_fields={"phase": "warmup"}, extra=clock)
     history += Trainer(strat, device=device, checkpoint=ckpt("checkpoint.pt"), loader_gen=loader_gen,
                        desc=f"{cfg.dataset} generators + classifier", show_progress=show_progress).fit(
-        (None, train_l), cfg.max_epochs, evaluate=joint_eval, row_fields={"phase": "joint"},
+        (None, train_l), cfg.max_epochs, evaluate=joint_eval, row_fields={"phase": "joint"}, extra=clock,
         stop=lambda row: row["val_view_acc"] >= cfg.target_acc)
     return model, gens, history
 
@@ -238,6 +249,9 @@ def run(cfg: ViewsConfig, out_dir: Path, data_root=None, n_examples: int = 6, sh
     out_dir = Path(out_dir)
     if out_dir.exists() and not out_dir.is_dir():
         raise ConfigError(f"--out {out_dir} is a file; name a folder for the run")
+    if out_dir.is_dir() and (out_dir / "views.json").is_file() and not (out_dir / "result.json").is_file():
+        raise ConfigError(f"--out {out_dir} holds a views run of an earlier autogcl (views.json, no result.json), "
+                          "which cannot be resumed; delete it or name another folder")
     if out_dir.is_dir() and not (out_dir / "result.json").is_file() and any(out_dir.iterdir()):
         # the finished run replaces the folder: never a folder of someone else's files
         raise ConfigError(f"--out {out_dir} holds other files and no finished views run; name a new or empty folder")
@@ -245,8 +259,9 @@ def run(cfg: ViewsConfig, out_dir: Path, data_root=None, n_examples: int = 6, sh
     unit = runs.Unit(dir=out_dir, config=asdict(cfg), seed=cfg.seed, label=f"views {cfg.dataset}")
 
     def fn(unit):
-        work = runs.start_work(unit, runtime_info(device))
         train_ds, test_ds = load_data(cfg, data_root, download)
+        check_size(cfg, train_ds)  # before anything is written
+        work = runs.start_work(unit, runtime_info(device))
         model, gens, history = train_generators(cfg, train_ds, test_ds, show_progress, device, checkpoint_dir=work)
         model, gens = model.cpu(), [g.cpu() for g in gens]
         last = history[-1]
@@ -260,7 +275,7 @@ def run(cfg: ViewsConfig, out_dir: Path, data_root=None, n_examples: int = 6, sh
                   "target_reached": last["val_view_acc"] >= cfg.target_acc, "wall_s": last["wall_s"],
                   "stopping": "validation view accuracy (10% of the training graphs); accuracies and shares on test",
                   "train_graphs": len(train_ds), "test_graphs": len(test_ds),
-                  "history": history, "figures": [str(unit.dir / p.name) for p in written],
+                  "history": history, "figures": [str(out_dir / p.name) for p in written],
                   "runtime": runtime_info(device)}
         if cfg.dataset.upper() == "MNIST":
             torch.manual_seed(cfg.seed)
@@ -269,8 +284,9 @@ def run(cfg: ViewsConfig, out_dir: Path, data_root=None, n_examples: int = 6, sh
         runs.atomic_save({"model": model.state_dict(), "gen1": gens[0].state_dict(),
                           "gen2": gens[1].state_dict()}, work / "model.pt")
         runs.atomic_write_json(work / "views.json", result)
-        (work / "warmup.pt").unlink(missing_ok=True)
-        return runs.publish(unit, history, result)
+        result = runs.publish(unit, history, result)
+        (unit.dir / "warmup.pt").unlink(missing_ok=True)  # once published: until then a resume needs it
+        return result
 
     return runs.run_units([unit], fn, resume, f"views {cfg.dataset}", what="run", show_progress=False,
                           restart_damaged=restart_damaged)[0]
