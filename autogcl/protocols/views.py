@@ -137,7 +137,8 @@ def train_generators(cfg: ViewsConfig, train_ds, test_ds, show_progress=None, de
 
     def wall() -> float:
         now = time.perf_counter()
-        clock["wall_s"] += now - last_tick[0]
+        # .get: a checkpoint written before the clock was carried restores an empty extra
+        clock["wall_s"] = clock.get("wall_s", 0.0) + now - last_tick[0]
         last_tick[0] = now
         return clock["wall_s"]
     mnist = cfg.dataset.upper() == "MNIST"
