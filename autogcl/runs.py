@@ -250,6 +250,17 @@ def publish(unit: Unit, rows: list[dict], result: dict) -> dict:
     return result
 
 
+def check_run_folder(out: Path, what: str) -> None:
+    """The ``--out`` folder of a one-unit run (pre-training, the views figure): new, empty or
+    holding a finished ``what`` run; never a file, nor a folder of other files, which the
+    finished run would replace."""
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"--out {out} is a file; name a folder for the run")
+    if out.is_dir() and not (out / "result.json").is_file() and any(out.iterdir()):
+        raise ConfigError(f"--out {out} holds other files and no finished {what} run; name a new or empty folder")
+
+
 def check_writable(folder: Path) -> None:
     """A :class:`ConfigError` now, not after hours of training, when results cannot be
     written into ``folder`` (a file in the way, no permission, read-only storage). Creates

@@ -238,9 +238,10 @@ def main() -> None:
     p.add_argument("--_child", default=None, help=argparse.SUPPRESS)
     args = p.parse_args()
     if args._child:
-        if args._child in ("fast-path", "compile"):
+        alternated = {"fast-path": measure_fast_path, "compile": measure_compile}
+        if args._child in alternated:
             args.dropped = "isolate"
-            print(json.dumps((measure_fast_path if args._child == "fast-path" else measure_compile)(args)))
+            print(json.dumps(alternated[args._child](args)))
             return
         if args._child.startswith("paired:"):  # paired:METHOD
             args.method, args.dropped = args._child.split(":", 1)[1], "isolate"

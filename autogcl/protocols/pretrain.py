@@ -22,7 +22,7 @@ from ..data.corpus import MoleculeCorpus
 from ..data.datasets import fingerprint
 from ..data.molecules import VOCAB
 from ..devices import resolve_device, runtime_info
-from ..errors import ConfigError, DataError
+from ..errors import DataError
 from ..models.gin import ContrastModel
 from ..models.mol_gin import MolEncoder, MolNodeScorer, save_encoder
 from ..train import GraphCLStrategy, NaiveStrategy
@@ -75,12 +75,7 @@ def pretrain(cfg: PretrainConfig, out: Path, data_root=None, resume: bool = Fals
     ``max_steps`` stops after that many optimizer steps in total (for smoke tests; the run
     is then finished early and says so)."""
     out = Path(out)
-    if out.exists() and not out.is_dir():
-        raise ConfigError(f"--out {out} is a file; name a folder for the run")
-    if out.is_dir() and not (out / "result.json").is_file() and any(out.iterdir()):
-        # the finished run replaces the folder: never a folder of someone else's files
-        raise ConfigError(f"--out {out} holds other files and no finished pre-training run; name a new or empty "
-                          "folder")
+    runs.check_run_folder(out, "pre-training")
     device = resolve_device(device)
     corpus_path = resolve_corpus(cfg.corpus, data_root)
     cfg = PretrainConfig.from_dict({**cfg.to_dict(), "corpus": str(corpus_path),

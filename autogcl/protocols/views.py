@@ -133,13 +133,13 @@ def train_generators(cfg: ViewsConfig, train_ds, test_ds, show_progress=None, de
     test_l = DataLoader(test_ds, batch_size=512)
     val_l = DataLoader(val_ds, batch_size=512)
     # wall seconds of training over every (re)start: carried in the checkpoints (Trainer's extra)
-    clock, last_tick = {"wall_s": 0.0}, [time.perf_counter()]
+    clock, tick = {"wall_s": 0.0}, time.perf_counter()
 
     def wall() -> float:
+        nonlocal tick
         now = time.perf_counter()
-        # .get: a checkpoint written before the clock was carried restores an empty extra
-        clock["wall_s"] = clock.get("wall_s", 0.0) + now - last_tick[0]
-        last_tick[0] = now
+        clock["wall_s"] += now - tick
+        tick = now
         return clock["wall_s"]
     mnist = cfg.dataset.upper() == "MNIST"
 
@@ -167,10 +167,12 @@ def train_generators(cfg: ViewsConfig, train_ds, test_ds, show_progress=None, de
         return row
 
     # the classifier alone on the original graphs, then generators and classifier together
-    ckpt = (lambda name: None) if checkpoint_dir is None else (lambda name: Path(checkpoint_dir) / name)
+    def ckpt(name: str) -> Path | None:
+        return None if checkpoint_dir is None else Path(checkpoint_dir) / name
+
     history = Trainer(SupervisedStrategy(model, opt), device=device, checkpoint=ckpt("warmup.pt"),
-                      loader_gen=loader_gen, desc="warm-up", show_progress=show_progress).fit(train_l, cfg.warmup_epochs, evaluate=warm_eval,
-                                                       row_fields={"phase": "warmup"}, extra=clock)
+                      loader_gen=loader_gen, desc="warm-up", show_progress=show_progress).fit(
+        train_l, cfg.warmup_epochs, evaluate=warm_eval, row_fields={"phase": "warmup"}, extra=clock)
     history += Trainer(strat, device=device, checkpoint=ckpt("checkpoint.pt"), loader_gen=loader_gen,
                        desc=f"{cfg.dataset} generators + classifier", show_progress=show_progress).fit(
         (None, train_l), cfg.max_epochs, evaluate=joint_eval, row_fields={"phase": "joint"}, extra=clock,
@@ -248,14 +250,10 @@ def run(cfg: ViewsConfig, out_dir: Path, data_root=None, n_examples: int = 6, sh
     :func:`autogcl.runs.run_units`: it checkpoints after every epoch, ``resume`` continues an
     interrupted run (or keeps a finished one), and the folder appears only when finished."""
     out_dir = Path(out_dir)
-    if out_dir.exists() and not out_dir.is_dir():
-        raise ConfigError(f"--out {out_dir} is a file; name a folder for the run")
-    if out_dir.is_dir() and (out_dir / "views.json").is_file() and not (out_dir / "result.json").is_file():
+    if (out_dir / "views.json").is_file() and not (out_dir / "result.json").is_file():
         raise ConfigError(f"--out {out_dir} holds a views run of an earlier autogcl (views.json, no result.json), "
                           "which cannot be resumed; delete it or name another folder")
-    if out_dir.is_dir() and not (out_dir / "result.json").is_file() and any(out_dir.iterdir()):
-        # the finished run replaces the folder: never a folder of someone else's files
-        raise ConfigError(f"--out {out_dir} holds other files and no finished views run; name a new or empty folder")
+    runs.check_run_folder(out_dir, "views")
     device = resolve_device(device)
     unit = runs.Unit(dir=out_dir, config=asdict(cfg), seed=cfg.seed, label=f"views {cfg.dataset}")
 

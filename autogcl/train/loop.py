@@ -157,7 +157,8 @@ class Trainer:
         a row per epoch: ``epoch``, the strategy's loss terms, ``time_s`` and what
         ``evaluate(epoch)`` returns (NumPy scalars become Python numbers). ``stop(row)`` true
         ends the fit early. ``extra`` is state of the caller's (plain containers) saved and
-        restored with the checkpoint, in place. ``row_fields`` are put at the front of every row
+        restored with the checkpoint, in place (a key the checkpoint lacks keeps its value here).
+        ``row_fields`` are put at the front of every row
         (e.g. a phase name)."""
         from tqdm.auto import tqdm
 
@@ -167,8 +168,7 @@ class Trainer:
         if resumed is not None:
             rows, last, saved = resumed
             log.info("%s: continues after epoch %d from %s", self.desc or "training", last, self.checkpoint)
-            extra.clear()
-            extra.update(saved)
+            extra.update(saved)  # a key the checkpoint lacks (an older one) keeps the caller's default
             start = max(start, last + 1)
             if rows and stop is not None and stop(rows[-1]):
                 return rows

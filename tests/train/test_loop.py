@@ -51,6 +51,20 @@ def test_resume_gives_the_numbers_of_an_unbroken_fit(tmp_path):
     assert strip(rows) == strip(ref)
 
 
+def test_resume_restores_extra_and_keeps_defaults_the_checkpoint_lacks(tmp_path):
+    strat, loader, gen = build()
+    extra = {"seen": 0}
+
+    def count(epoch):
+        extra["seen"] += 1
+    Trainer(strat, loader_gen=gen, checkpoint=tmp_path / "c.pt", show_progress=False).fit(
+        loader, 2, evaluate=count, extra=extra)
+    strat, loader, gen = build()
+    later = {"seen": -1, "added": 7}  # "added": a key a newer caller carries that the older checkpoint lacks
+    Trainer(strat, loader_gen=gen, checkpoint=tmp_path / "c.pt", show_progress=False).fit(loader, 2, extra=later)
+    assert later == {"seen": 2, "added": 7}
+
+
 def test_checkpoint_records_cuda_rng_slot_and_loads_weights_only(tmp_path):
     strat, loader, gen = build()
     Trainer(strat, loader_gen=gen, checkpoint=tmp_path / "c.pt", show_progress=False).fit(loader, 1)
