@@ -7,6 +7,7 @@ import torch
 
 from autogcl.data.corpus import MoleculeCorpus
 from autogcl.data.molecules import VOCAB
+from autogcl.errors import ConfigError
 from autogcl.models.mol_gin import load_encoder
 from autogcl.protocols import pretrain as P
 
@@ -67,7 +68,7 @@ def test_resume_after_interruption_gives_the_same_encoder(corpus, tmp_path, monk
     assert res["epochs"] == 2
     full = P.runs.read_json(tmp_path / "full" / "result.json")
     assert res["steps"] == full["steps"]
-    with pytest.raises(P.ConfigError, match="--resume"):  # a finished run is never overwritten silently
+    with pytest.raises(ConfigError, match="--resume"):  # a finished run is never overwritten silently
         P.pretrain(cfg, tmp_path / "cut", workers=1, show_progress=False)
     a, _, _ = load_encoder(tmp_path / "full" / "encoder.pt")
     b, _, _ = load_encoder(tmp_path / "cut" / "encoder.pt")
@@ -81,5 +82,5 @@ def test_a_chunk_without_usable_molecules_is_skipped_not_fatal(tmp_path):
     c = MoleculeCorpus(p, chunk_size=4, workers=1, progress=False)
     assert [ch.lines for ch in c.prepare()] == [4]
     assert c.summary()["skipped"] == 1 and c.summary()["lines"] == 5
-    with pytest.raises(P.ConfigError, match="unknown augmentation"):
+    with pytest.raises(ConfigError, match="unknown augmentation"):
         small(corpus=str(p), aug="bogus")
