@@ -14,7 +14,10 @@ peak resident memory (ru_maxrss) is its own; the first epoch is a warm-up, not c
 alternated in one process (``python benchmarks/epoch_time.py PROTEINS --epochs 8 --_child
 fast-path``). ``--_child compile`` times the AutoGCL step with its encoder under ``torch.compile``
 (inductor, dynamic shapes) against eager, alternated the same way; its warm-up epoch (the
-compilation) is reported apart. ``--saved`` also records the largest step's tensors saved for backward (the activations a
+compilation) is reported apart. ``--_child batched-scorers`` times the two generators'
+scorers (forward and backward) one after the other against one batched pass over both
+(concatenated first-layer weights, ``torch.bmm`` for the rest), batch by batch, beside the
+share of an AutoGCL epoch the scorers take. ``--saved`` also records the largest step's tensors saved for backward (the activations a
 step holds, deduplicated by storage), ``--max-steps`` cuts epochs short (memory runs).
 """
 
@@ -222,6 +225,76 @@ def measure_compile(args) -> dict:
             "ratio_median": statistics.median(ratios)}
 
 
+def batched_scores(scorers, data, first):
+    """Both GIN scorers' logits in one pass: the hidden states of the two side by side
+    (nodes x 2 hidden), the first Linear layer as one product (both read the same input),
+    the others as ``torch.bmm`` over the two weight matrices, one neighbour sum per layer and
+    one BatchNorm over the concatenated features. Same arithmetic as the scorers one by one
+    (up to floating-point summation order)."""
+    import torch
+    import torch.nn.functional as F
+
+    a, b = scorers
+    n, x = data.num_nodes, data.x
+    for i, (ca, cb, ba, bb) in enumerate(zip(a.convs, b.convs, a.bns, b.bns)):
+        if i == 0:  # both read x (eps is 0 and not trained: GINConv's default)
+            h = first + x
+            la, lb = ca.nn[0], cb.nn[0]
+            h = F.linear(h, torch.cat([la.weight, lb.weight]), torch.cat([la.bias, lb.bias]))
+        else:
+            h = ca.propagate(data.edge_index, x=(x, x), size=None) + x  # x: nodes x 2 hidden
+            w = torch.stack([ca.nn[0].weight, cb.nn[0].weight]).transpose(1, 2)
+            h = torch.baddbmm(torch.stack([ca.nn[0].bias, cb.nn[0].bias]).unsqueeze(1),
+                              h.view(n, 2, -1).transpose(0, 1), w)
+            h = h.transpose(0, 1).reshape(n, -1)
+        h = F.relu(h).view(n, 2, -1).transpose(0, 1)
+        w = torch.stack([ca.nn[2].weight, cb.nn[2].weight]).transpose(1, 2)
+        h = torch.baddbmm(torch.stack([ca.nn[2].bias, cb.nn[2].bias]).unsqueeze(1), h, w)
+        h = F.relu(h).transpose(0, 1).reshape(n, -1)
+        x = F.batch_norm(h, None, None, torch.cat([ba.weight, bb.weight]), torch.cat([ba.bias, bb.bias]),
+                         training=True, eps=ba.eps)
+    return x.view(n, 2, -1).unbind(1)
+
+
+def measure_batched_scorers(args) -> dict:
+    """The two scorers one by one (as the AutoGCL step runs them) against
+    :func:`batched_scores`, forward and backward, alternated batch by batch over the
+    dataset: seconds per epoch of scorer work, the largest output difference, and the share
+    of an AutoGCL epoch the scorers take."""
+    import time
+
+    import torch
+
+    from autogcl.augment.learnable import shared_first_aggregate
+
+    ds, loader, make = setup(args)
+    st = make("autogcl")
+    scorers = [st.gen1.scorer, st.gen2.scorer]
+    rounds, diff = [], 0.0
+    for _ in range(args.epochs + 1):
+        t = {"apart": 0.0, "batched": 0.0}
+        for batch in loader:
+            first = shared_first_aggregate([st.gen1, st.gen2], batch)
+            for k in ("apart", "batched"):
+                t0 = time.perf_counter()
+                out = [s(batch, first) for s in scorers] if k == "apart" else batched_scores(scorers, batch, first)
+                sum(o.sum() for o in out).backward()
+                t[k] += time.perf_counter() - t0
+                if k == "apart":
+                    ref = [o.detach() for o in out]
+                else:
+                    diff = max(diff, *(float((o.detach() - r).abs().max()) for o, r in zip(out, ref)))
+        rounds.append(t)
+    rounds = rounds[1:]
+    epoch = alternate({"autogcl": st}, loader, args.epochs)["autogcl"]
+    ratios = [r["batched"] / r["apart"] for r in rounds]
+    return {"dataset": ds.name, "threads": torch.get_num_threads(),
+            "apart_s": [r["apart"] for r in rounds], "batched_s": [r["batched"] for r in rounds],
+            "ratios": ratios, "ratio_median": statistics.median(ratios), "max_abs_diff": diff,
+            "autogcl_epoch_s": epoch,
+            "scorer_share": statistics.median(r["apart"] for r in rounds) / statistics.median(epoch)}
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("dataset")
@@ -238,7 +311,8 @@ def main() -> None:
     p.add_argument("--_child", default=None, help=argparse.SUPPRESS)
     args = p.parse_args()
     if args._child:
-        alternated = {"fast-path": measure_fast_path, "compile": measure_compile}
+        alternated = {"fast-path": measure_fast_path, "compile": measure_compile,
+                      "batched-scorers": measure_batched_scorers}
         if args._child in alternated:
             args.dropped = "isolate"
             print(json.dumps(alternated[args._child](args)))

@@ -325,8 +325,10 @@ class ViewsConfig(Config):
     :data:`CLASSIFIER_DEFAULTS`)."""
 
     dataset: str = option("MNIST", "MNIST or a TU dataset name")
-    target_acc: float = option(0.9, "stop when the accuracy on generated validation views reaches this",
-                               low=0, high=1)
+    # the paper trains to 0.9; on the 8,000 offline MNIST training graphs the validation view
+    # accuracy reaches 0.72-0.80 in the first joint epoch, then falls (docs/method.md)
+    target_acc: float = option(0.7, "stop when the accuracy on generated validation views reaches this "
+                               "(the paper: 0.9)", low=0, high=1)
     max_epochs: int = option(30, "at most this many joint epochs", low=1)
     classifier: str | None = option(None, "relpos: layers over neighbour offsets, for superpixels (default on "
                                     "MNIST); resgcn: ResGCN (default on TU datasets)", type=str,
