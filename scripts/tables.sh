@@ -7,10 +7,16 @@
 #   bash scripts/tables.sh                 # everything; resumable: rerun the same command
 #   DATASETS="MUTAG PROTEINS" bash scripts/tables.sh
 #   EXECUTOR="--executor serial" bash scripts/tables.sh
+#   PROTOCOLS=semi ROWS=naive,joint DATASETS=NCI1 bash scripts/tables.sh
 #
-# After each dataset the tables are rebuilt from what has finished (autogcl report) into
-# docs/results/unsupervised.md and docs/results/semi.md, the summaries are copied beside
-# them, and every command's wall time is appended to docs/results/commands.tsv.
+# After each sweep the finished units (config.json, metrics.csv, result.json: no checkpoints)
+# and the summaries are copied under docs/results/units/ and docs/results/summaries/, the
+# tables are rebuilt from all committed summaries (autogcl report) into
+# docs/results/unsupervised.md and docs/results/semi.md, and every command's wall time is
+# appended to docs/results/commands.tsv. A fresh clone restores the committed units into the
+# run folder first, so a table begun in one checkout resumes in another without redoing them.
+#
+#   bash scripts/tables.sh publish         # only copy and rebuild what has finished so far
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DATA=${AUTOGCL_DATA:-../shared/data}
@@ -18,6 +24,7 @@ OUT=${OUT:-runs/tables}
 EXECUTOR=${EXECUTOR:---executor ray --cpus-per-unit 1}
 DATASETS=${DATASETS:-MUTAG PROTEINS IMDB-BINARY NCI1 DD REDDIT-BINARY COLLAB}
 ROWS=${ROWS:-labeled,graphcl_cl,naive,joint}
+PROTOCOLS=${PROTOCOLS:-unsupervised semi}
 RESULTS=docs/results
 mkdir -p "$RESULTS"
 [ -f "$RESULTS/commands.tsv" ] || printf 'started\tfinished\twall_s\texit\tcommand\n' > "$RESULTS/commands.tsv"
@@ -32,27 +39,52 @@ timed() {  # run an autogcl command, log its wall time (an interrupted or failed
   return $rc
 }
 
-publish() {  # the tables of what has finished so far, and their summaries
-  local kind dest
-  dest=$(realpath "$RESULTS")/summaries
+UNITS=$RESULTS/units
+
+restore() {  # committed finished units the run folder lacks (a fresh clone, another machine)
+  local f unit
+  [ -d "$UNITS" ] || return 0
+  while IFS= read -r f; do
+    unit=${f%/result.json}
+    [ -f "$OUT/$unit/result.json" ] && continue
+    mkdir -p "$OUT/$unit"
+    cp "$UNITS/$unit"/{config.json,metrics.csv,result.json} "$OUT/$unit/"
+  done < <(cd "$UNITS" && find . -name result.json | sed 's|^\./||')
+}
+
+publish() {  # finished units and summaries under docs/results/, tables from all committed summaries
+  local kind dest f
+  dest=$(realpath "$RESULTS")
   for kind in unsupervised semi; do
-    if [ -d "$OUT/$kind" ] && find "$OUT/$kind" -name summary.json | grep -q .; then
-      .venv/bin/autogcl report "$OUT/$kind" --out "$RESULTS/$kind.md" > /dev/null
-      mkdir -p "$dest"
-      (cd "$OUT" && find "$kind" -name summary.json -exec cp --parents {} "$dest/" \;)
+    [ -d "$OUT/$kind" ] || continue
+    while IFS= read -r f; do  # a finished unit: its result.json outside any .partial folder
+      mkdir -p "$dest/units/${f%/result.json}"
+      (cd "$OUT" && cp "${f%/result.json}"/{config.json,metrics.csv,result.json} "$dest/units/${f%/result.json}/")
+    done < <(cd "$OUT" && find "$kind" -name result.json -not -path '*.partial*')
+    (cd "$OUT" && find "$kind" -name summary.json -exec cp --parents {} "$dest/summaries/" \;)
+    if [ -d "$RESULTS/summaries/$kind" ]; then
+      .venv/bin/autogcl report "$RESULTS/summaries/$kind" --out "$RESULTS/$kind.md" > /dev/null
     fi
   done
 }
 
+restore
+if [ "${1:-}" = publish ]; then publish; exit 0; fi
+
 for ds in $DATASETS; do
-  for method in autogcl graphcl; do
+  if [[ " $PROTOCOLS " == *" unsupervised "* ]]; then
+    for method in autogcl graphcl; do
+      # shellcheck disable=SC2086
+      timed unsupervised --dataset "$ds" --method "$method" --seeds 5 --data-root "$DATA" \
+        --out "$OUT/unsupervised" --resume --no-progress $EXECUTOR
+    done
+    publish
+  fi
+  [[ " $PROTOCOLS " == *" semi "* ]] || continue
+  for row in ${ROWS//,/ }; do  # one row at a time, so each row's table lands when it finishes
     # shellcheck disable=SC2086
-    timed unsupervised --dataset "$ds" --method "$method" --seeds 5 --data-root "$DATA" \
-      --out "$OUT/unsupervised" --resume --no-progress $EXECUTOR
+    timed semi --dataset "$ds" --row "$row" --seeds 1 --data-root "$DATA" --out "$OUT/semi" \
+      --resume --no-progress $EXECUTOR
+    publish
   done
-  publish
-  # shellcheck disable=SC2086
-  timed semi --dataset "$ds" --row "$ROWS" --seeds 1 --data-root "$DATA" --out "$OUT/semi" \
-    --resume --no-progress $EXECUTOR
-  publish
 done
