@@ -8,6 +8,7 @@
 #   DATASETS="MUTAG PROTEINS" bash scripts/tables.sh
 #   EXECUTOR="--executor serial" bash scripts/tables.sh
 #   PROTOCOLS=semi ROWS=naive,joint DATASETS=NCI1 bash scripts/tables.sh
+#   SEMI_OPTS="--split released --select test_max" PROTOCOLS=semi DATASETS=NCI1 bash scripts/tables.sh
 #
 # After each sweep the finished units (config.json, metrics.csv, result.json: no checkpoints)
 # and the summaries are copied under docs/results/units/ and docs/results/summaries/, the
@@ -25,6 +26,7 @@ EXECUTOR=${EXECUTOR:---executor ray --cpus-per-unit 1}
 DATASETS=${DATASETS:-MUTAG PROTEINS IMDB-BINARY NCI1 DD REDDIT-BINARY COLLAB}
 ROWS=${ROWS:-labeled,graphcl_cl,naive,joint}
 PROTOCOLS=${PROTOCOLS:-unsupervised semi}
+SEMI_OPTS=${SEMI_OPTS:-}  # more options of every semi command (e.g. the released code's split)
 RESULTS=docs/results
 mkdir -p "$RESULTS"
 [ -f "$RESULTS/commands.tsv" ] || printf 'started\tfinished\twall_s\texit\tcommand\n' > "$RESULTS/commands.tsv"
@@ -84,7 +86,7 @@ for ds in $DATASETS; do
   for row in ${ROWS//,/ }; do  # one row at a time, so each row's table lands when it finishes
     # shellcheck disable=SC2086
     timed semi --dataset "$ds" --row "$row" --seeds 1 --data-root "$DATA" --out "$OUT/semi" \
-      --resume --no-progress $EXECUTOR
+      --resume --no-progress $EXECUTOR $SEMI_OPTS
     publish
   done
 done

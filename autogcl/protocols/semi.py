@@ -105,8 +105,8 @@ def run_fold(unit: runs.Unit, dataset, split: SemiSplit, show_progress: bool | N
     pre, strat, data_kind = build(cfg, dataset.num_features, dataset.num_classes)
     bs = cfg.batch_size
 
-    def loader(idx, shuffle):
-        return DataLoader(dataset[torch.as_tensor(idx)], batch_size=bs, shuffle=shuffle,
+    def loader(idx, shuffle):  # a copy: under Ray the split's arrays arrive read-only
+        return DataLoader(dataset[torch.tensor(idx, dtype=torch.long)], batch_size=bs, shuffle=shuffle,
                           generator=gen if shuffle else None,
                           drop_last=shuffle and len(idx) % bs == 1)  # BatchNorm cannot train on one graph
 
