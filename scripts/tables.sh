@@ -18,15 +18,25 @@
 # run folder first, so a table begun in one checkout resumes in another without redoing them.
 #
 #   bash scripts/tables.sh publish         # only copy and rebuild what has finished so far
+#
+# A named result set beside the tables (SET=NAME) runs into runs/NAME and keeps its units and
+# summaries under docs/results/{units,summaries}/NAME/, leaving the tables alone; the loss-form
+# comparison of docs/results/loss_forms.md is one:
+#
+#   SET=lossforms METHODS=autogcl PROTOCOLS=unsupervised DATASETS=REDDIT-BINARY \
+#     UNSUP_OPTS="--sim-loss mse --cl-variant released" bash scripts/tables.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DATA=${AUTOGCL_DATA:-../shared/data}
-OUT=${OUT:-runs/tables}
+SET=${SET:-}  # a named result set (empty: the tables)
+OUT=${OUT:-runs/${SET:-tables}}
 EXECUTOR=${EXECUTOR:---executor ray --cpus-per-unit 1}
 DATASETS=${DATASETS:-MUTAG PROTEINS IMDB-BINARY NCI1 DD REDDIT-BINARY COLLAB}
 ROWS=${ROWS:-labeled,graphcl_cl,naive,joint}
 PROTOCOLS=${PROTOCOLS:-unsupervised semi}
 SEMI_OPTS=${SEMI_OPTS:-}  # more options of every semi command (e.g. the released code's split)
+UNSUP_OPTS=${UNSUP_OPTS:-}  # more options of every unsupervised command (e.g. the released losses)
+METHODS=${METHODS:-autogcl graphcl}
 RESULTS=docs/results
 mkdir -p "$RESULTS"
 [ -f "$RESULTS/commands.tsv" ] || printf 'started\tfinished\twall_s\texit\tcommand\n' > "$RESULTS/commands.tsv"
@@ -41,7 +51,8 @@ timed() {  # run an autogcl command, log its wall time (an interrupted or failed
   return $rc
 }
 
-UNITS=$RESULTS/units
+UNITS=$RESULTS/units${SET:+/$SET}
+SUMMARIES=$RESULTS/summaries${SET:+/$SET}
 
 restore() {  # committed finished units the run folder lacks (a fresh clone, another machine)
   local f unit
@@ -51,20 +62,22 @@ restore() {  # committed finished units the run folder lacks (a fresh clone, ano
     [ -f "$OUT/$unit/result.json" ] && continue
     mkdir -p "$OUT/$unit"
     cp "$UNITS/$unit"/{config.json,metrics.csv,result.json} "$OUT/$unit/"
-  done < <(cd "$UNITS" && find . -name result.json | sed 's|^\./||')
+  done < <(cd "$UNITS" && find unsupervised semi -name result.json 2>/dev/null)
 }
 
 publish() {  # finished units and summaries under docs/results/, tables from all committed summaries
-  local kind dest f
-  dest=$(realpath "$RESULTS")
+  local kind units summaries f
+  mkdir -p "$UNITS" "$SUMMARIES"
+  units=$(realpath "$UNITS")
+  summaries=$(realpath "$SUMMARIES")
   for kind in unsupervised semi; do
     [ -d "$OUT/$kind" ] || continue
     while IFS= read -r f; do  # a finished unit: its result.json outside any .partial folder
-      mkdir -p "$dest/units/${f%/result.json}"
-      (cd "$OUT" && cp "${f%/result.json}"/{config.json,metrics.csv,result.json} "$dest/units/${f%/result.json}/")
+      mkdir -p "$units/${f%/result.json}"
+      (cd "$OUT" && cp "${f%/result.json}"/{config.json,metrics.csv,result.json} "$units/${f%/result.json}/")
     done < <(cd "$OUT" && find "$kind" -name result.json -not -path '*.partial*')
-    (cd "$OUT" && find "$kind" -name summary.json -exec cp --parents {} "$dest/summaries/" \;)
-    if [ -d "$RESULTS/summaries/$kind" ]; then
+    (cd "$OUT" && find "$kind" -name summary.json -exec cp --parents {} "$summaries/" \;)
+    if [ -z "$SET" ] && [ -d "$SUMMARIES/$kind" ]; then
       .venv/bin/autogcl report "$RESULTS/summaries/$kind" --out "$RESULTS/$kind.md" > /dev/null
     fi
   done
@@ -75,10 +88,10 @@ if [ "${1:-}" = publish ]; then publish; exit 0; fi
 
 for ds in $DATASETS; do
   if [[ " $PROTOCOLS " == *" unsupervised "* ]]; then
-    for method in autogcl graphcl; do
+    for method in $METHODS; do
       # shellcheck disable=SC2086
       timed unsupervised --dataset "$ds" --method "$method" --seeds 5 --data-root "$DATA" \
-        --out "$OUT/unsupervised" --resume --no-progress $EXECUTOR
+        --out "$OUT/unsupervised" --resume --no-progress $EXECUTOR $UNSUP_OPTS
     done
     publish
   fi

@@ -97,7 +97,7 @@ def read_table(path: Path, dtype=np.int64, ncols: int | None = None) -> np.ndarr
         raise DataError(_undecodable(path)) from exc
     except (ValueError, IndexError) as exc:
         raise DataError(_locate_bad_line(path, dtype, ncols)) from exc
-    except (OSError, EOFError, UnicodeDecodeError, zlib.error) as exc:
+    except (OSError, EOFError, zlib.error) as exc:
         raise DataError(f"{path}: cannot be read, the file is damaged or truncated "
                         f"({type(exc).__name__}: {exc})") from exc
     if arr.size == 0:
