@@ -29,6 +29,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 DATA=${AUTOGCL_DATA:-../shared/data}
 SET=${SET:-}  # a named result set (empty: the tables)
+case $SET in unsupervised | semi)  # the tables' own folders under docs/results/units/
+  echo "tables.sh: SET=$SET would mix with the tables' units; choose another name" >&2; exit 2 ;;
+esac
 OUT=${OUT:-runs/${SET:-tables}}
 EXECUTOR=${EXECUTOR:---executor ray --cpus-per-unit 1}
 DATASETS=${DATASETS:-MUTAG PROTEINS IMDB-BINARY NCI1 DD REDDIT-BINARY COLLAB}
