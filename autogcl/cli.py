@@ -101,7 +101,7 @@ def add_semi(sub) -> None:
 
     p = _parser(sub, "semi", HELP["semi"],
                 "Semi-supervised protocol: 10-fold stratified CV (fold seed 12345); in each fold "
-                "a labeled 10%% of the data drawn from the training part, the rest of it unlabeled, the "
+                "a labeled 10% of the data drawn from the training part, the rest of it unlabeled, the "
                 "previous fold as validation (for the val selection) and the test fold. Rows: "
                 + "; ".join(f"{k}: {v}" for k, v in ROWS.items()) + ".")
     add_options(p, SemiConfig)
@@ -433,6 +433,14 @@ def cmd_pretrain(args) -> int:
     return 0
 
 
+def checkpoint_tag(checkpoint: str) -> str:
+    """The results folder of a fine-tuning from ``checkpoint``: a pre-training run's ``encoder.pt``
+    is named by its run folder (runs/pretrain/NAME/encoder.pt: NAME), any other file by its stem
+    (pretrained/autogcl-moses200k.pt: autogcl-moses200k)."""
+    path = Path(checkpoint)
+    return path.resolve().parent.name if path.name == "encoder.pt" else path.stem
+
+
 def cmd_finetune(args) -> int:
     from .config import from_args
     from .protocols.grid import expand, grid_out, write_reports
@@ -443,7 +451,7 @@ def cmd_finetune(args) -> int:
     run = _run(args)
     executor = run.make_executor()  # a bad --ray-address is an error before any data is read
     if args.checkpoint:
-        tag = run.tag or Path(args.checkpoint).resolve().parent.name
+        tag = run.tag or checkpoint_tag(args.checkpoint)
     else:
         tag = run.tag or "no_pretrain"
     names = [args.csv] if args.csv else dataset_names(args.dataset)

@@ -178,8 +178,8 @@ class RunOptions(Config):
     save_embeddings: list | None = option(None, "comma-separated epochs after which every graph's embedding is "
                                           "saved (embeddings_epochE.npz; semi: 0 = before training; "
                                           "unsupervised: evaluation epochs only)", type=int, metavar="EPOCHS")
-    tag: str | None = option(None, "results go to OUT/TAG/DATASET (default: no_pretrain or the checkpoint's "
-                             "run folder name)", type=str)
+    tag: str | None = option(None, "results go to OUT/TAG/DATASET (default: no_pretrain; with --checkpoint, the "
+                             "run folder of an encoder.pt, or the checkpoint file's stem)", type=str)
     run: str | None = option(None, "draw the generators saved by this finished unsupervised unit instead of "
                              "training", type=str, metavar="UNIT_DIR")
     examples: int = option(6, "graphs (digits) to draw", low=1)
@@ -191,8 +191,8 @@ class RunOptions(Config):
     cpus_per_unit: float | None = option(None, "CPUs (torch threads) of each unit (default: 1 with ray; serial: "
                                          "the process's threads)", type=float, low=0, low_open=True)
     gpus_per_unit: float = option(0.0, "with --executor ray: GPUs of each unit (fractions share a GPU)", low=0)
-    grid: list | None = option(None, "sweep the cross product of option values x seeds, e.g. --grid lam=0.5,1 "
-                               "tau=0.2,0.5; the table picks the configuration by validation score only",
+    grid: list | None = option(None, "sweep the cross product of option values x seeds, e.g. --grid lr=0.001,0.01 "
+                               "batch_size=32,128; the table picks the configuration by validation score only",
                                type=str, metavar="KEY=V1,V2", many=True)
 
     def __post_init__(self):

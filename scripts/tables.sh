@@ -15,7 +15,9 @@
 # tables are rebuilt from all committed summaries (autogcl report) into
 # docs/results/unsupervised.md and docs/results/semi.md, and every command's wall time is
 # appended to docs/results/commands.tsv. A fresh clone restores the committed units into the
-# run folder first, so a table begun in one checkout resumes in another without redoing them.
+# run folder first, so a table begun in one checkout resumes in another without redoing them
+# (the rows that predate unit-keeping, listed in docs/results/README.md, have only summaries:
+# name the datasets with DATASETS to skip them).
 #
 #   bash scripts/tables.sh publish         # only copy and rebuild what has finished so far
 #

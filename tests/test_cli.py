@@ -51,3 +51,29 @@ def test_only_the_invoked_command_is_built():
 
     assert built(build_parser(["-v", "semi", "--help"])) == {"semi"}
     assert built(build_parser()) == set(HELP)
+
+
+@pytest.mark.parametrize("checkpoint, tag", [
+    ("runs/pretrain/autogcl-moses200k/encoder.pt", "autogcl-moses200k"),  # a pre-training run folder
+    ("pretrained/autogcl-moses200k.pt", "autogcl-moses200k"),  # a file of its own: its stem
+    ("my-encoder.pt", "my-encoder"),
+])
+def test_finetune_results_are_named_after_the_checkpoint(checkpoint, tag):
+    from autogcl.cli import checkpoint_tag
+
+    assert checkpoint_tag(checkpoint) == tag
+
+
+def test_the_grid_example_in_the_help_parses_for_every_protocol():
+    import re
+    from dataclasses import fields
+
+    from autogcl.config import RunOptions
+    from autogcl.protocols.configs import FinetuneConfig, SemiConfig, UnsupervisedConfig
+    from autogcl.protocols.grid import parse_grid
+
+    help_text = next(f.metadata["help"] for f in fields(RunOptions) if f.name == "grid")
+    example = re.search(r"e\.g\. --grid (.+?);", help_text).group(1).split()
+    for cls in (UnsupervisedConfig, SemiConfig, FinetuneConfig):
+        points = parse_grid(cls, example)
+        assert len(points) == 4, cls.__name__
