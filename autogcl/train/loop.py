@@ -124,23 +124,28 @@ class Trainer:
             checkpointed with the others).
         ckpt_every: checkpoint every this many epochs, after the last, and (``ckpt_on_report``)
             whenever ``evaluate`` reported something.
+        ckpt_seconds: also checkpoint after any epoch that ends this many seconds or more after
+            the last checkpoint (or the start), so that an interrupted fit of slow epochs loses
+            little whatever ``ckpt_every`` is (``None``: epochs only). Which epochs are saved
+            never changes the numbers: a fit resumed from any of them equals an unbroken one.
         desc, show_progress: the progress bar (``None``: shown on a terminal).
     """
 
     def __init__(self, strategy: Strategy, device=None, checkpoint: Path | None = None,
                  loader_gen: torch.Generator | None = None, ckpt_every: int = 1, ckpt_on_report: bool = True,
-                 desc: str = "train", show_progress: bool | None = None):
+                 ckpt_seconds: float | None = 60.0, desc: str = "train", show_progress: bool | None = None):
         self.strategy = strategy
         if device is not None:
             strategy.to(device)
         self.checkpoint = None if checkpoint is None else Path(checkpoint)
         self.loader_gen = loader_gen if loader_gen is not None else torch.Generator()
-        self.ckpt_every, self.ckpt_on_report = ckpt_every, ckpt_on_report
+        self.ckpt_every, self.ckpt_on_report, self.ckpt_seconds = ckpt_every, ckpt_on_report, ckpt_seconds
         self.desc, self.show_progress = desc, show_progress
 
     def save(self, rows: list[dict], epoch: int, extra: dict) -> None:
         runs.save_checkpoint(self.checkpoint, self.strategy.modules(), self.strategy.optimizers(),
                              self.loader_gen, rows=rows, epoch=epoch, extra=extra)
+        self._saved_at = time.monotonic()
 
     def resume(self) -> tuple[list[dict], int, dict] | None:
         """``(rows, last epoch, extra)`` of the checkpoint, restored into the strategy."""
@@ -172,6 +177,7 @@ class Trainer:
             start = max(start, last + 1)
             if rows and stop is not None and stop(rows[-1]):
                 return rows
+        self._saved_at = time.monotonic()
         bar = tqdm(range(start, epochs + 1), desc=self.desc, unit="epoch", leave=False,
                    disable=None if self.show_progress is None else not self.show_progress)
         for epoch in bar:
@@ -183,8 +189,9 @@ class Trainer:
             if "loss" in row:
                 bar.set_postfix(loss=f"{row['loss']:.3f}")
             done = stop is not None and stop(row)
+            overdue = self.ckpt_seconds is not None and time.monotonic() - self._saved_at >= self.ckpt_seconds
             if self.checkpoint is not None and (epoch % self.ckpt_every == 0 or (reported and self.ckpt_on_report)
-                                                or done or epoch == epochs):
+                                                or done or epoch == epochs or overdue):
                 self.save(rows, epoch, extra)
             if done:
                 break

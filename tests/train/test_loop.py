@@ -70,3 +70,21 @@ def test_checkpoint_records_cuda_rng_slot_and_loads_weights_only(tmp_path):
     Trainer(strat, loader_gen=gen, checkpoint=tmp_path / "c.pt", show_progress=False).fit(loader, 1)
     state = torch.load(tmp_path / "c.pt", weights_only=True)  # plain tensors and containers only
     assert "cuda" in state["rng"] and state["epoch"] == 1
+
+
+@pytest.mark.parametrize("seconds, saved", [(0.0, 2), (None, None), (3600.0, None)])
+def test_slow_epochs_are_checkpointed_by_time_whatever_ckpt_every(tmp_path, seconds, saved):
+    strat, loader, gen = build()
+    real = strat.train_epoch
+
+    def breaks(data, epoch):
+        if epoch == 3:
+            raise KeyboardInterrupt
+        return real(data, epoch)
+    strat.train_epoch = breaks
+    trainer = Trainer(strat, loader_gen=gen, checkpoint=tmp_path / "c.pt", ckpt_every=10, ckpt_seconds=seconds,
+                      show_progress=False)
+    with pytest.raises(KeyboardInterrupt):
+        trainer.fit(loader, 20)
+    resumed = trainer.resume()
+    assert (None if resumed is None else resumed[1]) == saved  # the last epoch saved before the cut
