@@ -63,3 +63,14 @@ def data_root() -> Path:
     if not (DATA_ROOT / "TU" / "MUTAG" / "raw").is_dir():
         pytest.skip(f"offline data mirror not found at {DATA_ROOT} (set AUTOGCL_TEST_DATA)")
     return DATA_ROOT
+
+
+def break_at(strat, cut: int) -> None:
+    """Make ``strat`` raise KeyboardInterrupt when epoch ``cut`` starts (an interrupted fit)."""
+    real = strat.train_epoch
+
+    def breaks(data, epoch):
+        if epoch == cut:
+            raise KeyboardInterrupt
+        return real(data, epoch)
+    strat.train_epoch = breaks

@@ -7,6 +7,7 @@ import pytest
 from autogcl.cli import main
 from autogcl.data import load_tu
 from autogcl.protocols import semi as S
+from tests.conftest import break_at
 
 
 def test_every_row_runs_and_writes_results(data_root, tmp_path):
@@ -51,14 +52,7 @@ def test_an_interrupted_fold_resumes_where_it_stopped(data_root, tmp_path, monke
 
     def build_then_break(*a, **k):
         pre, strat, kind = real_build(*a, **k)
-        target = pre if phase == "pretrain" else strat
-        real_epoch = target.train_epoch
-
-        def breaks(data, e):
-            if e == epoch:
-                raise KeyboardInterrupt
-            return real_epoch(data, e)
-        target.train_epoch = breaks
+        break_at(pre if phase == "pretrain" else strat, epoch)
         return pre, strat, kind
 
     monkeypatch.setattr(S, "build", build_then_break)

@@ -8,7 +8,7 @@ from autogcl.augment import RandomAugmentor
 from autogcl.models import ContrastModel, GINEncoder
 from autogcl.runs import seed_everything
 from autogcl.train import GraphCLStrategy, Trainer
-from tests.conftest import make_batch
+from tests.conftest import break_at, make_batch
 
 
 def build(seed=0):
@@ -35,19 +35,13 @@ def test_resume_gives_the_numbers_of_an_unbroken_fit(tmp_path):
     ref = Trainer(strat, loader_gen=gen, checkpoint=tmp_path / "ref.pt", show_progress=False).fit(loader, 4)
 
     strat, loader, gen = build()
-    real = strat.train_epoch
-
-    def breaks(data, epoch):
-        if epoch == 3:
-            raise KeyboardInterrupt
-        return real(data, epoch)
-    strat.train_epoch = breaks
+    break_at(strat, 3)
     with pytest.raises(KeyboardInterrupt):
         Trainer(strat, loader_gen=gen, checkpoint=tmp_path / "cut.pt", show_progress=False).fit(loader, 4)
 
     strat, loader, gen = build(seed=123)  # other fresh state: everything must come from the checkpoint
     rows = Trainer(strat, loader_gen=gen, checkpoint=tmp_path / "cut.pt", show_progress=False).fit(loader, 4)
-    strip = lambda rs: [{k: v for k, v in r.items() if k != "time_s"} for r in rs]  # noqa: E731
+    strip = lambda rs: [{k: v for k, v in r.items() if k != "time_s"} for r in rs]
     assert strip(rows) == strip(ref)
 
 
@@ -75,13 +69,7 @@ def test_checkpoint_records_cuda_rng_slot_and_loads_weights_only(tmp_path):
 @pytest.mark.parametrize("seconds, saved", [(0.0, 2), (None, None), (3600.0, None)])
 def test_slow_epochs_are_checkpointed_by_time_whatever_ckpt_every(tmp_path, seconds, saved):
     strat, loader, gen = build()
-    real = strat.train_epoch
-
-    def breaks(data, epoch):
-        if epoch == 3:
-            raise KeyboardInterrupt
-        return real(data, epoch)
-    strat.train_epoch = breaks
+    break_at(strat, 3)
     trainer = Trainer(strat, loader_gen=gen, checkpoint=tmp_path / "c.pt", ckpt_every=10, ckpt_seconds=seconds,
                       show_progress=False)
     with pytest.raises(KeyboardInterrupt):
