@@ -4,7 +4,9 @@ A *unit* is one independent piece of a sweep (for the unsupervised protocol: one
 dataset x method x seed). A unit works in ``<dir>.partial/`` (checkpoints, metrics so far)
 and, when finished, that folder is renamed atomically to ``<dir>``, which then holds
 ``config.json``, ``metrics.csv`` and ``result.json``. A finished unit is never redone on
-``--resume``; a partial one continues from its last checkpoint.
+``--resume``; a partial one continues from its last checkpoint. While a unit runs, its process
+holds the lock file ``.<dir>.lock`` beside it, so that the same command started twice on one
+run folder refuses the unit instead of racing over its checkpoint.
 """
 
 from __future__ import annotations
@@ -13,7 +15,10 @@ import logging
 import os
 import random
 import shutil
-from collections.abc import Callable, Iterable, Sequence
+import socket
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -38,6 +43,7 @@ __all__ = [
     "atomic_write_text",
     "check_resumable",
     "config_diff",
+    "holding",
     "load_checkpoint",
     "publish",
     "read_json",
@@ -112,6 +118,10 @@ class Unit:
         return self.dir.parent / f".{self.dir.name}.partial"
 
     @property
+    def lock(self) -> Path:
+        return self.dir.parent / f".{self.dir.name}.lock"
+
+    @property
     def finished(self) -> bool:
         return (self.dir / "result.json").is_file()
 
@@ -153,12 +163,53 @@ def check_resumable(units: Iterable[Unit], resume: bool) -> None:
             )
 
 
-def run_one(unit: Unit, fn: Callable[[Unit], dict], restart_damaged: bool = False) -> None:
-    """Run one unfinished unit (wherever an executor runs it). A unit whose interrupted work
-    cannot be read back (a truncated checkpoint, a damaged ``config.json``) is restarted from
-    the beginning with ``restart_damaged``, else refused with the unit named."""
+@contextmanager
+def holding(unit: Unit, wait: float = 30.0) -> Iterator[None]:
+    """Hold ``unit``'s lock file while the block runs; a :class:`ConfigError` naming the holder
+    when another process still holds it after ``wait`` seconds. The lock is an OS file lock
+    (``flock``), so a holder that dies, ``kill -9`` included, releases it: a killed run never
+    leaves a stale lock (the wait covers forked children, such as data-loader workers, that
+    outlive their parent by a few seconds). Without ``fcntl`` (Windows) nothing is locked."""
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    unit.lock.parent.mkdir(parents=True, exist_ok=True)
+    with open(unit.lock, "a+") as f:
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    f.seek(0)
+                    holder = f.read().strip() or "another process"
+                    raise ConfigError(f"{unit.label or unit.dir} is being run by {holder} (lock {unit.lock}); "
+                                      "let it finish, or stop it and rerun with --resume") from None
+                time.sleep(0.2)
+        f.seek(0)
+        f.truncate()
+        f.write(f"pid {os.getpid()} on {socket.gethostname()}\n")
+        f.flush()
+        yield
+
+
+def run_one(unit: Unit, fn: Callable[[Unit], dict], restart_damaged: bool = False, wait: float = 30.0) -> None:
+    """Run one unfinished unit (wherever an executor runs it), holding its lock
+    (:func:`holding`, ``wait`` seconds at most for another holder). A unit whose interrupted
+    work cannot be read back (a truncated checkpoint, a damaged ``config.json``) is restarted
+    from the beginning with ``restart_damaged``, else refused with the unit named."""
     if unit.finished:
         return
+    with holding(unit, wait):
+        if unit.finished:  # finished by the holder we waited for
+            return
+        _run_unlocked(unit, fn, restart_damaged)
+
+
+def _run_unlocked(unit: Unit, fn: Callable[[Unit], dict], restart_damaged: bool) -> None:
     try:
         fn(unit)
     except DamagedFileError as exc:
@@ -307,7 +358,8 @@ def run_units(units: list[Unit], fn: Callable[[Unit], dict] | Sequence[Callable[
     if not resume:
         for u, _ in todo:  # a stale partial from an earlier run is not ours to continue
             if u.partial.exists():
-                shutil.rmtree(u.partial)
+                with holding(u, wait=0):  # unless a live run is working in it
+                    shutil.rmtree(u.partial)
     bar = tqdm(total=len(units), initial=len(units) - len(todo), desc=desc, unit=what,
                disable=None if show_progress is None else not show_progress)
     def done(unit: Unit) -> None:

@@ -93,3 +93,34 @@ def test_serial_executor_skips_finished_units(tmp_path):
     done.clear()
     assert [r["seed"] for r in runs.run_serial(units, fn)] == [0, 1, 2]
     assert done == [0, 2]
+
+
+def test_a_unit_another_process_is_running_is_refused_not_raced(tmp_path):
+    import subprocess
+    import sys
+
+    unit = runs.Unit(dir=tmp_path / "seed0", config={}, seed=0, label="MUTAG seed 0")
+    ran = []
+
+    def fn(u):
+        u.partial.mkdir()
+        runs.publish(u, [], {"acc": 1.0})
+        ran.append(u.seed)
+
+    code = ("import sys, fcntl, time\nf = open(sys.argv[1], 'a+')\nfcntl.flock(f, fcntl.LOCK_EX)\n"
+            "f.write('pid 4242 on elsewhere'); f.flush()\nprint('held', flush=True)\ntime.sleep(60)")
+    # another process holds the unit, as a second `autogcl ... --resume` on the same folder would
+    holder = subprocess.Popen([sys.executable, "-c", code, str(unit.lock)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(ConfigError, match=r"MUTAG seed 0 is being run by pid 4242 on elsewhere"):
+            runs.run_one(unit, fn, wait=0.3)
+        unit.partial.mkdir()  # its work in progress is not deleted by a fresh run either
+        with pytest.raises(ConfigError, match="is being run by"):
+            runs.run_units([unit], fn, resume=False, desc="t", show_progress=False)
+        assert unit.partial.is_dir() and ran == []
+    finally:
+        holder.kill()  # a killed holder (kill -9) releases the lock: nothing stale is left
+        holder.wait(timeout=30)
+    runs.run_units([unit], fn, resume=False, desc="t", show_progress=False)
+    assert ran == [0] and unit.result() == {"acc": 1.0}
