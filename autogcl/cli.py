@@ -438,7 +438,7 @@ def checkpoint_tag(checkpoint: str) -> str:
     is named by its run folder (runs/pretrain/NAME/encoder.pt: NAME), any other file by its stem
     (pretrained/autogcl-moses200k.pt: autogcl-moses200k)."""
     path = Path(checkpoint)
-    return path.resolve().parent.name if path.name == "encoder.pt" else path.stem
+    return (path.resolve().parent.name if path.name == "encoder.pt" else "") or path.stem
 
 
 def cmd_finetune(args) -> int:

@@ -63,6 +63,11 @@ class SerialExecutor:
             on_done(unit)
 
 
+#: seconds a Ray task waits for its unit's lock: a retried task's dead predecessor may hold it
+#: that long on NFS, whose server keeps a lost node's lock for its lease (about 90 s on NFSv4)
+RETRY_WAIT = 120.0
+
+
 def autogcl_unit(fn, unit, restart_damaged: bool, threads: int, log_level: int) -> None:
     """The Ray task of one unit (named ``autogcl <unit label>``: its worker's process title reads
     ``ray::autogcl <unit label>`` while it runs)."""
@@ -72,7 +77,7 @@ def autogcl_unit(fn, unit, restart_damaged: bool, threads: int, log_level: int) 
 
     logging.basicConfig(level=log_level, format="%(levelname)s %(name)s: %(message)s")
     torch.set_num_threads(threads)
-    run_one(unit, fn, restart_damaged)
+    run_one(unit, fn, restart_damaged, wait=RETRY_WAIT)
 
 
 def check_reachable(address: str | None, timeout: float = 5.0) -> None:

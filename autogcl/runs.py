@@ -11,6 +11,7 @@ run folder refuses the unit instead of racing over its checkpoint.
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import random
@@ -59,6 +60,8 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+#: errno values of storage that refuses file locks (the unit then runs unlocked)
+_NO_LOCKS = {errno.ENOLCK, errno.ENOSYS, errno.EOPNOTSUPP, errno.EINVAL}
 
 #: keys of a stored ``config.json`` that describe where a unit ran, not what it computes
 RUNTIME_KEY = "runtime"
@@ -169,7 +172,10 @@ def holding(unit: Unit, wait: float = 30.0) -> Iterator[None]:
     when another process still holds it after ``wait`` seconds. The lock is an OS file lock
     (``flock``), so a holder that dies, ``kill -9`` included, releases it: a killed run never
     leaves a stale lock (the wait covers forked children, such as data-loader workers, that
-    outlive their parent by a few seconds). Without ``fcntl`` (Windows) nothing is locked."""
+    outlive their parent by a few seconds). On NFS the server keeps a lost node's lock for its
+    lease (about 90 s on NFSv4), hence the Ray executor's longer wait. Without ``fcntl``
+    (Windows), or on storage that refuses file locks (NFSv3 without its lock daemon, Lustre
+    without ``flock``), the unit runs unlocked, with a warning."""
     try:
         import fcntl
     except ImportError:
@@ -177,22 +183,30 @@ def holding(unit: Unit, wait: float = 30.0) -> Iterator[None]:
         return
     unit.lock.parent.mkdir(parents=True, exist_ok=True)
     with open(unit.lock, "a+") as f:
-        deadline = time.monotonic() + wait
+        deadline, locked = time.monotonic() + wait, True
         while True:
             try:
                 fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
-            except BlockingIOError:
+            except OSError as exc:
+                if exc.errno in _NO_LOCKS:
+                    log.warning("%s: %s cannot be locked (%s); running without protection against a second "
+                                "run of the same folder", unit.label or unit.dir, unit.lock, exc.strerror)
+                    locked = False
+                    break
+                if not isinstance(exc, BlockingIOError):
+                    raise
                 if time.monotonic() >= deadline:
                     f.seek(0)
                     holder = f.read().strip() or "another process"
                     raise ConfigError(f"{unit.label or unit.dir} is being run by {holder} (lock {unit.lock}); "
                                       "let it finish, or stop it and rerun with --resume") from None
                 time.sleep(0.2)
-        f.seek(0)
-        f.truncate()
-        f.write(f"pid {os.getpid()} on {socket.gethostname()}\n")
-        f.flush()
+        if locked:
+            f.seek(0)
+            f.truncate()
+            f.write(f"pid {os.getpid()} on {socket.gethostname()}\n")
+            f.flush()
         yield
 
 
@@ -204,7 +218,8 @@ def run_one(unit: Unit, fn: Callable[[Unit], dict], restart_damaged: bool = Fals
     if unit.finished:
         return
     with holding(unit, wait):
-        if unit.finished:  # finished by the holder we waited for
+        if unit.finished:  # finished by the holder we waited for: kept only if it is this configuration
+            check_resumable([unit], resume=True)
             return
         _run_unlocked(unit, fn, restart_damaged)
 
@@ -308,7 +323,8 @@ def check_run_folder(out: Path, what: str) -> None:
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise ConfigError(f"--out {out} is a file; name a folder for the run")
-    if out.is_dir() and not (out / "result.json").is_file() and any(out.iterdir()):
+    if out.is_dir() and not (out / "result.json").is_file() and any(
+            not (p.name.startswith(".") and p.name.endswith(".lock")) for p in out.iterdir()):
         raise ConfigError(f"--out {out} holds other files and no finished {what} run; name a new or empty folder")
 
 
@@ -358,7 +374,7 @@ def run_units(units: list[Unit], fn: Callable[[Unit], dict] | Sequence[Callable[
     if not resume:
         for u, _ in todo:  # a stale partial from an earlier run is not ours to continue
             if u.partial.exists():
-                with holding(u, wait=0):  # unless a live run is working in it
+                with holding(u, wait=5):  # unless a live run is working in it
                     shutil.rmtree(u.partial)
     bar = tqdm(total=len(units), initial=len(units) - len(todo), desc=desc, unit=what,
                disable=None if show_progress is None else not show_progress)

@@ -57,6 +57,7 @@ def test_only_the_invoked_command_is_built():
     ("runs/pretrain/autogcl-moses200k/encoder.pt", "autogcl-moses200k"),  # a pre-training run folder
     ("pretrained/autogcl-moses200k.pt", "autogcl-moses200k"),  # a file of its own: its stem
     ("my-encoder.pt", "my-encoder"),
+    ("/encoder.pt", "encoder"),  # no run folder to name it after
 ])
 def test_finetune_results_are_named_after_the_checkpoint(checkpoint, tag):
     from autogcl.cli import checkpoint_tag

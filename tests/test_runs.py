@@ -124,3 +124,44 @@ def test_a_unit_another_process_is_running_is_refused_not_raced(tmp_path):
         holder.wait(timeout=30)
     runs.run_units([unit], fn, resume=False, desc="t", show_progress=False)
     assert ran == [0] and unit.result() == {"acc": 1.0}
+
+
+def test_a_unit_finished_by_the_run_it_waited_for_is_kept_only_if_its_configuration_matches(tmp_path):
+    import subprocess
+    import sys
+
+    unit = runs.Unit(dir=tmp_path / "seed0", config={"epochs": 2}, seed=0)
+    code = ("import json, sys, fcntl, time, pathlib\nf = open(sys.argv[1], 'a+')\nfcntl.flock(f, fcntl.LOCK_EX)\n"
+            "print('held', flush=True)\ntime.sleep(0.5)\nd = pathlib.Path(sys.argv[2]); d.mkdir()\n"
+            "(d / 'config.json').write_text(json.dumps({'epochs': 3}))\n(d / 'result.json').write_text('{}')\n")
+    holder = subprocess.Popen([sys.executable, "-c", code, str(unit.lock), str(unit.dir)], stdout=subprocess.PIPE,
+                              text=True)
+    assert holder.stdout.readline().strip() == "held"
+    with pytest.raises(ConfigError, match="epochs: 3 != 2"):  # the other run's result is not adopted
+        runs.run_one(unit, lambda u: pytest.fail("a finished unit ran again"), wait=30)
+    assert holder.wait(timeout=30) == 0
+
+
+def test_storage_without_file_locks_runs_the_unit_unlocked(tmp_path, monkeypatch, caplog):
+    import errno
+    import fcntl
+
+    def refuse(f, op):
+        raise OSError(errno.ENOLCK, "No locks available")
+    monkeypatch.setattr(fcntl, "flock", refuse)
+    unit = runs.Unit(dir=tmp_path / "seed0", config={}, seed=0)
+
+    def fn(u):
+        u.partial.mkdir()
+        runs.publish(u, [], {"acc": 1.0})
+    with caplog.at_level("WARNING"):
+        runs.run_one(unit, fn)
+    assert unit.result() == {"acc": 1.0} and "cannot be locked (No locks available)" in caplog.text
+
+
+def test_a_one_unit_run_folder_may_hold_lock_files_of_earlier_runs(tmp_path):
+    (tmp_path / ".old-run.lock").write_text("pid 1 on x\n")
+    runs.check_run_folder(tmp_path, "pre-training")  # no error: only a lock file
+    (tmp_path / "notes.txt").write_text("mine")
+    with pytest.raises(ConfigError, match="holds other files"):
+        runs.check_run_folder(tmp_path, "pre-training")
