@@ -9,7 +9,11 @@ more, a last row pools every paired value of every sweep. The ``val`` selection 
 ``test_max`` columns are there to compare with published figures, never to choose.
 
     python scripts/compare_runs.py runs/tables/unsupervised runs/lossforms/unsupervised \\
-        --labels paper,released
+        --labels paper,released --plot docs/results/loss_forms.png
+
+``--plot FILE`` also draws the paired differences of the ``val`` selection: one row per sweep,
+each seed (or seed x fold) a dot, the mean with a bar of ± one sample std, and the pooled
+values last (.png and .svg).
 """
 
 from __future__ import annotations
@@ -102,11 +106,49 @@ def table(a_runs: dict, b_runs: dict, labels: tuple[str, str]) -> str:
     return "\n".join(lines)
 
 
+def differences(a_runs: dict, b_runs: dict, selection: str = "val") -> list[tuple[str, np.ndarray]]:
+    """The paired differences B - A of each sweep both folders hold, by tag, for the figure."""
+    rows = [(key[1], paired(a_runs[key], b_runs[key], selection)) for key in sorted(set(a_runs) & set(b_runs))]
+    return [(tag, r["d"]) for tag, r in rows if r is not None]
+
+
+def plot(a_runs: dict, b_runs: dict, labels: tuple[str, str], out: Path, selection: str = "val") -> list[Path]:
+    """Draw :func:`differences` (with a pooled row when there are two sweeps or more) to ``out``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from autogcl.viz import save_figure
+
+    rows = differences(a_runs, b_runs, selection)
+    if not rows:
+        raise SystemExit("compare_runs.py: no sweep can be paired for the figure")
+    if len(rows) > 1:
+        rows.append(("pooled", np.concatenate([d for _, d in rows])))
+    la, lb = labels
+    fig, ax = plt.subplots(figsize=(6.4, 0.55 * len(rows) + 1.3))
+    for y, (tag, d) in enumerate(reversed(rows)):
+        colour = "C3" if tag == "pooled" else "C0"
+        ax.scatter(d, np.full(len(d), y), s=14, alpha=0.55, color=colour, zorder=2)
+        sd = d.std(ddof=1) if len(d) > 1 else 0.0
+        ax.errorbar(d.mean(), y + 0.25, xerr=sd, fmt="D", ms=5, color=colour, capsize=3, zorder=3)
+    ax.axvline(0, color="0.4", lw=1, zorder=1)
+    ax.set_yticks(range(len(rows)), [f"{tag} (n={len(d)})" for tag, d in reversed(rows)])
+    ax.set_ylim(-0.6, len(rows) - 0.4)
+    ax.set_xlabel(f"accuracy {lb} - {la} (points, {selection} selection)")
+    ax.set_title(f"{lb} vs {la}: paired differences (dots), mean ± sample std (diamonds)", fontsize=10)
+    ax.grid(axis="x", alpha=0.3)
+    return save_figure(fig, out)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("a", type=Path, help="the first configuration's run folder")
     ap.add_argument("b", type=Path, help="the second configuration's run folder")
     ap.add_argument("--labels", default="A,B", help="names of the two sides, comma-separated (default A,B)")
+    ap.add_argument("--plot", type=Path, metavar="FILE", help="also draw the val selection's paired differences "
+                    "(FILE.png and FILE.svg)")
     args = ap.parse_args(argv)
     labels = tuple(args.labels.split(","))
     if len(labels) != 2:
@@ -114,7 +156,11 @@ def main(argv=None) -> int:
     from autogcl.errors import AutoGCLError
 
     try:
-        print(table(sweeps(args.a), sweeps(args.b), labels))
+        a_runs, b_runs = sweeps(args.a), sweeps(args.b)
+        print(table(a_runs, b_runs, labels))
+        if args.plot:
+            for path in plot(a_runs, b_runs, labels, args.plot):
+                print(f"wrote {path}")
     except AutoGCLError as exc:
         print(f"compare_runs.py: error: {exc}", file=sys.stderr)
         return 2

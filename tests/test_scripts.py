@@ -122,3 +122,23 @@ def test_mnist_background_drops_exactly_the_strokes(data_root, capsys):
     assert mb.main(["--data-root", str(data_root), "--limit", "40", "--epochs", "1"]) == 0
     rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith(("| whole", "| background"))]
     assert len(rows) == 2 and all(0 <= float(r.split("|")[2].strip(" %")) <= 100 for r in rows)
+
+
+def test_compare_runs_draws_the_paired_differences(tmp_path, capsys):
+    import json
+
+    for side, vals in (("a", [[80.0, 82.0, 84.0], [70.0, 70.0]]), ("b", [[81.0, 81.0, 86.0], [73.0, 70.0]])):
+        for tag, v in zip(("MUTAG-autogcl", "IMDB-autogcl"), vals):
+            (tmp_path / side / tag).mkdir(parents=True)
+            (tmp_path / side / tag / "summary.json").write_text(json.dumps({
+                "protocol": "unsupervised", "dataset": tag.split("-")[0], "method": "autogcl", "tag": tag,
+                "seeds": list(range(len(v))), "n_seeds": len(v), "config": {},
+                **{k: {"mean": sum(v) / len(v), "std": 0.0, "values": v} for k in ("val", "test_max")}}))
+    cr = load_script("compare_runs")
+    runs_a, runs_b = cr.sweeps(tmp_path / "a"), cr.sweeps(tmp_path / "b")
+    diffs = {tag: d.tolist() for tag, d in cr.differences(runs_a, runs_b)}
+    assert diffs == {"IMDB-autogcl": [3.0, 0.0], "MUTAG-autogcl": [1.0, -1.0, 2.0]}
+    assert cr.main([str(tmp_path / "a"), str(tmp_path / "b"), "--plot", str(tmp_path / "fig" / "d.png")]) == 0
+    assert (tmp_path / "fig" / "d.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "<svg" in (tmp_path / "fig" / "d.svg").read_text()
+    assert f"wrote {tmp_path / 'fig' / 'd.png'}" in capsys.readouterr().out
