@@ -6,7 +6,8 @@ and, when finished, that folder is renamed atomically to ``<dir>``, which then h
 ``config.json``, ``metrics.csv`` and ``result.json``. A finished unit is never redone on
 ``--resume``; a partial one continues from its last checkpoint. While a unit runs, its process
 holds the lock file ``.<dir>.lock`` beside it, so that the same command started twice on one
-run folder refuses the unit instead of racing over its checkpoint.
+run folder refuses the unit instead of racing over its checkpoint; the file is removed when the
+unit ends.
 """
 
 from __future__ import annotations
@@ -168,8 +169,8 @@ def check_resumable(units: Iterable[Unit], resume: bool) -> None:
 
 @contextmanager
 def holding(unit: Unit, wait: float = 30.0) -> Iterator[None]:
-    """Hold ``unit``'s lock file while the block runs; a :class:`ConfigError` naming the holder
-    when another process still holds it after ``wait`` seconds. The lock is an OS file lock
+    """Hold ``unit``'s lock file while the block runs (and remove it after); a :class:`ConfigError`
+    naming the holder when another process still holds it after ``wait`` seconds. The lock is an OS file lock
     (``flock``), so a holder that dies, ``kill -9`` included, releases it: a killed run never
     leaves a stale lock (the wait covers forked children, such as data-loader workers, that
     outlive their parent by a few seconds). On NFS the server keeps a lost node's lock for its
@@ -182,32 +183,54 @@ def holding(unit: Unit, wait: float = 30.0) -> Iterator[None]:
         yield
         return
     unit.lock.parent.mkdir(parents=True, exist_ok=True)
-    with open(unit.lock, "a+") as f:
-        deadline, locked = time.monotonic() + wait, True
-        while True:
-            try:
-                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except OSError as exc:
-                if exc.errno in _NO_LOCKS:
-                    log.warning("%s: %s cannot be locked (%s); running without protection against a second "
-                                "run of the same folder", unit.label or unit.dir, unit.lock, exc.strerror)
-                    locked = False
-                    break
-                if not isinstance(exc, BlockingIOError):
-                    raise
-                if time.monotonic() >= deadline:
-                    f.seek(0)
-                    holder = f.read().strip() or "another process"
-                    raise ConfigError(f"{unit.label or unit.dir} is being run by {holder} (lock {unit.lock}); "
-                                      "let it finish, or stop it and rerun with --resume") from None
-                time.sleep(0.2)
+    deadline = time.monotonic() + wait
+    while True:  # until we hold the lock of the file that is at unit.lock now
+        f = open(unit.lock, "a+")  # noqa: SIM115 (closed below, after the block)
+        locked = _acquire(f, unit, deadline, fcntl)
+        if not locked or _same_file(f, unit.lock):
+            break
+        f.close()  # the holder we waited for removed it when its unit ended: lock the new one
+    try:
         if locked:
             f.seek(0)
             f.truncate()
             f.write(f"pid {os.getpid()} on {socket.gethostname()}\n")
             f.flush()
         yield
+    finally:
+        unit.lock.unlink(missing_ok=True)  # while still held: a waiter then sees it is gone
+        f.close()
+
+
+def _same_file(f, path: Path) -> bool:
+    try:
+        return os.fstat(f.fileno()).st_ino == os.stat(path).st_ino
+    except FileNotFoundError:
+        return False
+
+
+def _acquire(f, unit: Unit, deadline: float, fcntl) -> bool:
+    """Lock ``f`` (True), or False on storage that refuses locks; a :class:`ConfigError` naming the
+    holder at ``deadline``."""
+    while True:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except OSError as exc:
+            if exc.errno in _NO_LOCKS:
+                log.warning("%s: %s cannot be locked (%s); running without protection against a second "
+                            "run of the same folder", unit.label or unit.dir, unit.lock, exc.strerror)
+                return False
+            if not isinstance(exc, BlockingIOError):
+                f.close()
+                raise
+            if time.monotonic() >= deadline:
+                f.seek(0)
+                holder = f.read().strip() or "another process"
+                f.close()
+                raise ConfigError(f"{unit.label or unit.dir} is being run by {holder} (lock {unit.lock}); "
+                                  "let it finish, or stop it and rerun with --resume") from None
+            time.sleep(0.2)
 
 
 def run_one(unit: Unit, fn: Callable[[Unit], dict], restart_damaged: bool = False, wait: float = 30.0) -> None:

@@ -124,6 +124,17 @@ def test_a_unit_another_process_is_running_is_refused_not_raced(tmp_path):
         holder.wait(timeout=30)
     runs.run_units([unit], fn, resume=False, desc="t", show_progress=False)
     assert ran == [0] and unit.result() == {"acc": 1.0}
+    assert not unit.lock.exists()  # removed when the unit ended: run folders keep no lock files
+
+
+def test_a_failed_unit_leaves_no_lock_file(tmp_path):
+    unit = runs.Unit(dir=tmp_path / "seed0", config={}, seed=0)
+
+    def fails(u):
+        raise ValueError("bad data")
+    with pytest.raises(ValueError, match="bad data"):
+        runs.run_one(unit, fails)
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_a_unit_finished_by_the_run_it_waited_for_is_kept_only_if_its_configuration_matches(tmp_path):
