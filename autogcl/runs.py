@@ -244,10 +244,10 @@ def run_one(unit: Unit, fn: Callable[[Unit], dict], restart_damaged: bool = Fals
         if unit.finished:  # finished by the holder we waited for: kept only if it is this configuration
             check_resumable([unit], resume=True)
             return
-        _run_unlocked(unit, fn, restart_damaged)
+        _run_restarting_damaged(unit, fn, restart_damaged)
 
 
-def _run_unlocked(unit: Unit, fn: Callable[[Unit], dict], restart_damaged: bool) -> None:
+def _run_restarting_damaged(unit: Unit, fn: Callable[[Unit], dict], restart_damaged: bool) -> None:
     try:
         fn(unit)
     except DamagedFileError as exc:

@@ -114,12 +114,9 @@ def differences(a_runs: dict, b_runs: dict, selection: str = "val") -> list[tupl
 
 def plot(a_runs: dict, b_runs: dict, labels: tuple[str, str], out: Path, selection: str = "val") -> list[Path]:
     """Draw :func:`differences` (with a pooled row when there are two sweeps or more) to ``out``."""
-    import matplotlib
-
-    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from autogcl.viz import save_figure
+    from autogcl.viz import save_figure  # selects the Agg backend
 
     rows = differences(a_runs, b_runs, selection)
     if not rows:
