@@ -5,8 +5,11 @@ seeds), this pairs their sweeps that share a tag (unsupervised: ``DATASET-METHOD
 ``DATASET-ROW``) and, for the ``val`` and ``test_max`` selections, prints each side's mean ± std,
 the paired difference B - A (mean ± sample std over the paired values: seeds, or seeds x
 folds), how often B is ahead, and a two-sided paired t-test's p-value; with two sweeps or
-more, a last row pools every paired value of every sweep. The ``val`` selection decides; the
-``test_max`` columns are there to compare with published figures, never to choose.
+more, a last row pools every paired value of every sweep, and two checks follow the table that a
+few large differences cannot carry on their own: the pooled median with a Wilcoxon signed-rank
+test, and a sign test over the sweeps (how many sweeps' mean difference favours B). The ``val``
+selection decides; the ``test_max`` columns are there to compare with published figures, never
+to choose.
 
     python scripts/compare_runs.py runs/tables/unsupervised runs/lossforms/unsupervised \\
         --labels paper,released --plot docs/results/loss_forms.png
@@ -106,6 +109,29 @@ def table(a_runs: dict, b_runs: dict, labels: tuple[str, str]) -> str:
     return "\n".join(lines)
 
 
+def robust(a_runs: dict, b_runs: dict, labels: tuple[str, str]) -> list[str]:
+    """Checks of the pooled differences that do not rest on their mean: per selection, the median
+    and a two-sided Wilcoxon signed-rank p (zero differences dropped), and the sweeps whose mean
+    difference favours B against those favouring A with an exact two-sided sign test. Empty with
+    fewer than two paired sweeps."""
+    from scipy.stats import binomtest, wilcoxon
+
+    la, lb = labels
+    lines = []
+    for sel in SELECTIONS:
+        ds = [d for _, d in differences(a_runs, b_runs, sel)]
+        if len(ds) < 2:
+            continue
+        d = np.concatenate(ds)
+        p_w = float(wilcoxon(d).pvalue) if (d != 0).any() else float("nan")
+        up, down = sum(x.mean() > 0 for x in ds), sum(x.mean() < 0 for x in ds)
+        p_s = float(binomtest(up, up + down).pvalue) if up + down else float("nan")
+        lines.append(f"{sel}: pooled median {lb} - {la} {np.median(d):+.2f} over {len(d)} pairs, "
+                     f"Wilcoxon signed-rank p {fmt_p(p_w)}; sweeps whose mean favours {lb} {up}/{len(ds)}"
+                     f" ({la} {down}), sign test p {fmt_p(p_s)}")
+    return lines
+
+
 def differences(a_runs: dict, b_runs: dict, selection: str = "val") -> list[tuple[str, np.ndarray]]:
     """The paired differences B - A of each sweep both folders hold, by tag, for the figure."""
     rows = [(key[1], paired(a_runs[key], b_runs[key], selection)) for key in sorted(set(a_runs) & set(b_runs))]
@@ -155,6 +181,9 @@ def main(argv=None) -> int:
     try:
         a_runs, b_runs = sweeps(args.a), sweeps(args.b)
         print(table(a_runs, b_runs, labels))
+        checks = robust(a_runs, b_runs, labels)
+        if checks:
+            print("\n" + "\n".join(checks))
         if args.plot:
             for path in plot(a_runs, b_runs, labels, args.plot):
                 print(f"wrote {path}")

@@ -55,13 +55,25 @@ def test_compare_runs_pairs_sweeps_seed_by_seed(tmp_path, capsys):
     cr = load_script("compare_runs")
     assert cr.main([str(a), str(b), "--labels", "paper,released"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert "val released - paper" in lines[0] and len(lines) == 4  # one paired sweep: nothing to pool
+    assert "val released - paper" in lines[0] and len(lines) == 4  # one paired sweep: nothing to pool or check
     write(a, "IMDB-autogcl", [70.0, 70.0, 70.0], [70.0, 70.0, 70.0])
     write(b, "IMDB-autogcl", [73.0, 70.0, 70.0], [70.0, 70.0, 70.0])
     assert cr.main([str(a), str(b)]) == 0
-    pooled = [c.strip() for c in capsys.readouterr().out.splitlines()[-1].strip("|").split("|")]
+    out = capsys.readouterr().out.splitlines()
+    pooled = [c.strip() for c in next(x for x in out if x.startswith("| all sweeps")).strip("|").split("|")]
     # six differences +1, -1, +2, +3, 0, 0: mean +0.83, sample std 1.47, 3 ahead
     assert pooled[:2] == ["all sweeps, pooled", "6"] and pooled[4:6] == ["+0.83 ± 1.47", "3/6"]
+    # the checks below the table: median +0.5; Wilcoxon on the four non-zero differences; both
+    # sweeps' means (+0.67, +1.00) favour B, sign test p = 2 x 0.5^2 = 0.5
+    from scipy.stats import wilcoxon
+
+    val = next(x for x in out if x.startswith("val: "))
+    assert val == (f"val: pooled median B - A +0.50 over 6 pairs, Wilcoxon signed-rank p "
+                   f"{wilcoxon([1.0, -1.0, 2.0, 3.0]).pvalue:.3f}; sweeps whose mean favours B 2/2 (A 0), sign test p 0.500")
+    # test_max: differences 0, +1, +1 and 0, 0, 0: median 0, IMDB's mean 0 favours neither side
+    assert next(x for x in out if x.startswith("test_max: ")).endswith("+0.00 over 6 pairs, Wilcoxon signed-rank p "
+                                                                     f"{wilcoxon([1.0, 1.0]).pvalue:.3f}; sweeps whose "
+                                                                     "mean favours B 1/2 (A 0), sign test p 1.000")
     assert cr.main([str(a), str(b), "--labels", "paper,released"]) == 0
     lines = capsys.readouterr().out.splitlines()[:5]
     mutag = [c.strip() for c in lines[3].strip("|").split("|")]
