@@ -154,3 +154,46 @@ def test_compare_runs_draws_the_paired_differences(tmp_path, capsys):
     assert (tmp_path / "fig" / "d.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "<svg" in (tmp_path / "fig" / "d.svg").read_text()
     assert f"wrote {tmp_path / 'fig' / 'd.png'}" in capsys.readouterr().out
+
+
+def test_transfer_sizes_runs_each_setting_once_and_reports_the_curve(data_root, tmp_path, capsys):
+    import json
+
+    import pytest
+
+    ts = load_script("transfer_sizes")
+    assert ts.parse_setting("50000x2") == ("moses50000x2", 50000, 2)
+    assert ts.parse_setting("fullx1") == ("mosesfullx1", None, 1) and ts.parse_setting("none")[1:] == (None, None)
+    for bad in ("50000", "nonex2", "x2", "fullx"):
+        with pytest.raises(SystemExit, match="give none, NxE or fullxE"):
+            ts.parse_setting(bad)
+    b, se = ts.slope([(1e3, 61.0), (1e4, 63.0), (1e5, 65.0)])  # exactly +2 per decade
+    assert abs(b - 2.0) < 1e-9 and se < 1e-6 and ts.slope([(1e3, 60.0), (1e4, 61.0)]) is None
+
+    corpus = tmp_path / "corpus.smi"
+    corpus.write_text("\n".join(["CCO", "c1ccccc1O", "CC(=O)Nc1ccccc1", "CCN(CC)CC", "OCC(O)CO"] * 6) + "\n")
+    lines = (data_root / "moleculenet" / "bbbp.csv").read_text().splitlines()
+    csv = tmp_path / "tiny.csv"
+    csv.write_text("\n".join(lines[:1] + lines[1:61] + lines[-60:]) + "\n")
+    results, out = tmp_path / "results", tmp_path / "runs"
+    args = ["--results", str(results), "run", "--pretrain", "none", "16x1", "fullx1", "--datasets", "tiny",
+            "--seeds", "1", "--epochs", "1", "--out", str(out),
+            f"--pretrain-opts=--corpus {corpus} --batch-size 8 --chunk-size 20 --workers 1",
+            f"--finetune-opts=--csv {csv} --label-cols p_np --workers 1 --device cpu"]
+    assert ts.main(args) == 0
+    tsv = (results / "commands.tsv").read_text().splitlines()[1:]  # below the header
+    assert len(tsv) == 5 and all(line.split("\t")[3] == "0" for line in tsv)  # 2 pre-trainings, 3 fine-tunings
+    assert "--max-molecules 16" in tsv[1] and "--max-molecules" not in tsv[3]
+    pre = json.loads((results / "summaries/sizes/pretrain/moses16x1/result.json").read_text())
+    assert pre["molecules_seen"] == 16 and pre["corpus"]["molecules"] == 16
+    s = json.loads((results / "summaries/sizes/transfer/mosesfullx1/tiny/summary.json").read_text())
+    assert s["pretrain"] == {"epochs": 1, "molecules_seen": 24, "corpus_molecules": 30}
+    assert ts.main(args) == 0  # everything finished: nothing runs again
+    assert len((results / "commands.tsv").read_text().splitlines()) == 6
+    capsys.readouterr()
+    assert ts.main(["--results", str(results), "report"]) == 0
+    table = (results / "transfer_sizes.md").read_text()
+    rows = [r for r in table.splitlines() if r.startswith("| tiny |")]
+    assert [r.split(" | ")[1] for r in rows] == ["no_pretrain", "moses16x1", "mosesfullx1"]  # by molecules seen
+    assert rows[2].split(" | ")[2:5] == ["30", "1", "24"] and "fewer than three pre-trained points" in table
+    assert (results / "transfer_sizes.png").read_bytes()[:4] == b"\x89PNG"

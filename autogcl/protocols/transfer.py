@@ -236,8 +236,16 @@ def make_summary(cfg: FinetuneConfig, results: list[dict], dataset_dir: Path) ->
     return {"protocol": "transfer", "tag": dataset_dir.parent.name, "dataset": cfg.dataset, "selection": cfg.select,
             "pretrained": cfg.checkpoint is not None,
             "pretrain_method": results[0]["encoder_meta"].get("method") if cfg.checkpoint else None,
+            "pretrain": _pretraining(results[0]["encoder_meta"]) if cfg.checkpoint else None,
             "config": cfg.to_dict(), "num_molecules": split["num_graphs"],
             "skipped_smiles": len(info.get("skipped", [])), "split_sizes": split["sizes"], **summarize(results)}
+
+
+def _pretraining(meta: dict) -> dict:
+    """How much pre-training the fine-tuned encoder had, from its checkpoint's record: epochs,
+    molecules seen in all, and the corpus's molecules (for a study of pre-training size)."""
+    return {"epochs": meta.get("epochs"), "molecules_seen": meta.get("molecules_seen"),
+            "corpus_molecules": (meta.get("corpus") or {}).get("molecules")}
 
 
 def dataset_names(spec: str) -> list[str]:

@@ -67,6 +67,7 @@ def test_cli_pretrain_then_finetune(tiny_csv, tmp_path, capsys):
                  str(pre / "encoder.pt"), "--epochs", "1", "--seeds", "1", "--out", str(out), "--no-progress"]) == 0
     s = T.runs.read_json(out / "pre" / "tiny" / "summary.json")
     assert s["pretrained"] and s["pretrain_method"] == "autogcl"
+    assert s["pretrain"] == {"epochs": 1, "molecules_seen": 24, "corpus_molecules": 30}  # 3 steps of 8
     assert "| tiny | pre | 1 | 1 |" in capsys.readouterr().out
     assert main(["report", str(out)]) == 0
     assert "Transfer" in (out / "report.md").read_text()

@@ -1,0 +1,217 @@
+"""How fine-tuning ROC-AUC moves with the amount of molecule pre-training (corpus size x epochs).
+
+``run`` pre-trains one encoder per setting of ``--pretrain`` (``NxE``: the first N molecules of
+the corpus for E epochs; ``fullxE``: the whole corpus; ``none``: the No-pretrain row) and
+fine-tunes each on each dataset for the paper's 100 epochs over ``--seeds`` seeds, dataset by
+dataset (so one dataset's whole curve lands first). Every step is an ``autogcl`` command run with
+``--resume``: the same command continues an interrupted study without redoing finished units,
+and each command's wall time is appended to ``docs/results/commands.tsv``. Finished summaries
+and the pre-training records are copied under ``docs/results/summaries/sizes/``.
+
+``report`` builds ``docs/results/transfer_sizes.md`` (the table, both selections, and the slope
+of ROC-AUC per tenfold more molecules seen, fitted on the ``val`` means) and
+``docs/results/transfer_sizes.png`` from those summaries.
+
+    python scripts/transfer_sizes.py run --data-root ../shared/data
+    python scripts/transfer_sizes.py run --pretrain none 50000x2 --datasets clintox --seeds 3
+    python scripts/transfer_sizes.py report
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+SPEC = re.compile(r"^(none|full|\d+)(?:x(\d+))?$")
+
+
+def parse_setting(spec: str) -> tuple[str, int | None, int | None]:
+    """``none`` -> ("no_pretrain", None, None); ``50000x2`` -> ("moses50000x2", 50000, 2);
+    ``fullx1`` -> ("mosesfullx1", None, 1). Anything else is a usage error."""
+    m = SPEC.match(spec)
+    if not m or (m.group(1) == "none") != (m.group(2) is None):
+        raise SystemExit(f"transfer_sizes.py: --pretrain {spec!r}: give none, NxE or fullxE (e.g. 50000x2)")
+    if m.group(1) == "none":
+        return "no_pretrain", None, None
+    n = None if m.group(1) == "full" else int(m.group(1))
+    return f"moses{m.group(1)}x{m.group(2)}", n, int(m.group(2))
+
+
+def timed(cmd: list[str], log: Path, results: Path) -> int:
+    """Run ``autogcl`` with ``cmd``; append its times and exit code to ``results/commands.tsv``."""
+    start = time.time()
+    with open(log, "a") as fh:
+        rc = subprocess.call([sys.executable, "-m", "autogcl", *cmd], stdout=fh, stderr=subprocess.STDOUT, cwd=ROOT)
+    end = time.time()
+    iso = [datetime.fromtimestamp(t, UTC).isoformat(timespec="seconds") for t in (start, end)]
+    threads = os.environ.get("OMP_NUM_THREADS")
+    line = f"{iso[0]}\t{iso[1]}\t{round(end - start)}\t{rc}\t" + \
+        (f"OMP_NUM_THREADS={threads} " if threads else "") + "autogcl " + " ".join(cmd)
+    tsv = results / "commands.tsv"
+    tsv.parent.mkdir(parents=True, exist_ok=True)
+    with open(tsv, "a") as fh:
+        fh.write(("" if tsv.stat().st_size else "started\tfinished\twall_s\texit\tcommand\n") + line + "\n")
+    return rc
+
+
+def publish(out: Path, results: Path) -> None:
+    """Finished summaries and pre-training records under ``results/summaries/sizes/``."""
+    dest = results / "summaries" / "sizes"
+    for f in (out / "transfer").glob("*/*/summary.json"):
+        target = dest / "transfer" / f.relative_to(out / "transfer")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(f, target)
+    for f in (out / "pretrain").glob("*/result.json"):
+        target = dest / "pretrain" / f.parent.name / "result.json"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(f, target)
+
+
+def run(args) -> int:
+    out = Path(args.out)
+    (out / "logs").mkdir(parents=True, exist_ok=True)
+    settings = [parse_setting(s) for s in args.pretrain]
+    common = ["--data-root", str(args.data_root)] if args.data_root else []
+    results = Path(args.results)
+    for ds in args.datasets.split(","):
+        for tag, n, epochs in settings:
+            ckpt = []
+            if n is not None or epochs is not None:
+                pre = out / "pretrain" / tag
+                if not (pre / "result.json").is_file():
+                    cmd = ["transfer", "pretrain", "--epochs", str(epochs), "--out", str(pre), "--resume",
+                           "--no-progress", *common, *args.pretrain_opts.split()]
+                    cmd += ["--max-molecules", str(n)] if n else []
+                    if timed(cmd, out / "logs" / f"pretrain-{tag}.log", results):
+                        print(f"pre-training {tag} failed: see {out / 'logs'}", file=sys.stderr)
+                        return 1
+                ckpt = ["--checkpoint", str(pre / "encoder.pt")]
+            if (out / "transfer" / tag / ds / "summary.json").is_file():
+                continue
+            cmd = ["transfer", "finetune", "--dataset", ds, "--seeds", str(args.seeds), "--epochs",
+                   str(args.epochs), "--tag", tag, "--out", str(out / "transfer"), "--resume", "--no-progress",
+                   *ckpt, *common, *args.finetune_opts.split()]
+            rc = timed(cmd, out / "logs" / f"finetune-{tag}-{ds}.log", results)
+            publish(out, results)
+            if rc:
+                print(f"fine-tuning {tag} on {ds} failed: see {out / 'logs'}", file=sys.stderr)
+                return 1
+            print(f"{ds} {tag}: done", flush=True)
+    return 0
+
+
+def load(folder: Path) -> dict:
+    """(dataset, tag) -> summary, for every finished fine-tuning sweep below ``folder``."""
+    return {(f.parent.name, f.parent.parent.name): json.loads(f.read_text())
+            for f in sorted(folder.glob("*/*/summary.json"))}
+
+
+def seen(s: dict) -> float:
+    """Molecules seen in pre-training (0 for the No-pretrain row)."""
+    return float((s.get("pretrain") or {}).get("molecules_seen") or 0)
+
+
+def slope(points: list[tuple[float, float]]) -> tuple[float, float] | None:
+    """Least-squares slope of ROC-AUC against log10(molecules seen) and its standard error;
+    None with fewer than three pre-trained points."""
+    if len(points) < 3:
+        return None
+    x, y = np.log10([p[0] for p in points]), np.array([p[1] for p in points])
+    (b, _), cov = np.polyfit(x, y, 1, cov=True)
+    return float(b), float(np.sqrt(cov[0, 0]))
+
+
+def report(args) -> int:
+    from autogcl.protocols.published import TRANSFER
+
+    results = Path(args.results)
+    sums = load(results / "summaries" / "sizes" / "transfer")
+    if not sums:
+        raise SystemExit(f"transfer_sizes.py: no finished sweep under {results}/summaries/sizes/transfer")
+    datasets = sorted({d for d, _ in sums})
+    lines = [("| dataset | pre-training | corpus molecules | epochs | molecules seen | seeds | val | test_max | "
+             "published (test_max) |"), "|" + "---|" * 9]
+    fits = []
+    for ds in datasets:
+        rows = sorted(((t, s) for (d, t), s in sums.items() if d == ds), key=lambda ts: seen(ts[1]))
+        for tag, s in rows:
+            p = s.get("pretrain") or {}
+            pub = TRANSFER.get(("autogcl" if s["pretrained"] else "no_pretrain", ds))
+            lines.append(f"| {ds} | {tag} | {p.get('corpus_molecules') or '-'} | {p.get('epochs') or '-'} | "
+                         f"{int(seen(s)) or '-'} | {s['n_seeds']} | {s['val']['mean']:.2f} ± {s['val']['std']:.2f} | "
+                         f"{s['test_max']['mean']:.2f} ± {s['test_max']['std']:.2f} | "
+                         f"{f'{pub[0]:.2f} ± {pub[1]:.2f}' if pub else '-'} |")
+        fit = slope([(seen(s), s["val"]["mean"]) for _, s in rows if seen(s) > 0])
+        fits.append(f"- {ds}: " + ("fewer than three pre-trained points" if fit is None else
+                                   f"{fit[0]:+.2f} ± {fit[1]:.2f} ROC-AUC points per tenfold more molecules seen"))
+    text = ("## Fine-tuning ROC-AUC against the amount of pre-training (mean ± std over seeds)\n\n"
+            + "\n".join(lines) + "\n\nSlope of the `val` means against log10(molecules seen), least squares "
+            "(± its standard error):\n\n" + "\n".join(fits) + "\n")
+    (results / "transfer_sizes.md").write_text(text)
+    print(text)
+    for path in plot(sums, datasets, results / "transfer_sizes.png"):
+        print(f"wrote {path}")
+    return 0
+
+
+def plot(sums: dict, datasets: list[str], out: Path) -> list[Path]:
+    import matplotlib.pyplot as plt
+
+    from autogcl.viz import save_figure  # selects the Agg backend
+
+    fig, axes = plt.subplots(1, len(datasets), figsize=(3.4 * len(datasets), 3.2), squeeze=False)
+    for ax, ds in zip(axes[0], datasets):
+        rows = sorted((s for (d, _), s in sums.items() if d == ds), key=seen)
+        for sel, style in (("val", "o-"), ("test_max", "s--")):
+            pts = [(seen(s), s[sel]["mean"], s[sel]["std"]) for s in rows if seen(s) > 0]
+            if pts:
+                x, y, e = map(np.array, zip(*pts))
+                ax.errorbar(x, y, yerr=e, fmt=style, capsize=3, label=sel)
+            base = [s for s in rows if seen(s) == 0]
+            if base:
+                ax.axhline(base[0][sel]["mean"], ls=":", color="C0" if sel == "val" else "C1",
+                           label=f"no pre-training ({sel})")
+        ax.set_xscale("log")
+        ax.set_title(ds)
+        ax.set_xlabel("molecules seen in pre-training")
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel("ROC-AUC %")
+    axes[0][-1].legend(fontsize=7)
+    return save_figure(fig, out)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--results", default=str(ROOT / "docs" / "results"),
+                    help="where commands.tsv, summaries/sizes/ and the report go (default docs/results)")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run", help="pre-train and fine-tune (resumable)")
+    r.add_argument("--pretrain", nargs="+", default=["none", "50000x2", "50000x8", "200000x2", "fullx1"],
+                   help="settings: none, NxE (first N molecules, E epochs) or fullxE")
+    r.add_argument("--datasets", default="clintox,bbbp,bace,sider", help="MoleculeNet names, comma-separated")
+    r.add_argument("--seeds", type=int, default=3)
+    r.add_argument("--epochs", type=int, default=100, help="fine-tuning epochs")
+    r.add_argument("--out", default="runs/sizes")
+    r.add_argument("--data-root", default=os.environ.get("AUTOGCL_DATA"))
+    r.add_argument("--pretrain-opts", default="", help="more options of the pre-training commands (give as "
+                   "--pretrain-opts='...')")
+    r.add_argument("--finetune-opts", default="--executor serial --cpus-per-unit 1",
+                   help="more options of the fine-tuning commands (default: %(default)s)")
+    sub.add_parser("report", help="the table and figure from the published summaries")
+    args = ap.parse_args(argv)
+    return run(args) if args.cmd == "run" else report(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
