@@ -7,7 +7,7 @@ the paired difference B - A (mean ± sample std over the paired values: seeds, o
 folds), how often B is ahead, and a two-sided paired t-test's p-value; with two sweeps or
 more, a last row pools every paired value of every sweep, and two checks follow the table that a
 few large differences cannot carry on their own: the pooled median with a Wilcoxon signed-rank
-test, and a sign test over the sweeps (how many sweeps' mean difference favours B). The ``val``
+test, and a sign test over the sweeps (how many sweeps' median difference favours B). The ``val``
 selection decides; the ``test_max`` columns are there to compare with published figures, never
 to choose.
 
@@ -51,7 +51,7 @@ def paired(a: dict, b: dict, selection: str) -> dict | None:
     va, vb = (np.asarray(s[selection].get("values", []), dtype=float) for s in (a, b))
     if len(va) != len(vb) or len(va) == 0 or np.isnan(va).any() or np.isnan(vb).any():
         return None
-    d = vb - va
+    d = np.round(vb - va, 9)  # 70.85 - 70.00 and 70.00 - 70.85 are exact opposites, ties exact ties
     p = float(ttest_rel(vb, va).pvalue) if len(d) > 1 and d.std() > 0 else float("nan")
     return {"a": va, "b": vb, "d": d, "wins": int((d > 0).sum()), "ties": int((d == 0).sum()), "p": p}
 
@@ -111,7 +111,7 @@ def table(a_runs: dict, b_runs: dict, labels: tuple[str, str]) -> str:
 
 def robust(a_runs: dict, b_runs: dict, labels: tuple[str, str]) -> list[str]:
     """Checks of the pooled differences that do not rest on their mean: per selection, the median
-    and a two-sided Wilcoxon signed-rank p (zero differences dropped), and the sweeps whose mean
+    and a two-sided Wilcoxon signed-rank p (zero differences dropped), and the sweeps whose median
     difference favours B against those favouring A with an exact two-sided sign test. Empty with
     fewer than two paired sweeps."""
     from scipy.stats import binomtest, wilcoxon
@@ -124,10 +124,10 @@ def robust(a_runs: dict, b_runs: dict, labels: tuple[str, str]) -> list[str]:
             continue
         d = np.concatenate(ds)
         p_w = float(wilcoxon(d).pvalue) if (d != 0).any() else float("nan")
-        up, down = sum(x.mean() > 0 for x in ds), sum(x.mean() < 0 for x in ds)
+        up, down = sum(np.median(x) > 0 for x in ds), sum(np.median(x) < 0 for x in ds)
         p_s = float(binomtest(up, up + down).pvalue) if up + down else float("nan")
         lines.append(f"{sel}: pooled median {lb} - {la} {np.median(d):+.2f} over {len(d)} pairs, "
-                     f"Wilcoxon signed-rank p {fmt_p(p_w)}; sweeps whose mean favours {lb} {up}/{len(ds)}"
+                     f"Wilcoxon signed-rank p {fmt_p(p_w)}; sweeps whose median favours {lb} {up}/{len(ds)}"
                      f" ({la} {down}), sign test p {fmt_p(p_s)}")
     return lines
 

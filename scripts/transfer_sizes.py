@@ -23,6 +23,7 @@ import argparse
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -33,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
-SPEC = re.compile(r"^(none|full|\d+)(?:x(\d+))?$")
+SPEC = re.compile(r"^(none|full|[1-9]\d*)(?:x([1-9]\d*))?$")  # counts >= 1, no leading zeros
 
 
 def parse_setting(spec: str) -> tuple[str, int | None, int | None]:
@@ -44,7 +45,7 @@ def parse_setting(spec: str) -> tuple[str, int | None, int | None]:
         raise SystemExit(f"transfer_sizes.py: --pretrain {spec!r}: give none, NxE or fullxE (e.g. 50000x2)")
     if m.group(1) == "none":
         return "no_pretrain", None, None
-    n = None if m.group(1) == "full" else int(m.group(1))
+    n = None if m.group(1) == "full" else int(m.group(1))  # None: the whole corpus
     return f"moses{m.group(1)}x{m.group(2)}", n, int(m.group(2))
 
 
@@ -52,12 +53,12 @@ def timed(cmd: list[str], log: Path, results: Path) -> int:
     """Run ``autogcl`` with ``cmd``; append its times and exit code to ``results/commands.tsv``."""
     start = time.time()
     with open(log, "a") as fh:
-        rc = subprocess.call([sys.executable, "-m", "autogcl", *cmd], stdout=fh, stderr=subprocess.STDOUT, cwd=ROOT)
+        rc = subprocess.call([sys.executable, "-m", "autogcl", *cmd], stdout=fh, stderr=subprocess.STDOUT)
     end = time.time()
     iso = [datetime.fromtimestamp(t, UTC).isoformat(timespec="seconds") for t in (start, end)]
     threads = os.environ.get("OMP_NUM_THREADS")
     line = f"{iso[0]}\t{iso[1]}\t{round(end - start)}\t{rc}\t" + \
-        (f"OMP_NUM_THREADS={threads} " if threads else "") + "autogcl " + " ".join(cmd)
+        (f"OMP_NUM_THREADS={threads} " if threads else "") + "autogcl " + shlex.join(cmd)
     tsv = results / "commands.tsv"
     tsv.parent.mkdir(parents=True, exist_ok=True)
     with open(tsv, "a") as fh:
@@ -79,29 +80,28 @@ def publish(out: Path, results: Path) -> None:
 
 
 def run(args) -> int:
-    out = Path(args.out)
+    """Every step is handed to autogcl with ``--resume``, even one that finished: autogcl keeps
+    its finished units (in a second or two) and refuses one made with another configuration
+    (other seeds, epochs or options), so a changed study never reuses a stale result."""
+    out, results = Path(args.out).resolve(), Path(args.results).resolve()
     (out / "logs").mkdir(parents=True, exist_ok=True)
     settings = [parse_setting(s) for s in args.pretrain]
-    common = ["--data-root", str(args.data_root)] if args.data_root else []
-    results = Path(args.results)
+    common = ["--data-root", str(Path(args.data_root).resolve())] if args.data_root else []
     for ds in args.datasets.split(","):
         for tag, n, epochs in settings:
             ckpt = []
             if n is not None or epochs is not None:
                 pre = out / "pretrain" / tag
-                if not (pre / "result.json").is_file():
-                    cmd = ["transfer", "pretrain", "--epochs", str(epochs), "--out", str(pre), "--resume",
-                           "--no-progress", *common, *args.pretrain_opts.split()]
-                    cmd += ["--max-molecules", str(n)] if n else []
-                    if timed(cmd, out / "logs" / f"pretrain-{tag}.log", results):
-                        print(f"pre-training {tag} failed: see {out / 'logs'}", file=sys.stderr)
-                        return 1
+                cmd = ["transfer", "pretrain", "--epochs", str(epochs), "--out", str(pre), "--resume",
+                       "--no-progress", *common, *shlex.split(args.pretrain_opts)]
+                cmd += ["--max-molecules", str(n)] if n is not None else []
+                if timed(cmd, out / "logs" / f"pretrain-{tag}.log", results):
+                    print(f"pre-training {tag} failed: see {out / 'logs'}", file=sys.stderr)
+                    return 1
                 ckpt = ["--checkpoint", str(pre / "encoder.pt")]
-            if (out / "transfer" / tag / ds / "summary.json").is_file():
-                continue
             cmd = ["transfer", "finetune", "--dataset", ds, "--seeds", str(args.seeds), "--epochs",
                    str(args.epochs), "--tag", tag, "--out", str(out / "transfer"), "--resume", "--no-progress",
-                   *ckpt, *common, *args.finetune_opts.split()]
+                   *ckpt, *common, *shlex.split(args.finetune_opts)]
             rc = timed(cmd, out / "logs" / f"finetune-{tag}-{ds}.log", results)
             publish(out, results)
             if rc:
@@ -118,18 +118,29 @@ def load(folder: Path) -> dict:
 
 
 def seen(s: dict) -> float:
-    """Molecules seen in pre-training (0 for the No-pretrain row)."""
-    return float((s.get("pretrain") or {}).get("molecules_seen") or 0)
+    """Molecules seen in pre-training: 0 for the No-pretrain row, NaN for an encoder whose
+    checkpoint does not record it (left out of the curve and the fit)."""
+    if not s.get("pretrained"):
+        return 0.0
+    return float((s.get("pretrain") or {}).get("molecules_seen") or "nan")
 
 
-def slope(points: list[tuple[float, float]]) -> tuple[float, float] | None:
-    """Least-squares slope of ROC-AUC against log10(molecules seen) and its standard error;
-    None with fewer than three pre-trained points."""
-    if len(points) < 3:
+def order(s: dict) -> tuple[float, str]:
+    """Rows by molecules seen (the No-pretrain row first, unrecorded amounts last), then tag."""
+    x = seen(s)
+    return (x if np.isfinite(x) else np.inf, s.get("tag", ""))
+
+
+def slope(points: list[tuple[float, float]]) -> tuple[float, float, int] | None:
+    """Least-squares slope of ROC-AUC against log10(molecules seen), its standard error and the
+    number of points; None unless three points or more at two amounts or more (with three
+    points the error has one degree of freedom: read it as a rough scale, not an interval)."""
+    points = [(x, y) for x, y in points if np.isfinite(x) and x > 0 and np.isfinite(y)]
+    if len(points) < 3 or len({x for x, _ in points}) < 2:
         return None
     x, y = np.log10([p[0] for p in points]), np.array([p[1] for p in points])
     (b, _), cov = np.polyfit(x, y, 1, cov=True)
-    return float(b), float(np.sqrt(cov[0, 0]))
+    return float(b), float(np.sqrt(cov[0, 0])), len(points)
 
 
 def report(args) -> int:
@@ -144,20 +155,23 @@ def report(args) -> int:
              "published (test_max) |"), "|" + "---|" * 9]
     fits = []
     for ds in datasets:
-        rows = sorted(((t, s) for (d, t), s in sums.items() if d == ds), key=lambda ts: seen(ts[1]))
+        rows = sorted(((t, s) for (d, t), s in sums.items() if d == ds), key=lambda ts: order(ts[1]))
         for tag, s in rows:
             p = s.get("pretrain") or {}
-            pub = TRANSFER.get(("autogcl" if s["pretrained"] else "no_pretrain", ds))
+            pub = TRANSFER.get((s.get("pretrain_method") or "autogcl", ds) if s["pretrained"] else ("no_pretrain", ds))
+            x = seen(s)
             lines.append(f"| {ds} | {tag} | {p.get('corpus_molecules') or '-'} | {p.get('epochs') or '-'} | "
-                         f"{int(seen(s)) or '-'} | {s['n_seeds']} | {s['val']['mean']:.2f} ± {s['val']['std']:.2f} | "
+                         f"{int(x) if np.isfinite(x) and x > 0 else '-'} | {s['n_seeds']} | "
+                         f"{s['val']['mean']:.2f} ± {s['val']['std']:.2f} | "
                          f"{s['test_max']['mean']:.2f} ± {s['test_max']['std']:.2f} | "
                          f"{f'{pub[0]:.2f} ± {pub[1]:.2f}' if pub else '-'} |")
-        fit = slope([(seen(s), s["val"]["mean"]) for _, s in rows if seen(s) > 0])
-        fits.append(f"- {ds}: " + ("fewer than three pre-trained points" if fit is None else
-                                   f"{fit[0]:+.2f} ± {fit[1]:.2f} ROC-AUC points per tenfold more molecules seen"))
+        fit = slope([(seen(s), s["val"]["mean"]) for _, s in rows])
+        fits.append(f"- {ds}: " + ("fewer than three pre-trained points at two amounts or more" if fit is None else
+                                   f"{fit[0]:+.2f} ± {fit[1]:.2f} ROC-AUC points per tenfold more molecules seen "
+                                   f"({fit[2]} points)"))
     text = ("## Fine-tuning ROC-AUC against the amount of pre-training (mean ± std over seeds)\n\n"
             + "\n".join(lines) + "\n\nSlope of the `val` means against log10(molecules seen), least squares "
-            "(± its standard error):\n\n" + "\n".join(fits) + "\n")
+            "(± its standard error; with few points a rough scale, not an interval):\n\n" + "\n".join(fits) + "\n")
     (results / "transfer_sizes.md").write_text(text)
     print(text)
     for path in plot(sums, datasets, results / "transfer_sizes.png"):
@@ -172,9 +186,9 @@ def plot(sums: dict, datasets: list[str], out: Path) -> list[Path]:
 
     fig, axes = plt.subplots(1, len(datasets), figsize=(3.4 * len(datasets), 3.2), squeeze=False)
     for ax, ds in zip(axes[0], datasets):
-        rows = sorted((s for (d, _), s in sums.items() if d == ds), key=seen)
+        rows = sorted((s for (d, _), s in sums.items() if d == ds), key=order)
         for sel, style in (("val", "o-"), ("test_max", "s--")):
-            pts = [(seen(s), s[sel]["mean"], s[sel]["std"]) for s in rows if seen(s) > 0]
+            pts = [(seen(s), s[sel]["mean"], s[sel]["std"]) for s in rows if np.isfinite(seen(s)) and seen(s) > 0]
             if pts:
                 x, y, e = map(np.array, zip(*pts))
                 ax.errorbar(x, y, yerr=e, fmt=style, capsize=3, label=sel)
@@ -207,7 +221,7 @@ def main(argv=None) -> int:
     r.add_argument("--pretrain-opts", default="", help="more options of the pre-training commands (give as "
                    "--pretrain-opts='...')")
     r.add_argument("--finetune-opts", default="--executor serial --cpus-per-unit 1",
-                   help="more options of the fine-tuning commands (default: %(default)s)")
+                   help="more options of the fine-tuning commands; replaces the default (%(default)s)")
     sub.add_parser("report", help="the table and figure from the published summaries")
     args = ap.parse_args(argv)
     return run(args) if args.cmd == "run" else report(args)

@@ -63,17 +63,17 @@ def test_compare_runs_pairs_sweeps_seed_by_seed(tmp_path, capsys):
     pooled = [c.strip() for c in next(x for x in out if x.startswith("| all sweeps")).strip("|").split("|")]
     # six differences +1, -1, +2, +3, 0, 0: mean +0.83, sample std 1.47, 3 ahead
     assert pooled[:2] == ["all sweeps, pooled", "6"] and pooled[4:6] == ["+0.83 ± 1.47", "3/6"]
-    # the checks below the table: median +0.5; Wilcoxon on the four non-zero differences; both
-    # sweeps' means (+0.67, +1.00) favour B, sign test p = 2 x 0.5^2 = 0.5
+    # the checks below the table: median +0.5; Wilcoxon on the four non-zero differences; one
+    # sweep's median (+1, 0) favours B, the other neither: sign test p = 1
     from scipy.stats import wilcoxon
 
     val = next(x for x in out if x.startswith("val: "))
     assert val == (f"val: pooled median B - A +0.50 over 6 pairs, Wilcoxon signed-rank p "
-                   f"{wilcoxon([1.0, -1.0, 2.0, 3.0]).pvalue:.3f}; sweeps whose mean favours B 2/2 (A 0), sign test p 0.500")
-    # test_max: differences 0, +1, +1 and 0, 0, 0: median 0, IMDB's mean 0 favours neither side
+                   f"{wilcoxon([1.0, -1.0, 2.0, 3.0]).pvalue:.3f}; sweeps whose median favours B 1/2 (A 0), sign test p 1.000")
+    # test_max: differences 0, +1, +1 and 0, 0, 0: pooled median 0, IMDB's median 0 favours neither side
     assert next(x for x in out if x.startswith("test_max: ")).endswith("+0.00 over 6 pairs, Wilcoxon signed-rank p "
                                                                      f"{wilcoxon([1.0, 1.0]).pvalue:.3f}; sweeps whose "
-                                                                     "mean favours B 1/2 (A 0), sign test p 1.000")
+                                                                     "median favours B 1/2 (A 0), sign test p 1.000")
     assert cr.main([str(a), str(b), "--labels", "paper,released"]) == 0
     lines = capsys.readouterr().out.splitlines()[:5]
     mutag = [c.strip() for c in lines[3].strip("|").split("|")]
@@ -164,11 +164,12 @@ def test_transfer_sizes_runs_each_setting_once_and_reports_the_curve(data_root, 
     ts = load_script("transfer_sizes")
     assert ts.parse_setting("50000x2") == ("moses50000x2", 50000, 2)
     assert ts.parse_setting("fullx1") == ("mosesfullx1", None, 1) and ts.parse_setting("none")[1:] == (None, None)
-    for bad in ("50000", "nonex2", "x2", "fullx"):
+    for bad in ("50000", "nonex2", "x2", "fullx", "0x2", "050000x2", "50000x0"):
         with pytest.raises(SystemExit, match="give none, NxE or fullxE"):
             ts.parse_setting(bad)
-    b, se = ts.slope([(1e3, 61.0), (1e4, 63.0), (1e5, 65.0)])  # exactly +2 per decade
-    assert abs(b - 2.0) < 1e-9 and se < 1e-6 and ts.slope([(1e3, 60.0), (1e4, 61.0)]) is None
+    b, se, n = ts.slope([(1e3, 61.0), (1e4, 63.0), (1e5, 65.0), (float("nan"), 70.0)])  # exactly +2 per decade
+    assert abs(b - 2.0) < 1e-9 and se < 1e-6 and n == 3 and ts.slope([(1e3, 60.0), (1e4, 61.0)]) is None
+    assert ts.slope([(1e4, 60.0), (1e4, 61.0), (1e4, 62.0)]) is None  # one amount: no slope
 
     corpus = tmp_path / "corpus.smi"
     corpus.write_text("\n".join(["CCO", "c1ccccc1O", "CC(=O)Nc1ccccc1", "CCN(CC)CC", "OCC(O)CO"] * 6) + "\n")
@@ -176,24 +177,29 @@ def test_transfer_sizes_runs_each_setting_once_and_reports_the_curve(data_root, 
     csv = tmp_path / "tiny.csv"
     csv.write_text("\n".join(lines[:1] + lines[1:61] + lines[-60:]) + "\n")
     results, out = tmp_path / "results", tmp_path / "runs"
-    args = ["--results", str(results), "run", "--pretrain", "none", "16x1", "fullx1", "--datasets", "tiny",
+    args = ["--results", str(results), "run", "--pretrain", "none", "fullx1", "--datasets", "tiny",
             "--seeds", "1", "--epochs", "1", "--out", str(out),
             f"--pretrain-opts=--corpus {corpus} --batch-size 8 --chunk-size 20 --workers 1",
             f"--finetune-opts=--csv {csv} --label-cols p_np --workers 1 --device cpu"]
     assert ts.main(args) == 0
     tsv = (results / "commands.tsv").read_text().splitlines()[1:]  # below the header
-    assert len(tsv) == 5 and all(line.split("\t")[3] == "0" for line in tsv)  # 2 pre-trainings, 3 fine-tunings
-    assert "--max-molecules 16" in tsv[1] and "--max-molecules" not in tsv[3]
-    pre = json.loads((results / "summaries/sizes/pretrain/moses16x1/result.json").read_text())
-    assert pre["molecules_seen"] == 16 and pre["corpus"]["molecules"] == 16
+    assert len(tsv) == 3 and all(line.split("\t")[3] == "0" for line in tsv)  # no_pretrain, pre-training, its fine-tuning
+    assert "autogcl transfer pretrain --epochs 1" in tsv[1] and "--max-molecules" not in tsv[1]  # full: the whole corpus
+    pre = json.loads((results / "summaries/sizes/pretrain/mosesfullx1/result.json").read_text())
+    assert pre["molecules_seen"] == 24 and pre["corpus"]["molecules"] == 30
     s = json.loads((results / "summaries/sizes/transfer/mosesfullx1/tiny/summary.json").read_text())
     assert s["pretrain"] == {"epochs": 1, "molecules_seen": 24, "corpus_molecules": 30}
-    assert ts.main(args) == 0  # everything finished: nothing runs again
-    assert len((results / "commands.tsv").read_text().splitlines()) == 6
+    done = {f: f.stat().st_mtime_ns for f in out.rglob("result.json")}
+    assert ts.main(args) == 0  # everything finished: autogcl is asked again and keeps it all
+    assert {f: f.stat().st_mtime_ns for f in out.rglob("result.json")} == done and len(done) == 3
+    again = (results / "commands.tsv").read_text().splitlines()[4:]
+    assert len(again) == 3 and all(line.split("\t")[3] == "0" for line in again)
+    assert ts.main(args[:-1] + [args[-1] + " --lr 0.01"]) == 1  # another configuration: refused, nothing lost
+    assert {f: f.stat().st_mtime_ns for f in out.rglob("result.json")} == done
     capsys.readouterr()
     assert ts.main(["--results", str(results), "report"]) == 0
     table = (results / "transfer_sizes.md").read_text()
     rows = [r for r in table.splitlines() if r.startswith("| tiny |")]
-    assert [r.split(" | ")[1] for r in rows] == ["no_pretrain", "moses16x1", "mosesfullx1"]  # by molecules seen
-    assert rows[2].split(" | ")[2:5] == ["30", "1", "24"] and "fewer than three pre-trained points" in table
+    assert [r.split(" | ")[1] for r in rows] == ["no_pretrain", "mosesfullx1"]  # by molecules seen
+    assert rows[1].split(" | ")[2:5] == ["30", "1", "24"] and "fewer than three pre-trained points" in table
     assert (results / "transfer_sizes.png").read_bytes()[:4] == b"\x89PNG"
