@@ -90,7 +90,7 @@ def run(args) -> int:
     for ds in args.datasets.split(","):
         for tag, n, epochs in settings:
             ckpt = []
-            if n is not None or epochs is not None:
+            if epochs is not None:  # a pre-trained setting (none has no epochs)
                 pre = out / "pretrain" / tag
                 cmd = ["transfer", "pretrain", "--epochs", str(epochs), "--out", str(pre), "--resume",
                        "--no-progress", *common, *shlex.split(args.pretrain_opts)]
