@@ -102,8 +102,14 @@ def _download(name: str, roots: list[Path]) -> Path:
 
 
 def fingerprint(files: list[Path]) -> list:
-    """Name, size and modification time of each file: part of every cache key."""
-    return [[f.name, f.stat().st_size, f.stat().st_mtime_ns] for f in files]
+    """Name, size and SHA-256 of each file's content: part of every cache key and of the
+    pre-training record. The content, not the modification time, so that a copied, re-mounted
+    or touched data folder keeps its caches and lets finished runs resume."""
+    out = []
+    for f in files:
+        with open(f, "rb") as fh:
+            out.append([f.name, f.stat().st_size, hashlib.file_digest(fh, "sha256").hexdigest()])
+    return out
 
 
 def _cache_path(name: str, recipe: str, raw_dir: Path) -> Path:

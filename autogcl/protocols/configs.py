@@ -225,7 +225,7 @@ class PretrainConfig(Config):
 
     corpus: str = option("", "SMILES file (CSV with a SMILES column, or .smi; .gz ok); default: "
                          "<data root>/pretrain/moses_train.csv.gz")
-    # name, size, mtime of the corpus: a replaced file is never resumed
+    # name, size, SHA-256 of the corpus: a replaced file is never resumed
     corpus_fingerprint: list | None = option(None, cli=False)
     smiles_col: str | None = option(None, "SMILES column (default: one named SMILES, else the first)", type=str)
     method: str = option("autogcl", "learnable view generators (naive strategy) or GraphCL's random4",

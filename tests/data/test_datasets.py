@@ -1,8 +1,10 @@
+import os
 from pathlib import Path
 
 import pytest
 
-from autogcl.data import load_tu
+from autogcl.data import datasets, load_tu
+from autogcl.data.datasets import fingerprint
 from autogcl.errors import DataError
 from tests.data.test_tu import write_tu
 
@@ -36,6 +38,27 @@ def test_changed_raw_file_invalidates_cache(tmp_path):
     assert load_tu("TOY", tmp_path).meta["num_edges"] == 8
     (raw / "TOY_A.txt").write_text("1, 2\n2, 1\n4, 5\n5, 4\n")
     assert load_tu("TOY", tmp_path).meta["num_edges"] == 4
+
+
+def test_fingerprint_follows_content_not_modification_time(tmp_path):
+    f = tmp_path / "TOY_A.txt"
+    f.write_text("1, 2\n2, 1\n")
+    before = fingerprint([f])
+    os.utime(f, ns=(0, 10**18))  # touched, as a re-mounted or copied data folder is
+    assert fingerprint([f]) == before
+    f.write_text("2, 1\n1, 2\n")  # same name and size, other content
+    after = fingerprint([f])
+    assert after[0][:2] == before[0][:2] and after != before
+
+
+def test_touched_raw_files_keep_the_cache(tmp_path, monkeypatch):
+    raw = write_tu(tmp_path)
+    load_tu("TOY", tmp_path)
+    for f in raw.iterdir():
+        os.utime(f, ns=(0, 10**18))
+    built = []
+    monkeypatch.setattr(datasets, "build_tu", lambda *a: built.append(a))
+    assert load_tu("TOY", tmp_path).meta["num_edges"] == 8 and built == []
 
 
 def test_missing_dataset_without_network_is_clear(tmp_path):
