@@ -132,7 +132,7 @@ def run_fold(unit: runs.Unit, dataset, split: SemiSplit, show_progress: bool | N
         rows += pre_trainer.fit(train_l, cfg.pretrain_epochs, row_fields={"phase": "pretrain"})
 
     def evaluate(epoch):
-        accs = {f"{k}_acc": accuracy(strat.model, l, device) for k, l in eval_l.items()}
+        accs = {f"{k}_acc": accuracy(strat.model, ld, device) for k, ld in eval_l.items()}
         save_emb(epoch)
         return accs
 

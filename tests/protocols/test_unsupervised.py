@@ -92,7 +92,8 @@ def test_interrupted_unit_resumes_to_the_same_result(data_root, tmp_path, monkey
     monkeypatch.setattr(U, "svm_evaluate", lambda *a, **k: calls.append(1) or real_svm(*a, **k))
     U.run_unit(unit, ds, show_progress=False, ckpt_every=1)
     assert len(calls) == 1  # the epoch-2 evaluation was not redone
-    drop_time = lambda rows: [{k: v for k, v in r.items() if not k.endswith("time_s")} for r in rows]
+    def drop_time(rows):
+        return [{k: v for k, v in r.items() if not k.endswith("time_s")} for r in rows]
     assert drop_time(read_rows(unit.dir / "metrics.csv")) == drop_time(read_rows(ref.dir / "metrics.csv"))
     assert unit.result()["selections"] == ref.result()["selections"]
 

@@ -41,7 +41,8 @@ def test_resume_gives_the_numbers_of_an_unbroken_fit(tmp_path):
 
     strat, loader, gen = build(seed=123)  # other fresh state: everything must come from the checkpoint
     rows = Trainer(strat, loader_gen=gen, checkpoint=tmp_path / "cut.pt", show_progress=False).fit(loader, 4)
-    strip = lambda rs: [{k: v for k, v in r.items() if k != "time_s"} for r in rs]
+    def strip(rs):
+        return [{k: v for k, v in r.items() if k != "time_s"} for r in rs]
     assert strip(rows) == strip(ref)
 
 
