@@ -3,7 +3,9 @@
 ``run`` pre-trains one encoder per setting of ``--pretrain`` (``NxE``: the first N molecules of
 the corpus for E epochs; ``fullxE``: the whole corpus; ``none``: the No-pretrain row) and
 fine-tunes each on each dataset for the paper's 100 epochs over ``--seeds`` seeds, dataset by
-dataset (so one dataset's whole curve lands first). Every step is an ``autogcl`` command run with
+dataset (so one dataset's whole curve lands first). ``--encoder SETTING=PATH`` fine-tunes an
+encoder made before instead of pre-training that setting again, once its own record shows it is
+that setting (the same first N molecules, the same epochs). Every step is an ``autogcl`` command run with
 ``--resume``: the same command continues an interrupted study without redoing finished units,
 and each command's wall time is appended to ``docs/results/commands.tsv``. Finished summaries
 and the pre-training records are copied under ``docs/results/summaries/sizes/``.
@@ -14,6 +16,7 @@ of ROC-AUC per tenfold more molecules seen, fitted on the ``val`` means) and
 
     python scripts/transfer_sizes.py run --data-root ../shared/data
     python scripts/transfer_sizes.py run --pretrain none 50000x2 --datasets clintox --seeds 3
+    python scripts/transfer_sizes.py run --encoder 200000x2=pretrained/autogcl-moses200k.pt
     python scripts/transfer_sizes.py report
 """
 
@@ -79,6 +82,35 @@ def publish(out: Path, results: Path) -> None:
         shutil.copyfile(f, target)
 
 
+def given_encoders(specs: list[str], settings: list[tuple[str, int | None, int | None]]) -> dict[str, Path]:
+    """``SETTING=PATH`` options as {tag: path}, each checked against the checkpoint's own record:
+    a setting of the study, an existing encoder, pre-trained on the first N molecules (none for
+    ``full``) for E epochs. Anything else is a usage error naming the option."""
+    from autogcl.errors import AutoGCLError
+    from autogcl.models.mol_gin import load_encoder
+
+    tags = {tag: (n, e) for tag, n, e in settings}
+    out = {}
+    for spec in specs:
+        setting, sep, path = spec.partition("=")
+        if not sep or not path:
+            raise SystemExit(f"transfer_sizes.py: --encoder {spec!r}: give SETTING=PATH, e.g. 200000x2=encoder.pt")
+        tag, n, epochs = parse_setting(setting)
+        if tag not in tags or epochs is None:
+            raise SystemExit(f"transfer_sizes.py: --encoder {spec!r}: {setting} is not a pre-trained setting of "
+                             f"--pretrain ({', '.join(t for t, (_, e) in tags.items() if e is not None) or 'none'})")
+        try:
+            meta = load_encoder(path)[2]
+        except (AutoGCLError, OSError) as exc:
+            raise SystemExit(f"transfer_sizes.py: --encoder {spec!r}: {exc}") from exc
+        made = (meta.get("pretrain_config") or {}).get("max_molecules"), meta.get("epochs")
+        if made != (n, epochs):
+            raise SystemExit(f"transfer_sizes.py: --encoder {spec!r}: the encoder's record says "
+                             f"{made[0] or 'the whole corpus'} molecules x {made[1]} epochs, not {setting}")
+        out[tag] = Path(path).resolve()
+    return out
+
+
 def run(args) -> int:
     """Every step is handed to autogcl with ``--resume``, even one that finished: autogcl keeps
     its finished units (in a second or two) and refuses one made with another configuration
@@ -86,11 +118,14 @@ def run(args) -> int:
     out, results = Path(args.out).resolve(), Path(args.results).resolve()
     (out / "logs").mkdir(parents=True, exist_ok=True)
     settings = [parse_setting(s) for s in args.pretrain]
+    given = given_encoders(args.encoder, settings)
     common = ["--data-root", str(Path(args.data_root).resolve())] if args.data_root else []
     for ds in args.datasets.split(","):
         for tag, n, epochs in settings:
             ckpt = []
-            if epochs is not None:  # a pre-trained setting (none has no epochs)
+            if tag in given:  # an encoder made before, checked to be this setting
+                ckpt = ["--checkpoint", str(given[tag])]
+            elif epochs is not None:  # a pre-trained setting (none has no epochs)
                 pre = out / "pretrain" / tag
                 cmd = ["transfer", "pretrain", "--epochs", str(epochs), "--out", str(pre), "--resume",
                        "--no-progress", *common, *shlex.split(args.pretrain_opts)]
@@ -143,6 +178,12 @@ def slope(points: list[tuple[float, float]]) -> tuple[float, float, int] | None:
     return float(b), float(np.sqrt(cov[0, 0])), len(points)
 
 
+def shown(path: str) -> str:
+    """A checkpoint path as the report shows it: relative to the repository when inside it."""
+    p = Path(path)
+    return str(p.relative_to(ROOT)) if p.is_relative_to(ROOT) else str(p)
+
+
 def report(args) -> int:
     from autogcl.protocols.published import TRANSFER
 
@@ -169,9 +210,12 @@ def report(args) -> int:
         fits.append(f"- {ds}: " + ("fewer than three pre-trained points at two amounts or more" if fit is None else
                                    f"{fit[0]:+.2f} ± {fit[1]:.2f} ROC-AUC points per tenfold more molecules seen "
                                    f"({fit[2]} points)"))
+    encoders = sorted({(s["tag"], shown(s["config"]["checkpoint"])) for s in sums.values() if s.get("pretrained")})
     text = ("## Fine-tuning ROC-AUC against the amount of pre-training (mean ± std over seeds)\n\n"
             + "\n".join(lines) + "\n\nSlope of the `val` means against log10(molecules seen), least squares "
-            "(± its standard error; with few points a rough scale, not an interval):\n\n" + "\n".join(fits) + "\n")
+            "(± its standard error; with few points a rough scale, not an interval):\n\n" + "\n".join(fits) + "\n"
+            + ("\nEncoders fine-tuned:\n\n" + "\n".join(f"- {t}: `{c}`" for t, c in encoders) + "\n"
+               if encoders else ""))
     (results / "transfer_sizes.md").write_text(text)
     print(text)
     for path in plot(sums, datasets, results / "transfer_sizes.png"):
@@ -218,6 +262,9 @@ def main(argv=None) -> int:
     r.add_argument("--epochs", type=int, default=100, help="fine-tuning epochs")
     r.add_argument("--out", default="runs/sizes")
     r.add_argument("--data-root", default=os.environ.get("AUTOGCL_DATA"))
+    r.add_argument("--encoder", action="append", default=[], metavar="SETTING=PATH",
+                   help="fine-tune this encoder for SETTING instead of pre-training it (its record must say "
+                   "that setting); repeatable")
     r.add_argument("--pretrain-opts", default="", help="more options of the pre-training commands (give as "
                    "--pretrain-opts='...')")
     r.add_argument("--finetune-opts", default="--executor serial --cpus-per-unit 1",

@@ -203,3 +203,21 @@ def test_transfer_sizes_runs_each_setting_once_and_reports_the_curve(data_root, 
     assert [r.split(" | ")[1] for r in rows] == ["no_pretrain", "mosesfullx1"]  # by molecules seen
     assert rows[1].split(" | ")[2:5] == ["30", "1", "24"] and "fewer than three pre-trained points" in table
     assert (results / "transfer_sizes.png").read_bytes()[:4] == b"\x89PNG"
+
+    # an encoder made before stands for its setting once its record says it is that setting
+    enc = out / "pretrain" / "mosesfullx1" / "encoder.pt"
+    reuse = ["--results", str(results), "run", "--pretrain", "fullx1", "--encoder", f"fullx1={enc}", "--datasets",
+             "tiny", "--seeds", "1", "--epochs", "1", "--out", str(tmp_path / "reuse"), args[-1]]
+    assert ts.main(reuse) == 0
+    last = (results / "commands.tsv").read_text().splitlines()[-1]
+    assert "transfer finetune" in last and f"--checkpoint {enc}" in last and "transfer pretrain" not in last
+    assert not (tmp_path / "reuse" / "pretrain").exists()
+    for spec, pretrain, msg in ((f"50000x2={enc}", "50000x2", "record says the whole corpus molecules x 1 epochs, "
+                                 "not 50000x2"),
+                                (f"50000x2={enc}", "fullx1", "50000x2 is not a pre-trained setting of --pretrain"),
+                                ("fullx1", "fullx1", "give SETTING=PATH"),
+                                (f"fullx1={tmp_path / 'nope.pt'}", "fullx1", "no such checkpoint")):
+        with pytest.raises(SystemExit, match=msg):
+            ts.main(reuse[:3] + ["--pretrain", pretrain, "--encoder", spec] + reuse[7:])
+    assert ts.main(["--results", str(results), "report"]) == 0
+    assert f"- mosesfullx1: `{enc}`" in (results / "transfer_sizes.md").read_text()
