@@ -5,7 +5,8 @@ the corpus for E epochs; ``fullxE``: the whole corpus; ``none``: the No-pretrain
 fine-tunes each on each dataset for the paper's 100 epochs over ``--seeds`` seeds, dataset by
 dataset (so one dataset's whole curve lands first). ``--encoder SETTING=PATH`` fine-tunes an
 encoder made before instead of pre-training that setting again, once its own record shows it is
-that setting (the same first N molecules, the same epochs). Every step is an ``autogcl`` command run with
+what the study's pre-training of that setting would make (the same first N molecules, epochs,
+options and corpus). Every step is an ``autogcl`` command run with
 ``--resume``: the same command continues an interrupted study without redoing finished units,
 and each command's wall time is appended to ``docs/results/commands.tsv``. Finished summaries
 and the pre-training records are copied under ``docs/results/summaries/sizes/``.
@@ -82,31 +83,78 @@ def publish(out: Path, results: Path) -> None:
         shutil.copyfile(f, target)
 
 
-def given_encoders(specs: list[str], settings: list[tuple[str, int | None, int | None]]) -> dict[str, Path]:
+def study_config(n: int | None, epochs: int, pretrain_opts: str) -> dict:
+    """The configuration the study's own pre-training command for a setting would record,
+    parsed by autogcl's command line (defaults and ``--pretrain-opts`` included)."""
+    from autogcl.cli import build_parser
+    from autogcl.config import from_args
+    from autogcl.protocols.configs import PretrainConfig
+
+    argv = ["transfer", "pretrain", "--epochs", str(epochs), *(["--max-molecules", str(n)] if n is not None else []),
+            *shlex.split(pretrain_opts)]
+    return from_args(PretrainConfig, build_parser(argv).parse_args(argv)).to_dict()
+
+
+def recorded_config(meta: dict) -> dict:
+    """An encoder's pre-training configuration from its record; records made before the
+    similarity loss was one option (``sim_kind`` and ``sim_weight``; weight 0: none) are
+    read in today's terms."""
+    c = dict(meta.get("pretrain_config") or {})
+    if "sim_loss" not in c and "sim_weight" in c:
+        kind, weight = c.pop("sim_kind", None), c.pop("sim_weight")
+        c["sim_loss"] = "none" if not weight else kind
+    return c
+
+
+def given_encoders(specs: list[str], settings: list[tuple[str, int | None, int | None]], pretrain_opts: str = "",
+                   data_root=None) -> dict[str, Path]:
     """``SETTING=PATH`` options as {tag: path}, each checked against the checkpoint's own record:
-    a setting of the study, an existing encoder, pre-trained on the first N molecules (none for
-    ``full``) for E epochs. Anything else is a usage error naming the option."""
+    it must be what the study's pre-training of that setting would have made (every option of
+    the configuration, the same corpus: by its content digest where the record has one, else by
+    file name). Anything else is a usage error naming the option."""
+    from autogcl.data.datasets import fingerprint
     from autogcl.errors import AutoGCLError
     from autogcl.models.mol_gin import load_encoder
+    from autogcl.protocols.pretrain import resolve_corpus
+    from autogcl.runs import config_diff
 
     tags = {tag: (n, e) for tag, n, e in settings}
     out = {}
     for spec in specs:
         setting, sep, path = spec.partition("=")
+
+        def refuse(why: str):
+            raise SystemExit(f"transfer_sizes.py: --encoder {spec!r}: {why}")
+
         if not sep or not path:
-            raise SystemExit(f"transfer_sizes.py: --encoder {spec!r}: give SETTING=PATH, e.g. 200000x2=encoder.pt")
-        tag, n, epochs = parse_setting(setting)
+            refuse("give SETTING=PATH, e.g. 200000x2=encoder.pt")
+        try:
+            tag, n, epochs = parse_setting(setting)
+        except SystemExit:
+            refuse("the setting must be NxE or fullxE (e.g. 200000x2)")
         if tag not in tags or epochs is None:
-            raise SystemExit(f"transfer_sizes.py: --encoder {spec!r}: {setting} is not a pre-trained setting of "
-                             f"--pretrain ({', '.join(t for t, (_, e) in tags.items() if e is not None) or 'none'})")
+            refuse(f"{setting} is not a pre-trained setting of --pretrain "
+                   f"({', '.join(t for t, (_, e) in tags.items() if e is not None) or 'none'})")
+        if tag in out:
+            refuse(f"{setting} is given twice")
         try:
             meta = load_encoder(path)[2]
+            want = study_config(n, epochs, pretrain_opts)
+            corpus = resolve_corpus(want["corpus"], data_root)
         except (AutoGCLError, OSError) as exc:
-            raise SystemExit(f"transfer_sizes.py: --encoder {spec!r}: {exc}") from exc
-        made = (meta.get("pretrain_config") or {}).get("max_molecules"), meta.get("epochs")
-        if made != (n, epochs):
-            raise SystemExit(f"transfer_sizes.py: --encoder {spec!r}: the encoder's record says "
-                             f"{made[0] or 'the whole corpus'} molecules x {made[1]} epochs, not {setting}")
+            refuse(str(exc))
+        made = recorded_config(meta)
+        if (made.get("max_molecules"), meta.get("epochs")) != (n, epochs):
+            refuse(f"the encoder's record says {made.get('max_molecules') or 'the whole corpus'} molecules x "
+                   f"{meta.get('epochs')} epochs, not {setting}")
+        diff = config_diff({k: v for k, v in made.items() if k not in ("corpus", "corpus_fingerprint")},
+                           {k: v for k, v in want.items() if k not in ("corpus", "corpus_fingerprint")})
+        if diff:
+            refuse(f"the encoder was pre-trained with other options than the study's ({'; '.join(diff)})")
+        fp = made.get("corpus_fingerprint")
+        if Path(made.get("corpus", "")).name != corpus.name or (
+                isinstance(fp, list) and len(fp) == 3 and isinstance(fp[2], str) and fp != fingerprint([corpus])[0]):
+            refuse(f"the encoder was pre-trained on {made.get('corpus')}, not on the study's corpus {corpus}")
         out[tag] = Path(path).resolve()
     return out
 
@@ -116,9 +164,9 @@ def run(args) -> int:
     its finished units (in a second or two) and refuses one made with another configuration
     (other seeds, epochs or options), so a changed study never reuses a stale result."""
     out, results = Path(args.out).resolve(), Path(args.results).resolve()
-    (out / "logs").mkdir(parents=True, exist_ok=True)
     settings = [parse_setting(s) for s in args.pretrain]
-    given = given_encoders(args.encoder, settings)
+    given = given_encoders(args.encoder, settings, args.pretrain_opts, args.data_root)
+    (out / "logs").mkdir(parents=True, exist_ok=True)
     common = ["--data-root", str(Path(args.data_root).resolve())] if args.data_root else []
     for ds in args.datasets.split(","):
         for tag, n, epochs in settings:
@@ -263,8 +311,8 @@ def main(argv=None) -> int:
     r.add_argument("--out", default="runs/sizes")
     r.add_argument("--data-root", default=os.environ.get("AUTOGCL_DATA"))
     r.add_argument("--encoder", action="append", default=[], metavar="SETTING=PATH",
-                   help="fine-tune this encoder for SETTING instead of pre-training it (its record must say "
-                   "that setting); repeatable")
+                   help="fine-tune this encoder for SETTING instead of pre-training it (its record must match "
+                   "the study's pre-training of SETTING: molecules, epochs, options, corpus); repeatable")
     r.add_argument("--pretrain-opts", default="", help="more options of the pre-training commands (give as "
                    "--pretrain-opts='...')")
     r.add_argument("--finetune-opts", default="--executor serial --cpus-per-unit 1",

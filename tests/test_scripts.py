@@ -204,20 +204,32 @@ def test_transfer_sizes_runs_each_setting_once_and_reports_the_curve(data_root, 
     assert rows[1].split(" | ")[2:5] == ["30", "1", "24"] and "fewer than three pre-trained points" in table
     assert (results / "transfer_sizes.png").read_bytes()[:4] == b"\x89PNG"
 
-    # an encoder made before stands for its setting once its record says it is that setting
+    # an encoder made before stands for its setting once its record says it is what the
+    # study's own pre-training would have made (setting, options, corpus)
     enc = out / "pretrain" / "mosesfullx1" / "encoder.pt"
+    pre_opts = args[-2]
     reuse = ["--results", str(results), "run", "--pretrain", "fullx1", "--encoder", f"fullx1={enc}", "--datasets",
-             "tiny", "--seeds", "1", "--epochs", "1", "--out", str(tmp_path / "reuse"), args[-1]]
+             "tiny", "--seeds", "1", "--epochs", "1", "--out", str(tmp_path / "reuse"), pre_opts, args[-1]]
+    before = len((results / "commands.tsv").read_text().splitlines())
     assert ts.main(reuse) == 0
-    last = (results / "commands.tsv").read_text().splitlines()[-1]
-    assert "transfer finetune" in last and f"--checkpoint {enc}" in last and "transfer pretrain" not in last
+    added = (results / "commands.tsv").read_text().splitlines()[before:]
+    assert len(added) == 1 and "transfer finetune" in added[0] and f"--checkpoint {enc}" in added[0]
     assert not (tmp_path / "reuse" / "pretrain").exists()
-    for spec, pretrain, msg in ((f"50000x2={enc}", "50000x2", "record says the whole corpus molecules x 1 epochs, "
-                                 "not 50000x2"),
-                                (f"50000x2={enc}", "fullx1", "50000x2 is not a pre-trained setting of --pretrain"),
-                                ("fullx1", "fullx1", "give SETTING=PATH"),
-                                (f"fullx1={tmp_path / 'nope.pt'}", "fullx1", "no such checkpoint")):
+    other = tmp_path / "elsewhere" / corpus.name  # same name and size, other molecules: told by its digest
+    other.parent.mkdir()
+    other.write_text(corpus.read_text().replace("CCO\n", "CCN\n"))
+    for spec, pretrain, opts, msg in (
+            (f"50000x2={enc}", "50000x2", pre_opts, "says the whole corpus molecules x 1 epochs, not 50000x2"),
+            (f"fullx2={enc}", "fullx2", pre_opts, "says the whole corpus molecules x 1 epochs, not fullx2"),
+            (f"fullx1={enc}", "fullx1", pre_opts + " --batch-size 16", r"other options than the study's "
+             r"\(batch_size: 8 != 16\)"),
+            (f"fullx1={enc}", "fullx1", pre_opts.replace(str(corpus), str(other)), "not on the study's corpus"),
+            (f"50000x2={enc}", "fullx1", pre_opts, "50000x2 is not a pre-trained setting of --pretrain"),
+            (f"abc={enc}", "fullx1", pre_opts, "the setting must be NxE or fullxE"),
+            ("fullx1", "fullx1", pre_opts, "give SETTING=PATH"),
+            (f"fullx1={tmp_path / 'nope.pt'}", "fullx1", pre_opts, "no such checkpoint")):
         with pytest.raises(SystemExit, match=msg):
-            ts.main(reuse[:3] + ["--pretrain", pretrain, "--encoder", spec] + reuse[7:])
-    assert ts.main(["--results", str(results), "report"]) == 0
-    assert f"- mosesfullx1: `{enc}`" in (results / "transfer_sizes.md").read_text()
+            ts.main(reuse[:3] + ["--pretrain", pretrain, "--encoder", spec] + reuse[7:-2] + [opts, reuse[-1]])
+    with pytest.raises(SystemExit, match="fullx1 is given twice"):
+        ts.main(reuse[:7] + ["--encoder", f"fullx1={enc}"] + reuse[7:])
+    assert ts.shown(str(ts.ROOT / "pretrained" / "x.pt")) == "pretrained/x.pt" and ts.shown(str(enc)) == str(enc)

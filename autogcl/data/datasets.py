@@ -103,8 +103,8 @@ def _download(name: str, roots: list[Path]) -> Path:
 
 def fingerprint(files: list[Path]) -> list:
     """Name, size and SHA-256 of each file's content: part of every cache key and of the
-    pre-training record. The content, not the modification time, so that a copied, re-mounted
-    or touched data folder keeps its caches and lets finished runs resume."""
+    pre-training record. The content, not the modification time, so that a touched file, or a
+    data folder re-mounted at the same path, keeps its caches and lets finished runs resume."""
     out = []
     for f in files:
         with open(f, "rb") as fh:

@@ -32,6 +32,23 @@ from .configs import DEFAULT_CORPUS, METHODS, PretrainConfig  # noqa: F401 (re-e
 log = logging.getLogger(__name__)
 
 
+def _upgrade_fingerprint(unit: runs.Unit, current: list) -> None:
+    """Carry a run folder recorded before corpora were named by content (name, size and
+    modification time) over to the content digest, so that ``--resume`` keeps it: only where
+    the name and size match, with a warning (a same-size edit of the corpus is then not caught)."""
+    for folder in (unit.dir, unit.partial):
+        path = folder / "config.json"
+        if not path.is_file():
+            continue
+        old = runs.read_json(path)
+        fp = old.get("corpus_fingerprint")
+        if isinstance(fp, list) and len(fp) == 3 and isinstance(fp[2], int) and fp[:2] == current[:2]:
+            runs.atomic_write_json(path, {**old, "corpus_fingerprint": current})
+            log.warning("%s: recorded the corpus by its modification time (before autogcl named corpora by "
+                        "content); same name and size, so it now records the content digest and continues",
+                        folder)
+
+
 def resolve_corpus(corpus: str, data_root=None) -> Path:
     """The SMILES file: the given path, else the MOSES file in the first data root holding it."""
     if corpus:
@@ -81,6 +98,7 @@ def pretrain(cfg: PretrainConfig, out: Path, data_root=None, resume: bool = Fals
     cfg = PretrainConfig.from_dict({**cfg.to_dict(), "corpus": str(corpus_path),
                                     "corpus_fingerprint": fingerprint([corpus_path])[0]})
     unit = runs.Unit(dir=out, config=cfg.to_dict(), seed=cfg.seed, label=f"pretrain {cfg.method}")
+    _upgrade_fingerprint(unit, cfg.corpus_fingerprint)
 
     def fn(unit):
         work = runs.start_work(unit, runtime_info(device))

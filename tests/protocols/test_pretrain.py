@@ -84,3 +84,22 @@ def test_a_chunk_without_usable_molecules_is_skipped_not_fatal(tmp_path):
     assert c.summary()["skipped"] == 1 and c.summary()["lines"] == 5
     with pytest.raises(ConfigError, match="unknown augmentation"):
         small(corpus=str(p), aug="bogus")
+
+
+def test_a_run_recorded_by_modification_time_resumes_once_name_and_size_match(corpus, tmp_path, caplog):
+    cfg = small(corpus=str(corpus), method="graphcl")
+    out = tmp_path / "run"
+    P.pretrain(cfg, out, workers=1, show_progress=False, max_steps=1)
+    conf = out / "config.json"
+    current = P.runs.read_json(conf)["corpus_fingerprint"]
+    assert len(current[2]) == 64  # a SHA-256 digest
+    legacy = [current[0], current[1], 1795486727323530484]  # as runs recorded it before
+    P.runs.atomic_write_json(conf, {**P.runs.read_json(conf), "corpus_fingerprint": legacy})
+    with caplog.at_level("WARNING"):
+        res = P.pretrain(cfg, out, workers=1, show_progress=False, resume=True)
+    assert res["steps"] == 1 and "recorded the corpus by its modification time" in caplog.text
+    assert P.runs.read_json(conf)["corpus_fingerprint"] == current
+    other = [current[0], current[1] + 1, 1795486727323530484]  # another size: another corpus
+    P.runs.atomic_write_json(conf, {**P.runs.read_json(conf), "corpus_fingerprint": other})
+    with pytest.raises(ConfigError, match="corpus_fingerprint"):
+        P.pretrain(cfg, out, workers=1, show_progress=False, resume=True)
