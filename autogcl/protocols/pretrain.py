@@ -98,7 +98,8 @@ def pretrain(cfg: PretrainConfig, out: Path, data_root=None, resume: bool = Fals
     cfg = PretrainConfig.from_dict({**cfg.to_dict(), "corpus": str(corpus_path),
                                     "corpus_fingerprint": fingerprint([corpus_path])[0]})
     unit = runs.Unit(dir=out, config=cfg.to_dict(), seed=cfg.seed, label=f"pretrain {cfg.method}")
-    _upgrade_fingerprint(unit, cfg.corpus_fingerprint)
+    if resume:  # only a run to be continued is carried over; otherwise the folder is left as found
+        _upgrade_fingerprint(unit, cfg.corpus_fingerprint)
 
     def fn(unit):
         work = runs.start_work(unit, runtime_info(device))
