@@ -23,6 +23,7 @@ from torch_geometric.loader import DataLoader
 from . import __version__, runs
 from .augment import RandomAugmentor, ViewGenerator
 from .augment.learnable import DROPPED_MODES, MASK_TOKENS, ViewDecision
+from .choices import SIM_LOSSES
 from .data.features import DEFAULT_RECIPE, NodeFeatures
 from .devices import resolve_device
 from .errors import ConfigError, DataError
@@ -35,7 +36,6 @@ from .train import GraphCLStrategy, NaiveStrategy, Trainer
 __all__ = ["AutoGCL", "ContrastiveLearner", "GraphCL", "load"]
 
 MODEL_FORMAT = "autogcl-model-1"
-SIM_LOSSES = ("none", "cosine", "mse")
 
 
 @contextmanager
@@ -212,6 +212,9 @@ class AutoGCL(ContrastiveLearner):
             or ``"remove"``.
         mask_token: ``"scalar"`` (the batch's mean feature value) or ``"feature"`` (per-feature mean).
         sim_loss: ``"none"`` (published), or add L_sim: ``"cosine"`` or ``"mse"`` (released).
+        cl_variant: NT-Xent form: ``"simclr"`` (published) or ``"released"`` (the positive left
+            out of the denominator). ``sim_loss="mse", cl_variant="released"`` is the released
+            code's form; docs/results/loss_forms.md compares the two.
         view_sampling: ``"replacement"`` (released) or ``"generated"`` (always x1 and x2).
         gen_hidden, gen_layers: the generators' GIN scorer (released: 128, 2).
 

@@ -15,3 +15,9 @@ FOLD_SEED = 12345
 #: fold splits of the semi-supervised protocol (``autogcl.data.splits.semi_splits``): with a
 #: validation fold (default) or the released code's (none; labeled graphs drawn uniformly)
 SEMI_SPLITS = ("val_fold", "released")
+#: NT-Xent forms (``autogcl.losses.cl_kwargs``): the paper's SimCLR form or the released code's
+#: (positive left out of the denominator)
+CL_VARIANTS = ("simclr", "released")
+#: the L_sim term of AutoGCL's naive strategy: none (the paper's Algorithm 1), cosine, or the
+#: released code's 1 - MSE
+SIM_LOSSES = ("none", "cosine", "mse")

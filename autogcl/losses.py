@@ -8,9 +8,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .choices import CL_VARIANTS
 from .errors import ConfigError
 
-CL_VARIANTS = ("simclr", "released")
 SIM_KINDS = ("cosine", "mse")
 
 

@@ -232,6 +232,22 @@ def shown(path: str) -> str:
     return str(p.relative_to(ROOT)) if p.is_relative_to(ROOT) else str(p)
 
 
+def losses_of(results: Path, tag: str, checkpoint: str) -> str:
+    """An encoder's pre-training losses, from the study's published record of ``tag`` or else
+    from the checkpoint's own record; "losses not recorded" where neither can be read."""
+    record = results / "summaries" / "sizes" / "pretrain" / tag / "result.json"
+    try:
+        if record.exists():
+            c = json.loads(record.read_text())["config"]
+        else:
+            from autogcl.models.mol_gin import load_encoder
+
+            c = recorded_config(load_encoder(checkpoint)[2])
+        return f"--sim-loss {c['sim_loss']} --cl-variant {c['cl_variant']}"
+    except (OSError, KeyError, ValueError, RuntimeError):
+        return "losses not recorded"
+
+
 def report(args) -> int:
     from autogcl.protocols.published import TRANSFER
 
@@ -258,12 +274,13 @@ def report(args) -> int:
         fits.append(f"- {ds}: " + ("fewer than three pre-trained points at two amounts or more" if fit is None else
                                    f"{fit[0]:+.2f} ± {fit[1]:.2f} ROC-AUC points per tenfold more molecules seen "
                                    f"({fit[2]} points)"))
-    encoders = sorted({(s["tag"], shown(s["config"]["checkpoint"])) for s in sums.values() if s.get("pretrained")})
+    encoders = sorted({(s["tag"], shown(s["config"]["checkpoint"]), losses_of(results, s["tag"], s["config"]["checkpoint"]))
+                       for s in sums.values() if s.get("pretrained")})
     text = ("## Fine-tuning ROC-AUC against the amount of pre-training (mean ± std over seeds)\n\n"
             + "\n".join(lines) + "\n\nSlope of the `val` means against log10(molecules seen), least squares "
             "(± its standard error; with few points a rough scale, not an interval):\n\n" + "\n".join(fits) + "\n"
-            + ("\nEncoders fine-tuned:\n\n" + "\n".join(f"- {t}: `{c}`" for t, c in encoders) + "\n"
-               if encoders else ""))
+            + ("\nEncoders fine-tuned (with their pre-training losses):\n\n"
+               + "\n".join(f"- {t}: `{c}` ({lo})" for t, c, lo in encoders) + "\n" if encoders else ""))
     (results / "transfer_sizes.md").write_text(text)
     print(text)
     for path in plot(sums, datasets, results / "transfer_sizes.png"):

@@ -1,9 +1,12 @@
 """The option names of autogcl.choices agree with the components that implement them."""
 
+import pytest
+
 from autogcl import choices
 from autogcl.augment.random import AUGMENTATIONS, RandomAugmentor
 from autogcl.data.moleculenet import MOLECULENET
 from autogcl.data.splits import FOLD_SEED, semi_splits
+from autogcl.errors import ConfigError
 from autogcl.eval.svm import SELECTIONS, select_epoch
 
 
@@ -28,3 +31,13 @@ def test_fold_seed_is_the_default_of_the_split():
     import inspect
 
     assert FOLD_SEED == choices.FOLD_SEED == inspect.signature(semi_splits).parameters["fold_seed"].default
+
+
+def test_loss_names_are_the_ones_the_losses_implement():
+    from autogcl import losses
+
+    for variant in choices.CL_VARIANTS:
+        losses.cl_kwargs(variant, "autogcl")  # every name has an implementation
+    assert choices.SIM_LOSSES == ("none", *losses.SIM_KINDS)  # "none": L_sim weighted 0
+    with pytest.raises(ConfigError, match="unknown NT-Xent variant"):
+        losses.cl_kwargs("bogus", "autogcl")

@@ -100,3 +100,19 @@ def test_grid_option_takes_several_values_and_repeats():
     args = p.parse_args(["--grid", "lr=0.1,0.01", "tau=0.2", "--grid", "lam=1,2"])
     assert args.grid == ["lr=0.1,0.01", "tau=0.2", "lam=1,2"]
     assert p.parse_args([]).grid is None
+
+
+def test_the_released_losses_are_options_of_pre_training_too():
+    """--cl-variant on `autogcl transfer pretrain` (the released code's NT-Xent), checked like
+    every choice; an option defaulting to None whose help says what it becomes shows no
+    "(default: None)"."""
+    argv = ["transfer", "pretrain", "--sim-loss", "mse", "--cl-variant", "released"]
+    cfg = from_args(PretrainConfig, build_parser(argv).parse_args(argv))
+    assert (cfg.sim_loss, cfg.cl_variant) == ("mse", "released")
+    assert (PretrainConfig().sim_loss, PretrainConfig().cl_variant) == ("none", "simclr")  # the paper's form
+    with pytest.raises(ConfigError, match="--cl-variant"):
+        PretrainConfig(cl_variant="bogus")
+    sub = build_parser(["unsupervised"])._subparsers._group_actions[0].choices["unsupervised"]
+    text = " ".join(sub.format_help().split())
+    entry = text.split("options:")[1].split("--tau TAU ")[1].split(" --")[0]
+    assert "default 0.5 autogcl" in entry and "None" not in entry, entry

@@ -202,6 +202,8 @@ def test_transfer_sizes_runs_each_setting_once_and_reports_the_curve(data_root, 
     rows = [r for r in table.splitlines() if r.startswith("| tiny |")]
     assert [r.split(" | ")[1] for r in rows] == ["no_pretrain", "mosesfullx1"]  # by molecules seen
     assert rows[1].split(" | ")[2:5] == ["30", "1", "24"] and "fewer than three pre-trained points" in table
+    assert f"- mosesfullx1: `{out / 'pretrain' / 'mosesfullx1' / 'encoder.pt'}` (--sim-loss none --cl-variant simclr)" \
+        in table  # the study's losses, read from the encoder's record
     assert (results / "transfer_sizes.png").read_bytes()[:4] == b"\x89PNG"
 
     # an encoder made before stands for its setting once its record says it is what the
@@ -233,3 +235,23 @@ def test_transfer_sizes_runs_each_setting_once_and_reports_the_curve(data_root, 
     with pytest.raises(SystemExit, match="fullx1 is given twice"):
         ts.main(reuse[:7] + ["--encoder", f"fullx1={enc}"] + reuse[7:])
     assert ts.shown(str(ts.ROOT / "pretrained" / "x.pt")) == "pretrained/x.pt" and ts.shown(str(enc)) == str(enc)
+
+
+def test_transfer_sizes_checks_the_shipped_encoder_losses_and_all(data_root):
+    """The shipped encoder stands for the study's 200k x 2 setting (its record read in today's
+    terms: the paper's losses); the released losses are another pre-training, refused for it."""
+    import pytest
+
+    ts = load_script("transfer_sizes")
+    held = ts.study_config(200000, 2, "")
+    assert (held["cl_variant"], held["sim_loss"]) == ("simclr", "none")
+    named = ts.study_config(200000, 2, "--sim-loss mse --cl-variant released")
+    assert (named["cl_variant"], named["sim_loss"]) == ("released", "mse")
+    shipped = ts.ROOT / "pretrained" / "autogcl-moses200k.pt"
+    given = ts.given_encoders([f"200000x2={shipped}"], [ts.parse_setting("200000x2")], "", data_root)
+    assert given == {"moses200000x2": shipped.resolve()}
+    with pytest.raises(SystemExit, match=r"other options than the study's \(cl_variant: 'simclr' != 'released'"):
+        ts.given_encoders([f"200000x2={shipped}"], [ts.parse_setting("200000x2")],
+                          "--sim-loss mse --cl-variant released", data_root)
+    assert ts.losses_of(Path("/nonexistent"), "moses200000x2", str(shipped)) == "--sim-loss none --cl-variant simclr"
+    assert ts.losses_of(Path("/nonexistent"), "x", "/nonexistent.pt") == "losses not recorded"

@@ -9,10 +9,12 @@ from dataclasses import asdict, dataclass
 
 from ..choices import (
     AUGMENTATIONS,
+    CL_VARIANTS,
     FOLD_SEED,
     MOLECULENET_SETS,
     SELECTIONS,
     SEMI_SPLITS,
+    SIM_LOSSES,
 )
 from ..config import Config, option
 from ..errors import ConfigError
@@ -44,7 +46,7 @@ class UnsupervisedConfig(Config):
     tau: float | None = option(None, "NT-Xent temperature (default 0.5 autogcl, 0.2 graphcl)", type=float,
                                  low=0, low_open=True)
     cl_variant: str = option("simclr", "NT-Xent form: simclr (published) or released (positive left out of the "
-                             "denominator; one direction for graphcl)", choices=("simclr", "released"))
+                             "denominator; one direction for graphcl)", choices=CL_VARIANTS)
     # autogcl
     add_mask: bool = option(False, "generators may also mask nodes")
     dropped: str = option("isolate", "dropped nodes stay as isolated zero nodes (released) or are removed",
@@ -52,7 +54,7 @@ class UnsupervisedConfig(Config):
     mask_token: str = option("scalar", "mask token: the batch's mean feature value (scalar) or per-feature mean",
                              choices=("scalar", "feature"))
     sim_loss: str = option("none", "add L_sim to the naive strategy (released code: mse)",
-                           choices=("none", "cosine", "mse"), what="similarity loss")
+                           choices=SIM_LOSSES, what="similarity loss")
     view_sampling: str = option("replacement", "views contrasted: two draws from {x, x1, x2} with replacement "
                                 "(released) or always x1 and x2", choices=("replacement", "generated"))
     gen_hidden: int = option(128, "generator width", cli=False)
@@ -144,7 +146,7 @@ class SemiConfig(Config):
     hidden: int = option(128, "classifier width", cli=False)
     lam: float = option(1.0, "weight of L_sim", flag="--lambda", low=0)
     tau: float = option(0.5, "NT-Xent temperature", low=0, low_open=True)
-    cl_variant: str = option("simclr", "NT-Xent form", choices=("simclr", "released"))
+    cl_variant: str = option("simclr", "NT-Xent form", choices=CL_VARIANTS)
     sim_loss: str = option("cosine", "L_sim form (published cosine, released mse)", choices=("cosine", "mse"))
     add_mask: bool = option(False, "generators may also mask nodes")
     dropped: str = option("isolate", "dropped nodes: isolated zero nodes (released) or removed",
@@ -244,9 +246,10 @@ class PretrainConfig(Config):
                           choices=("remove", "isolate"))
     tau: float | None = option(None, "NT-Xent temperature (default 0.5 autogcl, 0.1 graphcl)", type=float,
                                  low=0, low_open=True)
-    cl_variant: str = option("simclr", "NT-Xent form", cli=False)
+    cl_variant: str = option("simclr", "NT-Xent form: simclr (published) or released (positive left out of the "
+                             "denominator)", choices=CL_VARIANTS)
     sim_loss: str = option("none", "add L_sim to the naive strategy (released code: mse)",
-                           choices=("none", "cosine", "mse"), what="similarity loss")
+                           choices=SIM_LOSSES, what="similarity loss")
     view_sampling: str = option("replacement", "views contrasted", cli=False)
     aug: str = option("random4", "GraphCL augmentation (method graphcl)", choices=AUGMENTATIONS,
                       what="augmentation")
