@@ -274,8 +274,8 @@ def report(args) -> int:
         fits.append(f"- {ds}: " + ("fewer than three pre-trained points at two amounts or more" if fit is None else
                                    f"{fit[0]:+.2f} ± {fit[1]:.2f} ROC-AUC points per tenfold more molecules seen "
                                    f"({fit[2]} points)"))
-    encoders = sorted({(s["tag"], shown(s["config"]["checkpoint"]), losses_of(results, s["tag"], s["config"]["checkpoint"]))
-                       for s in sums.values() if s.get("pretrained")})
+    used = sorted({(s["tag"], s["config"]["checkpoint"]) for s in sums.values() if s.get("pretrained")})
+    encoders = [(t, shown(c), losses_of(results, t, c)) for t, c in used]  # each record read once, not per dataset
     text = ("## Fine-tuning ROC-AUC against the amount of pre-training (mean ± std over seeds)\n\n"
             + "\n".join(lines) + "\n\nSlope of the `val` means against log10(molecules seen), least squares "
             "(± its standard error; with few points a rough scale, not an interval):\n\n" + "\n".join(fits) + "\n"
