@@ -288,29 +288,65 @@ def report(args) -> int:
     return 0
 
 
+def sweeps(rows: list[dict]) -> tuple[list[dict], list[list[dict]]]:
+    """The pre-trained rows as two kinds of sweep: along the corpus (for each corpus size the row
+    with the fewest epochs, by corpus size) and along epochs (each corpus size pre-trained for
+    more than one number of epochs, by epochs). Rows without a recorded amount are left out."""
+    by_corpus: dict[float, list[dict]] = {}
+    for s in rows:
+        p = s.get("pretrain") or {}
+        if s.get("pretrained") and np.isfinite(seen(s)) and p.get("corpus_molecules"):
+            by_corpus.setdefault(float(p["corpus_molecules"]), []).append(s)
+    groups = [sorted(g, key=lambda s: s["pretrain"].get("epochs") or 0) for _, g in sorted(by_corpus.items())]
+    return [g[0] for g in groups], [g for g in groups if len(g) > 1]
+
+
+def label(s: dict) -> str:
+    """A setting as the figure names it: corpus size x epochs (e.g. 50k x 8, 1.58M x 1)."""
+    p = s["pretrain"]
+    n = float(p["corpus_molecules"])
+    size = f"{n / 1e6:.3g}M" if n >= 1e6 else f"{n / 1e3:.3g}k" if n >= 1e3 else f"{n:.0f}"
+    return f"{size} x {p.get('epochs')}"
+
+
 def plot(sums: dict, datasets: list[str], out: Path) -> list[Path]:
+    """One panel per dataset: ROC-AUC against molecules seen, solid along the corpus size (the
+    fewest epochs of each size), dotted along epochs on one corpus (hollow markers), the
+    No-pretrain row as a horizontal line; each point is labelled with its setting."""
     import matplotlib.pyplot as plt
 
     from autogcl.viz import save_figure  # selects the Agg backend
 
-    fig, axes = plt.subplots(1, len(datasets), figsize=(3.4 * len(datasets), 3.2), squeeze=False)
+    fig, axes = plt.subplots(1, len(datasets), figsize=(max(3.8 * len(datasets), 6.0), 4.2), squeeze=False)
     for ax, ds in zip(axes[0], datasets):
         rows = sorted((s for (d, _), s in sums.items() if d == ds), key=order)
-        for sel, style in (("val", "o-"), ("test_max", "s--")):
-            pts = [(seen(s), s[sel]["mean"], s[sel]["std"]) for s in rows if np.isfinite(seen(s)) and seen(s) > 0]
-            if pts:
-                x, y, e = map(np.array, zip(*pts))
-                ax.errorbar(x, y, yerr=e, fmt=style, capsize=3, label=sel)
+        corpus, epochs = sweeps(rows)
+        for sel, marker, color in (("val", "o", "C0"), ("test_max", "s", "C1")):
+            def draw(line, fmt, **kw):
+                x = [seen(s) for s in line]
+                ax.errorbar(x, [s[sel]["mean"] for s in line], yerr=[s[sel]["std"] for s in line], fmt=fmt,
+                            color=color, capsize=3, **kw)
+            if corpus:
+                draw(corpus, marker + "-", label=f"{sel}: more molecules")
+            for i, line in enumerate(epochs):  # its first point is on the corpus line already
+                ax.plot([seen(s) for s in line], [s[sel]["mean"] for s in line], ":", color=color)
+                draw(line[1:], marker, mfc="white", label=f"{sel}: more epochs" if i == 0 else None)
             base = [s for s in rows if seen(s) == 0]
             if base:
-                ax.axhline(base[0][sel]["mean"], ls=":", color="C0" if sel == "val" else "C1",
-                           label=f"no pre-training ({sel})")
+                ax.axhline(base[0][sel]["mean"], ls=(0, (1, 3)), color=color, lw=1,
+                           label=f"{sel}: no pre-training")
+        for s in corpus + [s for line in epochs for s in line[1:]]:
+            ax.annotate(label(s), (seen(s), s["val"]["mean"]), textcoords="offset points", xytext=(5, -10),
+                        fontsize=6.5, color="0.3")
         ax.set_xscale("log")
+        ax.margins(x=0.2)  # room for the labels of the end points
         ax.set_title(ds)
         ax.set_xlabel("molecules seen in pre-training")
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel("ROC-AUC %")
-    axes[0][-1].legend(fontsize=7)
+    handles, names = axes[0][-1].get_legend_handles_labels()
+    fig.legend(handles, names, fontsize=7, loc="lower center", ncol=3, frameon=False)
+    fig.tight_layout(rect=(0, 0.13, 1, 1))  # room for the legend below
     return save_figure(fig, out)
 
 

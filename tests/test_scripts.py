@@ -255,3 +255,20 @@ def test_transfer_sizes_checks_the_shipped_encoder_losses_and_all(data_root):
                           "--sim-loss mse --cl-variant released", data_root)
     assert ts.losses_of(Path("/nonexistent"), "moses200000x2", str(shipped)) == "--sim-loss none --cl-variant simclr"
     assert ts.losses_of(Path("/nonexistent"), "x", "/nonexistent.pt") == "losses not recorded"
+
+
+def test_transfer_sizes_draws_corpus_and_epoch_sweeps_apart():
+    """More molecules and more epochs on the same molecules are two lines of the figure: the
+    corpus line takes each corpus size's fewest epochs; the epoch line starts from that point."""
+    ts = load_script("transfer_sizes")
+
+    def row(n, e):
+        return {"pretrained": True, "tag": f"moses{n}x{e}",
+                "pretrain": {"corpus_molecules": n, "epochs": e, "molecules_seen": n * e}}
+
+    rows = [row(50000, 8), row(1584663, 1), row(50000, 2), row(200000, 2), {"pretrained": False, "tag": "none"},
+            {"pretrained": True, "tag": "unrecorded", "pretrain": {}}]
+    corpus, epochs = ts.sweeps(rows)
+    assert [s["tag"] for s in corpus] == ["moses50000x2", "moses200000x2", "moses1584663x1"]
+    assert [[s["tag"] for s in line] for line in epochs] == [["moses50000x2", "moses50000x8"]]
+    assert [ts.label(s) for s in corpus] == ["50k x 2", "200k x 2", "1.58M x 1"]
