@@ -291,7 +291,8 @@ def report(args) -> int:
 def sweeps(rows: list[dict]) -> tuple[list[dict], list[list[dict]]]:
     """The pre-trained rows as two kinds of sweep: along the corpus (for each corpus size the row
     with the fewest epochs, by corpus size) and along epochs (each corpus size pre-trained for
-    more than one number of epochs, by epochs). Rows without a recorded amount are left out."""
+    more than one number of epochs, by epochs). Rows whose record lacks the corpus size or the
+    molecules seen are left out."""
     by_corpus: dict[float, list[dict]] = {}
     for s in rows:
         p = s.get("pretrain") or {}
@@ -344,8 +345,11 @@ def plot(sums: dict, datasets: list[str], out: Path) -> list[Path]:
         ax.set_xlabel("molecules seen in pre-training")
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel("ROC-AUC %")
-    handles, names = axes[0][-1].get_legend_handles_labels()
-    fig.legend(handles, names, fontsize=7, loc="lower center", ncol=3, frameon=False)
+    legend = {}  # every panel's series once, whichever panel has them
+    for ax in axes[0]:
+        for h, name in zip(*ax.get_legend_handles_labels()):
+            legend.setdefault(name, h)
+    fig.legend(list(legend.values()), list(legend), fontsize=7, loc="lower center", ncol=3, frameon=False)
     fig.tight_layout(rect=(0, 0.13, 1, 1))  # room for the legend below
     return save_figure(fig, out)
 
