@@ -205,6 +205,10 @@ def test_transfer_sizes_runs_each_setting_once_and_reports_the_curve(data_root, 
     assert f"- mosesfullx1: `{out / 'pretrain' / 'mosesfullx1' / 'encoder.pt'}` (--sim-loss none --cl-variant simclr)" \
         in table  # the study's losses, read from the encoder's record
     assert (results / "transfer_sizes.png").read_bytes()[:4] == b"\x89PNG"
+    assert "Against" not in table  # no sweep of the shipped encoder here
+    assert ts.main(["--results", str(results), "report", "--reference", "no_pretrain"]) == 0
+    assert "Against no_pretrain" in (table := (results / "transfer_sizes.md").read_text())
+    assert "- mosesfullx1: val " in table and " (tiny), mean " in table and "(1 dataset)" in table
 
     # an encoder made before stands for its setting once its record says it is what the
     # study's own pre-training would have made (setting, options, corpus)
@@ -272,3 +276,17 @@ def test_transfer_sizes_draws_corpus_and_epoch_sweeps_apart():
     assert [s["tag"] for s in corpus] == ["moses50000x2", "moses200000x2", "moses1584663x1"]
     assert [[s["tag"] for s in line] for line in epochs] == [["moses50000x2", "moses50000x8"]]
     assert [ts.label(s) for s in corpus] == ["50k x 2", "200k x 2", "1.58M x 1"]
+
+
+def test_transfer_sizes_compares_every_sweep_with_the_reference_over_the_same_seeds():
+    """The ship rule's numbers: each sweep's means minus the reference's, per dataset where both
+    finished over the same seeds; a sweep over other seeds, or without a reference, is left out."""
+    ts = load_script("transfer_sizes")
+
+    def s(val, test, seeds=(0, 1, 2)):
+        return {"seeds": list(seeds), "val": {"mean": val}, "test_max": {"mean": test}}
+
+    sums = {("a", "ref"): s(70.0, 80.0), ("a", "big"): s(72.5, 79.0), ("b", "ref"): s(60.0, 65.0),
+            ("b", "big"): s(59.0, 66.0), ("b", "few"): s(90.0, 90.0, seeds=(0,)), ("c", "big"): s(99.0, 99.0)}
+    assert ts.against(sums, "ref") == {"big": [("a", 2.5, -1.0), ("b", -1.0, 1.0)]}
+    assert ts.against(sums, "nothing") == {}

@@ -6,7 +6,9 @@ matplotlib.use("Agg")
 
 
 def save_figure(fig, out, dpi: int = 130) -> list:
-    """Write ``fig`` as ``out`` with .png and .svg suffixes, close it, return both paths."""
+    """Write ``fig`` as ``out`` with .png and .svg suffixes, close it, return both paths. The same
+    figure gives the same bytes (no date, fixed SVG ids), so a redrawn figure changes only
+    where its data does."""
     from pathlib import Path
 
     import matplotlib.pyplot as plt
@@ -17,8 +19,9 @@ def save_figure(fig, out, dpi: int = 130) -> list:
     written = [out.with_suffix(".png"), out.with_suffix(".svg")]
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
-        for p in written:
-            fig.savefig(p, dpi=dpi, bbox_inches="tight")
+        with matplotlib.rc_context({"svg.hashsalt": "autogcl"}):
+            for p in written:
+                fig.savefig(p, dpi=dpi, bbox_inches="tight", metadata={"Date": None})
     except OSError as exc:  # a file in the way of the folder, no permission, a folder of that name
         raise write_failure(exc, out.with_suffix(".png"), "the figure ") from exc
     finally:

@@ -104,3 +104,21 @@ def test_each_run_keeps_its_colour_in_every_panel(tiny_semi, tmp_path):
         plt.Figure.savefig = real_savefig
     assert seen[C.TITLES["cl_loss"]] == [("joint", "C1")]
     assert seen[C.TITLES["cls_loss"]] == [("naive", "C0"), ("joint", "C1")]
+
+
+def test_a_redrawn_figure_has_the_same_bytes(tmp_path):
+    """save_figure writes no date and fixed SVG ids: the same figure drawn twice gives the same
+    files, so a committed figure changes only where its data does."""
+    import matplotlib.pyplot as plt
+
+    from autogcl.viz import save_figure
+
+    def draw(name):
+        fig, ax = plt.subplots()
+        ax.plot([0, 1, 2], [1.0, 3.0, 2.0], "o-")
+        return save_figure(fig, tmp_path / name / "f")
+
+    first, second = draw("a"), draw("b")
+    assert [p.suffix for p in first] == [".png", ".svg"]
+    assert "<dc:date>" not in first[1].read_text()
+    assert [p.read_bytes() for p in first] == [p.read_bytes() for p in second]
