@@ -19,6 +19,7 @@ of ROC-AUC per tenfold more molecules seen, fitted on the ``val`` means) and
     python scripts/transfer_sizes.py run --pretrain none 50000x2 --datasets clintox --seeds 3
     python scripts/transfer_sizes.py run --encoder 200000x2=pretrained/autogcl-moses200k.pt
     python scripts/transfer_sizes.py report
+    python scripts/transfer_sizes.py pool docs/results docs/results/sizes_gpu  # CPU and GPU seeds together
 """
 
 from __future__ import annotations
@@ -239,6 +240,58 @@ def against(sums: dict, reference: str) -> dict[str, list[tuple[str, float, floa
     return out
 
 
+
+def pooled(groups: list[dict], reference: str) -> dict[str, list[tuple[str, int, float, float, float, float]]]:
+    """tag -> [(dataset, pairs, val mean difference, its standard error, test_max mean difference,
+    its standard error)] over the seed-by-seed differences from the ``reference`` sweep, pooled over
+    several groups of summaries (e.g. one per device: a seed of one group is not the same run as that
+    seed of another, so seeds pair only within a group). A seed is paired where both sweeps of a group
+    hold it; the standard error needs two pairs or more (NaN below)."""
+    diffs: dict[tuple[str, str], dict[str, list[float]]] = {}
+    for sums in groups:
+        for (ds, tag), s in sorted(sums.items()):
+            ref = sums.get((ds, reference))
+            if tag == reference or ref is None:
+                continue
+            d = diffs.setdefault((tag, ds), {"val": [], "test_max": []})
+            for sel in d:
+                mine = dict(zip(s["seeds"], s[sel]["values"]))
+                theirs = dict(zip(ref["seeds"], ref[sel]["values"]))
+                d[sel] += [mine[k] - theirs[k] for k in sorted(mine.keys() & theirs.keys())]
+    out: dict[str, list[tuple[str, int, float, float, float, float]]] = {}
+    for (tag, ds), d in sorted(diffs.items()):
+        n = len(d["val"])
+        if not n:
+            continue
+        stats = []
+        for sel in ("val", "test_max"):
+            v = np.array(d[sel])
+            stats += [float(v.mean()), float(v.std(ddof=1) / np.sqrt(n)) if n > 1 else float("nan")]
+        out.setdefault(tag, []).append((ds, n, *stats))
+    return out
+
+
+def pool(args) -> int:
+    """The seed-by-seed differences from ``--reference``, pooled over the results folders given."""
+    groups = [load(Path(r) / "summaries" / "sizes" / "transfer") for r in args.folders]
+    for r, g in zip(args.folders, groups):
+        if not g:
+            raise SystemExit(f"transfer_sizes.py: no finished sweep under {r}/summaries/sizes/transfer")
+    lines = [f"Seed-by-seed differences from {args.reference}, pooled over {', '.join(args.folders)} "
+             "(mean ± standard error over the pairs; the `val` column decides):", "",
+             "| pre-training | dataset | pairs | val | test_max |", "|---|---|---|---|---|"]
+    for tag, rows in pooled(groups, args.reference).items():
+        for ds, n, v, ve, t, te in rows:
+            lines.append(f"| {tag} | {ds} | {n} | {v:+.2f} ± {ve:.2f} | {t:+.2f} ± {te:.2f} |")
+        lines.append(f"| {tag} | mean of the {len(rows)} datasets | {sum(r[1] for r in rows)} | "
+                     f"{np.mean([r[2] for r in rows]):+.2f} | {np.mean([r[4] for r in rows]):+.2f} |")
+    text = "\n".join(lines) + "\n"
+    if args.out:
+        Path(args.out).write_text(text)
+    print(text)
+    return 0
+
+
 def shown(path: str) -> str:
     """A checkpoint path as the report shows it: relative to the repository when inside it."""
     p = Path(path)
@@ -397,8 +450,13 @@ def main(argv=None) -> int:
     rep = sub.add_parser("report", help="the table and figure from the published summaries")
     rep.add_argument("--reference", default="moses200000x2",
                      help="the sweep every other one is compared with (default: the shipped encoder's, %(default)s)")
+    po = sub.add_parser("pool", help="seed-by-seed differences from a reference sweep, pooled over results folders")
+    po.add_argument("folders", nargs="+", help="results folders (each with summaries/sizes/transfer), e.g. one per "
+                    "device")
+    po.add_argument("--reference", default="moses200000x2", help="the sweep compared with (default %(default)s)")
+    po.add_argument("--out", help="also write the table to this Markdown file")
     args = ap.parse_args(argv)
-    return run(args) if args.cmd == "run" else report(args)
+    return {"run": run, "report": report, "pool": pool}[args.cmd](args)
 
 
 if __name__ == "__main__":

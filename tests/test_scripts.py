@@ -3,6 +3,9 @@
 import importlib.util
 from pathlib import Path
 
+import numpy as np
+import pytest
+
 from autogcl.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -254,6 +257,11 @@ def test_transfer_sizes_checks_the_shipped_encoder_losses_and_all(data_root):
     shipped = ts.ROOT / "pretrained" / "autogcl-moses200k.pt"
     given = ts.given_encoders([f"200000x2={shipped}"], [ts.parse_setting("200000x2")], "", data_root)
     assert given == {"moses200000x2": shipped.resolve()}
+    full = ts.ROOT / "pretrained" / "autogcl-moses-fullx1.pt"  # the shipped one is the study's whole-corpus x 1
+    assert ts.given_encoders([f"fullx1={full}"], [ts.parse_setting("fullx1")], "", data_root) == \
+        {"mosesfullx1": full.resolve()}
+    with pytest.raises(SystemExit):  # and not a 200k x 2 encoder
+        ts.given_encoders([f"200000x2={full}"], [ts.parse_setting("200000x2")], "", data_root)
     with pytest.raises(SystemExit, match=r"other options than the study's \(cl_variant: 'simclr' != 'released'"):
         ts.given_encoders([f"200000x2={shipped}"], [ts.parse_setting("200000x2")],
                           "--sim-loss mse --cl-variant released", data_root)
@@ -290,3 +298,25 @@ def test_transfer_sizes_compares_every_sweep_with_the_reference_over_the_same_se
             ("b", "big"): s(59.0, 66.0), ("b", "few"): s(90.0, 90.0, seeds=(0,)), ("c", "big"): s(99.0, 99.0)}
     assert ts.against(sums, "ref") == {"big": [("a", 2.5, -1.0), ("b", -1.0, 1.0)]}
     assert ts.against(sums, "nothing") == {}
+
+
+def test_transfer_sizes_pools_seed_pairs_within_each_group_only():
+    """Pooled differences pair a seed with the same seed of the reference inside one group (one
+    device), never across groups; a seed the reference lacks is left out; the standard error is
+    the pairs' sample spread over sqrt(pairs), NaN for one pair."""
+    ts = load_script("transfer_sizes")
+
+    def s(seeds, val, test):
+        return {"seeds": list(seeds), "val": {"values": list(val)}, "test_max": {"values": list(test)}}
+
+    cpu = {("a", "ref"): s([0, 1], [70.0, 72.0], [80.0, 80.0]), ("a", "big"): s([0, 1, 2], [71.0, 75.0, 99.0],
+                                                                                 [81.0, 79.0, 99.0])}
+    gpu = {("a", "ref"): s([0], [60.0], [70.0]), ("a", "big"): s([0], [66.0], [70.0]),
+           ("b", "ref"): s([0], [50.0], [50.0]), ("b", "big"): s([0], [49.0], [52.0])}
+    out = ts.pooled([cpu, gpu], "ref")
+    (a, b) = out["big"]
+    assert a[:2] == ("a", 3) and b[:2] == ("b", 1)
+    assert a[2] == pytest.approx((1.0 + 3.0 + 6.0) / 3)  # seed 2 has no reference on the CPU
+    assert a[3] == pytest.approx(np.std([1.0, 3.0, 6.0], ddof=1) / np.sqrt(3))
+    assert a[4] == pytest.approx(0.0) and b[2:5:2] == (-1.0, 2.0) and np.isnan(b[3])
+    assert ts.pooled([cpu], "nothing") == {}

@@ -102,14 +102,15 @@ def test_a_split_with_an_empty_part_is_refused(tmp_path):
         T.run_sweep(cfg, [0], tmp_path / "runs", "t", show_progress=False, workers=1)
 
 
-def test_shipped_encoder_loads_into_the_fine_tuning_model():
+@pytest.mark.parametrize("name,seen", [("autogcl-moses-fullx1.pt", 1582080), ("autogcl-moses200k.pt", 399360)])
+def test_shipped_encoder_loads_into_the_fine_tuning_model(name, seen):
     from pathlib import Path
 
     from autogcl.protocols.transfer import FinetuneConfig, build_model
 
-    shipped = Path(__file__).resolve().parents[2] / "pretrained" / "autogcl-moses200k.pt"
+    shipped = Path(__file__).resolve().parents[2] / "pretrained" / name
     model, meta = build_model(FinetuneConfig(checkpoint=str(shipped)), num_tasks=2)
-    assert meta["method"] == "autogcl" and meta["molecules_seen"] == 399360
+    assert meta["method"] == "autogcl" and meta["molecules_seen"] == seen
     assert model.head.out_features == 2 and model.encoder.out_dim == 300
 
 
