@@ -246,41 +246,58 @@ def pooled(groups: list[dict], reference: str) -> dict[str, list[tuple[str, int,
     its standard error)] over the seed-by-seed differences from the ``reference`` sweep, pooled over
     several groups of summaries (e.g. one per device: a seed of one group is not the same run as that
     seed of another, so seeds pair only within a group). A seed is paired where both sweeps of a group
-    hold it; the standard error needs two pairs or more (NaN below)."""
-    diffs: dict[tuple[str, str], dict[str, list[float]]] = {}
+    hold it with a finite score under both selections; the standard error needs two pairs or more
+    (NaN below). A summary whose ``values`` do not match its ``seeds`` is a ValueError naming it."""
+
+    def scores(s: dict, ds: str, tag: str) -> dict[int, tuple[float, float]]:
+        vals, tests = s["val"]["values"], s["test_max"]["values"]
+        if not len(s["seeds"]) == len(vals) == len(tests):
+            raise ValueError(f"{tag} on {ds}: {len(s['seeds'])} seeds but {len(vals)} val and {len(tests)} "
+                             "test_max values")
+        return {k: (v, t) for k, v, t in zip(s["seeds"], vals, tests) if np.isfinite(v) and np.isfinite(t)}
+
+    diffs: dict[tuple[str, str], list[tuple[float, float]]] = {}
     for sums in groups:
         for (ds, tag), s in sorted(sums.items()):
             ref = sums.get((ds, reference))
             if tag == reference or ref is None:
                 continue
-            d = diffs.setdefault((tag, ds), {"val": [], "test_max": []})
-            for sel in d:
-                mine = dict(zip(s["seeds"], s[sel]["values"]))
-                theirs = dict(zip(ref["seeds"], ref[sel]["values"]))
-                d[sel] += [mine[k] - theirs[k] for k in sorted(mine.keys() & theirs.keys())]
+            mine, theirs = scores(s, ds, tag), scores(ref, ds, reference)
+            diffs.setdefault((tag, ds), []).extend(
+                (mine[k][0] - theirs[k][0], mine[k][1] - theirs[k][1]) for k in sorted(mine.keys() & theirs.keys()))
     out: dict[str, list[tuple[str, int, float, float, float, float]]] = {}
-    for (tag, ds), d in sorted(diffs.items()):
-        n = len(d["val"])
+    for (tag, ds), pairs in sorted(diffs.items()):
+        n = len(pairs)
         if not n:
             continue
         stats = []
-        for sel in ("val", "test_max"):
-            v = np.array(d[sel])
+        for v in np.array(pairs).T:  # val, then test_max
             stats += [float(v.mean()), float(v.std(ddof=1) / np.sqrt(n)) if n > 1 else float("nan")]
         out.setdefault(tag, []).append((ds, n, *stats))
     return out
 
 
 def pool(args) -> int:
-    """The seed-by-seed differences from ``--reference``, pooled over the results folders given."""
-    groups = [load(Path(r) / "summaries" / "sizes" / "transfer") for r in args.folders]
-    for r, g in zip(args.folders, groups):
+    """The seed-by-seed differences from ``--reference``, pooled over the results folders given
+    (each once); a folder without the reference sweep is named, and nothing to pool is an error."""
+    folders = list(dict.fromkeys(str(Path(r).resolve()) for r in args.folders))
+    shown_folders = [shown(f) for f in folders]
+    groups = [load(Path(r) / "summaries" / "sizes" / "transfer") for r in folders]
+    for r, g in zip(shown_folders, groups):
         if not g:
             raise SystemExit(f"transfer_sizes.py: no finished sweep under {r}/summaries/sizes/transfer")
-    lines = [f"Seed-by-seed differences from {args.reference}, pooled over {', '.join(args.folders)} "
+        if not any(tag == args.reference for _, tag in g):
+            print(f"transfer_sizes.py: {r}: no {args.reference} sweep, so nothing of it is paired", file=sys.stderr)
+    try:
+        table = pooled(groups, args.reference)
+    except ValueError as exc:
+        raise SystemExit(f"transfer_sizes.py: a damaged summary: {exc}") from exc
+    if not table:
+        raise SystemExit(f"transfer_sizes.py: no sweep to pair with {args.reference} in {', '.join(shown_folders)}")
+    lines = [f"Seed-by-seed differences from {args.reference}, pooled over {', '.join(shown_folders)} "
              "(mean ± standard error over the pairs; the `val` column decides):", "",
              "| pre-training | dataset | pairs | val | test_max |", "|---|---|---|---|---|"]
-    for tag, rows in pooled(groups, args.reference).items():
+    for tag, rows in table.items():
         for ds, n, v, ve, t, te in rows:
             lines.append(f"| {tag} | {ds} | {n} | {v:+.2f} ± {ve:.2f} | {t:+.2f} ± {te:.2f} |")
         lines.append(f"| {tag} | mean of the {len(rows)} datasets | {sum(r[1] for r in rows)} | "
@@ -449,10 +466,10 @@ def main(argv=None) -> int:
                    help="more options of the fine-tuning commands; replaces the default (%(default)s)")
     rep = sub.add_parser("report", help="the table and figure from the published summaries")
     rep.add_argument("--reference", default="moses200000x2",
-                     help="the sweep every other one is compared with (default: the shipped encoder's, %(default)s)")
+                     help="the sweep every other one is compared with (default: the 200k x 2 encoder's, %(default)s)")
     po = sub.add_parser("pool", help="seed-by-seed differences from a reference sweep, pooled over results folders")
     po.add_argument("folders", nargs="+", help="results folders (each with summaries/sizes/transfer), e.g. one per "
-                    "device")
+                    "device; the global --results is not used here")
     po.add_argument("--reference", default="moses200000x2", help="the sweep compared with (default %(default)s)")
     po.add_argument("--out", help="also write the table to this Markdown file")
     args = ap.parse_args(argv)

@@ -244,9 +244,10 @@ def test_transfer_sizes_runs_each_setting_once_and_reports_the_curve(data_root, 
     assert ts.shown(str(ts.ROOT / "pretrained" / "x.pt")) == "pretrained/x.pt" and ts.shown(str(enc)) == str(enc)
 
 
-def test_transfer_sizes_checks_the_shipped_encoder_losses_and_all(data_root):
-    """The shipped encoder stands for the study's 200k x 2 setting (its record read in today's
-    terms: the paper's losses); the released losses are another pre-training, refused for it."""
+def test_transfer_sizes_checks_the_shipped_encoders_losses_and_all(data_root):
+    """The earlier shipped encoder stands for the study's 200k x 2 setting (its record read in today's
+    terms: the paper's losses), the current one for whole corpus x 1 and not for 200k x 2; the
+    released losses are another pre-training, refused for it."""
     import pytest
 
     ts = load_script("transfer_sizes")
@@ -318,5 +319,39 @@ def test_transfer_sizes_pools_seed_pairs_within_each_group_only():
     assert a[:2] == ("a", 3) and b[:2] == ("b", 1)
     assert a[2] == pytest.approx((1.0 + 3.0 + 6.0) / 3)  # seed 2 has no reference on the CPU
     assert a[3] == pytest.approx(np.std([1.0, 3.0, 6.0], ddof=1) / np.sqrt(3))
-    assert a[4] == pytest.approx(0.0) and b[2:5:2] == (-1.0, 2.0) and np.isnan(b[3])
+    assert a[4] == pytest.approx(0.0) and a[5] == pytest.approx(np.std([1.0, -1.0, 0.0], ddof=1) / np.sqrt(3))
+    assert b[2:5:2] == (-1.0, 2.0) and np.isnan(b[3]) and np.isnan(b[5])
     assert ts.pooled([cpu], "nothing") == {}
+    nan = {("a", "ref"): s([0, 1], [70.0, 72.0], [80.0, 80.0]), ("a", "big"): s([0, 1], [float("nan"), 73.0],
+                                                                                [81.0, 81.0])}
+    assert ts.pooled([nan], "ref")["big"] == [("a", 1, 1.0, pytest.approx(float("nan"), nan_ok=True), 1.0,
+                                               pytest.approx(float("nan"), nan_ok=True))]
+    with pytest.raises(ValueError, match="big on a: 2 seeds but 1 val"):
+        ts.pooled([{("a", "ref"): cpu[("a", "ref")], ("a", "big"): s([0, 1], [1.0], [1.0, 2.0])}], "ref")
+
+
+def test_transfer_sizes_pool_writes_the_table_and_refuses_nothing_to_pair(tmp_path, capsys):
+    """``pool`` over two results folders (one given twice, counted once) writes the Markdown table
+    with a mean row; a reference that no folder holds is an error, not an empty table."""
+    import json
+
+    ts = load_script("transfer_sizes")
+
+    def put(folder, ds, tag, seeds, val, test):
+        f = tmp_path / folder / "summaries" / "sizes" / "transfer" / tag / ds / "summary.json"
+        f.parent.mkdir(parents=True)
+        f.write_text(json.dumps({"seeds": seeds, "val": {"values": val}, "test_max": {"values": test}}))
+
+    put("cpu", "a", "ref", [0, 1], [70.0, 72.0], [80.0, 80.0])
+    put("cpu", "a", "big", [0, 1], [71.0, 75.0], [81.0, 79.0])
+    put("gpu", "a", "ref", [0], [60.0], [70.0])
+    put("gpu", "a", "big", [0], [66.0], [70.0])
+    out = tmp_path / "pooled.md"
+    cpu, gpu = str(tmp_path / "cpu"), str(tmp_path / "gpu")
+    assert ts.main(["pool", cpu, gpu, cpu, "--reference", "ref", "--out", str(out)]) == 0
+    text = out.read_text()
+    assert "| big | a | 3 | +3.33 ± 1.45 | +0.00 ± 0.58 |" in text
+    assert "| big | mean of the 1 datasets | 3 | +3.33 | +0.00 |" in text
+    with pytest.raises(SystemExit, match="no sweep to pair with other"):
+        ts.main(["pool", cpu, "--reference", "other"])
+    assert "no other sweep" in capsys.readouterr().err
