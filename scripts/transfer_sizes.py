@@ -227,20 +227,6 @@ def slope(points: list[tuple[float, float]]) -> tuple[float, float, int] | None:
     return float(b), float(np.sqrt(cov[0, 0])), len(points)
 
 
-def against(sums: dict, reference: str) -> dict[str, list[tuple[str, float, float]]]:
-    """tag -> [(dataset, val difference, test_max difference)] of each sweep's means from the
-    ``reference`` sweep's, on every dataset where both finished over the same seeds (the same
-    fine-tuning seeds, so the difference of the means is the mean of the seed-by-seed ones)."""
-    out: dict[str, list[tuple[str, float, float]]] = {}
-    for (ds, tag), s in sorted(sums.items()):
-        ref = sums.get((ds, reference))
-        if tag != reference and ref is not None and s.get("seeds") == ref.get("seeds"):
-            out.setdefault(tag, []).append((ds, s["val"]["mean"] - ref["val"]["mean"],
-                                            s["test_max"]["mean"] - ref["test_max"]["mean"]))
-    return out
-
-
-
 def pooled(groups: list[dict], reference: str) -> dict[str, list[tuple[str, int, float, float, float, float]]]:
     """tag -> [(dataset, pairs, val mean difference, its standard error, test_max mean difference,
     its standard error)] over the seed-by-seed differences from the ``reference`` sweep, pooled over
@@ -357,18 +343,18 @@ def report(args) -> int:
         fits.append(f"- {ds}: " + ("fewer than three pre-trained points at two amounts or more" if fit is None else
                                    f"{fit[0]:+.2f} ± {fit[1]:.2f} ROC-AUC points per tenfold more molecules seen "
                                    f"({fit[2]} points)"))
-    diffs = against(sums, args.reference)
+    diffs = pooled([sums], args.reference)  # one group: the seeds both sweeps of a dataset hold
     compared = "".join(
         f"- {tag}: " + "; ".join(f"{sel} " + ", ".join(f"{d[i]:+.2f} ({d[0]})" for d in rows)
-                                 + f", mean {np.mean([d[i] for d in rows]):+.2f}" for i, sel in ((1, "val"), (2, "test_max")))
-        + f" ({len(rows)} dataset{'s' * (len(rows) > 1)})\n" for tag, rows in sorted(diffs.items()))
+                                 + f", mean {np.mean([d[i] for d in rows]):+.2f}" for i, sel in ((2, "val"), (4, "test_max")))
+        + f" ({len(rows)} dataset{'s' * (len(rows) > 1)})\n" for tag, rows in diffs.items())
     used = sorted({(s["tag"], s["config"]["checkpoint"]) for s in sums.values() if s.get("pretrained")})
     encoders = [(t, shown(c), losses_of(results, t, c)) for t, c in used]  # each record read once, not per dataset
     text = ("## Fine-tuning ROC-AUC against the amount of pre-training (mean ± std over seeds)\n\n"
             + "\n".join(lines) + "\n\nSlope of the `val` means against log10(molecules seen), least squares "
             "(± its standard error; with few points a rough scale, not an interval):\n\n" + "\n".join(fits) + "\n"
-            + (f"\nAgainst {args.reference}: each sweep's mean minus its mean, per dataset where both finished over "
-               f"the same seeds (the `val` column decides whether an encoder beats it):\n\n{compared}" if compared else "")
+            + (f"\nAgainst {args.reference}: each sweep's mean difference from it over the seeds both finished, per "
+               f"dataset (the `val` column decides whether an encoder beats it):\n\n{compared}" if compared else "")
             + ("\nEncoders fine-tuned (with their pre-training losses):\n\n"
                + "\n".join(f"- {t}: `{c}` ({lo})" for t, c, lo in encoders) + "\n" if encoders else ""))
     (results / "transfer_sizes.md").write_text(text)

@@ -288,17 +288,21 @@ def test_transfer_sizes_draws_corpus_and_epoch_sweeps_apart():
 
 
 def test_transfer_sizes_compares_every_sweep_with_the_reference_over_the_same_seeds():
-    """The ship rule's numbers: each sweep's means minus the reference's, per dataset where both
-    finished over the same seeds; a sweep over other seeds, or without a reference, is left out."""
+    """The ship rule's numbers in the report (``pooled`` over one group): each sweep's mean
+    difference from the reference over the seeds both hold, per dataset; over the same seeds that
+    is the difference of the means; a sweep without a reference is left out."""
     ts = load_script("transfer_sizes")
 
-    def s(val, test, seeds=(0, 1, 2)):
-        return {"seeds": list(seeds), "val": {"mean": val}, "test_max": {"mean": test}}
+    def s(val, test, seeds=(0, 1, 2)):  # every seed scores the same, so the means are val and test
+        return {"seeds": list(seeds), "val": {"values": [val] * len(seeds)},
+                "test_max": {"values": [test] * len(seeds)}}
 
     sums = {("a", "ref"): s(70.0, 80.0), ("a", "big"): s(72.5, 79.0), ("b", "ref"): s(60.0, 65.0),
             ("b", "big"): s(59.0, 66.0), ("b", "few"): s(90.0, 90.0, seeds=(0,)), ("c", "big"): s(99.0, 99.0)}
-    assert ts.against(sums, "ref") == {"big": [("a", 2.5, -1.0), ("b", -1.0, 1.0)]}
-    assert ts.against(sums, "nothing") == {}
+    out = ts.pooled([sums], "ref")
+    assert [(r[0], r[1], r[2], r[4]) for r in out["big"]] == [("a", 3, 2.5, -1.0), ("b", 3, -1.0, 1.0)]
+    assert [(r[0], r[1], r[2], r[4]) for r in out["few"]] == [("b", 1, 30.0, 25.0)]  # its one seed paired
+    assert ts.pooled([sums], "nothing") == {}
 
 
 def test_transfer_sizes_pools_seed_pairs_within_each_group_only():
