@@ -20,7 +20,8 @@ from .errors import AutoGCLError, ConfigError, DataError, write_failure
 log = logging.getLogger("autogcl")
 
 #: RunOptions each command takes, with per-command defaults
-SWEEP = ("seeds", "first_seed", "out", "resume", "restart_damaged", "device", "data_root", "download", "no_progress",
+SWEEP = ("seeds", "first_seed", "out", "resume", "restart_damaged", "device", "precision", "compile", "data_root",
+         "download", "no_progress",
          "executor", "ray_address", "cpus_per_unit", "gpus_per_unit")
 
 #: the commands and their one-line help; a command's options (and the modules they come from)
@@ -84,7 +85,7 @@ def cmd_unsupervised(args) -> int:
     log.info("%s: %d graphs, %d features, %d classes; writing to %s", dataset.name, len(dataset),
              dataset.num_features, dataset.num_classes, Path(run.out))
     sweeps = [plan(c, dataset, run.seed_list, grid_out(run.out, name), run.unit_jobs,
-                   run.save_embeddings or False, run.progress, run.device) for name, c in points]
+                   run.save_embeddings or False, run.progress, run.engine) for name, c in points]
     summaries = run_sweeps(sweeps, run.resume, f"{cfg.tag} seeds", "seed", run.progress, run.restart_damaged,
                            executor)
     if run.grid:
@@ -129,7 +130,7 @@ def cmd_semi(args) -> int:
     cfgs = [from_args(SemiConfig, args, row=r, dataset=dataset.name) for r in rows]
     plans = [(c, name, pc) for c in cfgs for name, pc in expand(c, run.grid)]
     sweeps = [plan(pc, dataset, run.seed_list, grid_out(run.out, name), run.resume, run.fold_limit, run.progress,
-                   run.save_embeddings, run.device) for _, name, pc in plans]
+                   run.save_embeddings, run.engine) for _, name, pc in plans]
     summaries = run_sweeps(sweeps, run.resume, f"{dataset.name} folds", "fold", run.progress, run.restart_damaged,
                            executor)
     if run.grid:
@@ -296,7 +297,7 @@ def cmd_views(args) -> int:
     out = Path(run.out) if run.out else Path("runs/views") / cfg.dataset
     check_writable(out)  # before training
     torch.manual_seed(cfg.seed)
-    res = V.run(cfg, out, run.data_root, run.examples, show_progress=run.progress, device=run.device,
+    res = V.run(cfg, out, run.data_root, run.examples, show_progress=run.progress, device=run.engine,
                 download=run.fetch, resume=run.resume, restart_damaged=run.restart_damaged)
     warm = f" (+ {res['warmup_epochs']} warm-up)" if res["warmup_epochs"] else ""
     print(f"accuracy on generated views: {100 * res['val_view_acc']:.1f}% on validation graphs after "
@@ -377,7 +378,7 @@ def cmd_ablate(args) -> int:
         datasets[ds.name] = ds
     base = cfg.base(next(iter(datasets)))
     res = run_ablation(base, datasets, run.seed_list, Path(run.out), cfg.augs, cfg.ratios, cfg.ratio_aug,
-                       run.resume, run.fold_limit, show_progress=run.progress, device=run.device,
+                       run.resume, run.fold_limit, show_progress=run.progress, device=run.engine,
                        restart_damaged=run.restart_damaged, executor=run.make_executor())
     text = tables(res)
     print(text)
@@ -402,7 +403,8 @@ def add_transfer(sub) -> None:
         "--resume continues an interrupted run. The run folder ends with encoder.pt, the file "
         "`autogcl transfer finetune --checkpoint` takes.")
     add_options(pre, PretrainConfig)
-    _run_options(pre, ("workers", "data_root", "out", "resume", "restart_damaged", "no_progress", "device", "executor",
+    _run_options(pre, ("workers", "data_root", "out", "resume", "restart_damaged", "no_progress", "device", "precision",
+                       "compile", "executor",
                        "ray_address", "cpus_per_unit", "gpus_per_unit"), out=None)
     pre.set_defaults(func=cmd_pretrain)
 
@@ -425,7 +427,11 @@ def cmd_pretrain(args) -> int:
     cfg = from_args(PretrainConfig, args)
     out = Path(run.out) if run.out else Path("runs/pretrain") / cfg.method
     res = pretrain(cfg, out, run.data_root, resume=run.resume, workers=run.workers, show_progress=run.progress,
-                   device=run.device, restart_damaged=run.restart_damaged, executor=run.make_executor())
+                   device=run.engine, restart_damaged=run.restart_damaged, executor=run.make_executor())
+    from .train.distributed import current
+
+    if current() is not None and not current().is_main:  # under torchrun, rank 0 speaks
+        return 0
     print(f"pre-trained {res['method']} for {res['epochs']} epoch(s) on {res['corpus']['molecules']} molecules "
           f"({res['corpus']['skipped']} SMILES skipped): {res['molecules_per_s']:.0f} molecules/s, "
           f"peak memory {res['peak_rss_mb']:.0f} MB")
@@ -460,7 +466,7 @@ def cmd_finetune(args) -> int:
     cfgs = [from_args(FinetuneConfig, args, dataset=n, checkpoint=checkpoint) for n in names]
     plans = [(c, name, pc) for c in cfgs for name, pc in expand(c, run.grid)]
     sweeps = [plan(pc, run.seed_list, grid_out(run.out, name), tag, run.data_root, run.progress, run.workers,
-                   run.device, run.fetch) for _, name, pc in plans]
+                   run.engine, run.fetch) for _, name, pc in plans]
     summaries = run_sweeps(sweeps, run.resume, f"{tag} seeds", "seed", run.progress, run.restart_damaged,
                            executor)
     if run.grid:

@@ -170,11 +170,15 @@ class RunOptions(Config):
     restart_damaged: bool = option(False, "with --resume: restart from the beginning an interrupted unit whose "
                                    "checkpoint or configuration cannot be read back (default: refuse, naming it)")
     device: str = option("auto", "auto (CUDA when available), cpu, cuda or cuda:N")
+    precision: str = option("fp32", "forward passes in float32, or in bfloat16 (bf16: CUDA GPUs that have it; the "
+                            "losses stay in float32)", choices=("fp32", "bf16"))
+    compile: bool = option(False, "compile the models with torch.compile (CUDA GPUs; the first epochs are slower)")
     data_root: str | None = option(None, "data root (else $AUTOGCL_DATA, else the project cache)", type=str)
     download: bool = option(False, "fetch a dataset that the named --data-root / $AUTOGCL_DATA lacks into the "
                             "project cache (without a named root, missing datasets are always fetched)")
     no_progress: bool = option(False, "no progress bars")
-    jobs: int = option(2, "processes for the SVM folds", low=1)
+    jobs: int | None = option(None, "processes for the SVM's fits (default: every core, as many as memory allows; "
+                              "with --executor ray at most the unit's CPUs)", type=int, low=1)
     fold_limit: int | None = option(None, "run only the first N folds (quick checks)", type=int, low=1)
     workers: int | None = option(None, "featurising processes (default: all cores)", type=int, low=1)
     save_embeddings: list | None = option(None, "comma-separated epochs after which every graph's embedding is "
@@ -201,7 +205,7 @@ class RunOptions(Config):
         self.check_choices()
         from .devices import resolve_device
 
-        resolve_device(self.device)
+        resolve_device(self.engine)
         if not str(self.out).strip():
             raise ConfigError("--out is an empty string; name the run folder (. for the current one)")
         if self.first_seed + self.seeds - 1 > MAX_SEED:
@@ -224,11 +228,20 @@ class RunOptions(Config):
         return make_executor(self.executor, self.ray_address, self.cpus_per_unit, self.gpus_per_unit)
 
     @property
-    def unit_jobs(self) -> int:
-        """Processes a unit may start (SVM folds): ``--jobs``, at most the unit's CPUs."""
+    def unit_jobs(self) -> int | None:
+        """Processes a unit may start (SVM fits): ``--jobs``, at most the unit's CPUs; ``None``
+        (every core, as memory allows) for a serial run without ``--jobs``."""
         if self.cpus_per_unit is None and self.executor == "serial":
             return self.jobs
-        return max(1, min(self.jobs, int(self.cpus_per_unit or 1)))
+        cpus = int(self.cpus_per_unit or 1)
+        return max(1, min(self.jobs or cpus, cpus))
+
+    @property
+    def engine(self):
+        """The :class:`autogcl.devices.Engine` of ``--device``, ``--precision`` and ``--compile``."""
+        from .devices import Engine
+
+        return Engine(self.device, self.precision, self.compile)
 
     @property
     def seed_list(self) -> list[int]:

@@ -3,16 +3,56 @@ and the record (device, torch threads, versions) stored with every run."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 
 from .errors import ConfigError
 
 DEVICE_HELP = "auto (CUDA when available, else CPU), cpu, cuda or cuda:N"
+PRECISIONS = ("fp32", "bf16")
 
 
-def resolve_device(device: str | torch.device | None = "auto") -> torch.device:
+@dataclass(frozen=True)
+class Engine:
+    """Where and how training computes: the device, the precision of the forward passes
+    (``bf16``: autocast to bfloat16 on a CUDA GPU that has it; losses in float32) and whether
+    the models are compiled (``torch.compile``, CUDA only). Taken wherever a ``device`` is."""
+
+    device: str = "auto"
+    precision: str = "fp32"
+    compile: bool = False
+
+    def __post_init__(self):
+        if self.precision not in PRECISIONS:
+            raise ConfigError(f"unknown precision {self.precision!r}; choose from {', '.join(PRECISIONS)}")
+
+    def check(self) -> torch.device:
+        """The device, with a clear error for a precision or compilation it cannot do."""
+        dev = resolve_device(self.device)
+        if self.precision == "bf16":
+            if dev.type != "cuda":
+                raise ConfigError(f"--precision bf16 needs a CUDA GPU (the device is {dev}); use --precision fp32")
+            if not torch.cuda.is_bf16_supported():
+                raise ConfigError(f"--precision bf16: {torch.cuda.get_device_name(dev)} has no bfloat16 support; use "
+                                  "--precision fp32")
+        if self.compile and dev.type != "cuda":
+            raise ConfigError(f"--compile compiles for a CUDA GPU (the device is {dev}); leave it out on the CPU")
+        return dev
+
+
+def engine_of(device) -> Engine:
+    """The :class:`Engine` of a device option or engine."""
+    if isinstance(device, Engine):
+        return device
+    return Engine("auto" if device is None else str(device))
+
+
+def resolve_device(device: str | torch.device | Engine | None = "auto") -> torch.device:
     """The :class:`torch.device` for a device option; a CUDA device that is not there is a
     clear error, never a silent fallback."""
+    if isinstance(device, Engine):
+        return device.check()
     if isinstance(device, torch.device):
         spec = str(device)
     else:
@@ -35,13 +75,19 @@ def resolve_device(device: str | torch.device | None = "auto") -> torch.device:
     return dev
 
 
-def runtime_info(device: torch.device | str = "cpu") -> dict:
-    """What a run's numbers depend on beyond its configuration: device, torch threads, versions.
+def runtime_info(device: torch.device | str | Engine = "cpu") -> dict:
+    """What a run's numbers depend on beyond its configuration: device, torch threads, versions
+    (and precision and compilation, when not the defaults).
 
     On the CPU, the same configuration gives the same numbers for the same thread count
     (reductions are split over threads); a GPU gives its own (still seeded) numbers."""
     dev = resolve_device(device)
     info = {"device": str(dev), "torch_threads": torch.get_num_threads(), "torch": torch.__version__}
+    if isinstance(device, Engine):
+        if device.precision != "fp32":
+            info["precision"] = device.precision
+        if device.compile:
+            info["compile"] = True
     if dev.type == "cuda":
         info["gpu"] = torch.cuda.get_device_name(dev)
         info["cuda"] = torch.version.cuda

@@ -15,7 +15,7 @@ SIM_KINDS = ("cosine", "mse")
 
 
 def nt_xent(z1: torch.Tensor, z2: torch.Tensor, tau: float = 0.5, exclude_positive: bool = False,
-            symmetric: bool = True) -> torch.Tensor:
+            symmetric: bool = True, gather=None) -> torch.Tensor:
     """Contrastive loss between two views; row i of ``z1`` and row i of ``z2`` are positives.
 
     For graph i of view 1: ``-log(exp(s_ii/tau) / sum_j exp(s_ij/tau))`` with ``s`` the cosine
@@ -23,16 +23,34 @@ def nt_xent(z1: torch.Tensor, z2: torch.Tensor, tau: float = 0.5, exclude_positi
     negatives). ``symmetric`` averages this with the view-2 -> view-1 direction.
     ``exclude_positive`` leaves ``j = i`` out of the denominator, as the released
     GraphCL/AutoGCL code does (AutoGCL: symmetric; GraphCL: one direction).
+
+    ``gather`` (data-parallel training, :mod:`autogcl.train.distributed`): maps this process's
+    rows to ``(rows of every process, offset of ours)``; the negatives are then the graphs of
+    every process, and the loss is the mean over this process's graphs (averaged over the
+    processes, as their gradients are, it is the loss of the whole batch on one process).
     """
-    sim = F.normalize(z1, dim=1) @ F.normalize(z2, dim=1).t() / tau
+    if z1.dtype in (torch.bfloat16, torch.float16) or z2.dtype in (torch.bfloat16, torch.float16):  # loss in float32
+        z1, z2 = z1.float(), z2.float()
+    a1, a2 = F.normalize(z1, dim=1), F.normalize(z2, dim=1)
+    if gather is None:
+        sim = a1 @ a2.t() / tau
+        return 0.5 * (_one_way(sim, 0, exclude_positive) + _one_way(sim.t(), 0, exclude_positive)) if symmetric \
+            else _one_way(sim, 0, exclude_positive)
+    all2, offset = gather(a2)
+    forward = _one_way(a1 @ all2.t() / tau, offset, exclude_positive)
+    if not symmetric:
+        return forward
+    all1, _ = gather(a1)
+    return 0.5 * (forward + _one_way(a2 @ all1.t() / tau, offset, exclude_positive))
 
-    def one_way(s: torch.Tensor) -> torch.Tensor:
-        pos = s.diagonal()
-        if exclude_positive:
-            s = s.masked_fill(torch.eye(s.shape[0], dtype=torch.bool, device=s.device), float("-inf"))
-        return (torch.logsumexp(s, dim=1) - pos).mean()
 
-    return 0.5 * (one_way(sim) + one_way(sim.t())) if symmetric else one_way(sim)
+def _one_way(s: torch.Tensor, offset: int, exclude_positive: bool) -> torch.Tensor:
+    """Mean over the rows of ``-log softmax`` at the positive, row i's positive being column
+    ``offset + i`` (``exclude_positive``: left out of the denominator)."""
+    pos = s.diagonal(offset)
+    if exclude_positive:
+        s = s.diagonal_scatter(torch.full_like(pos, float("-inf")), offset)
+    return (torch.logsumexp(s, dim=1) - pos).mean()
 
 
 def cl_kwargs(variant: str, method: str) -> dict:

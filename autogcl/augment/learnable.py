@@ -18,7 +18,7 @@ from torch import nn
 from torch_geometric.nn import GINConv
 
 from ..errors import ConfigError, DataError, TrainingError
-from .ops import first_argmax_per_group, graph_sizes, isolate_nodes, keep_nodes
+from .ops import first_argmax_per_group, isolate_nodes, keep_nodes
 
 KEEP, DROP, MASK = 0, 1, 2
 #: operation names by column of a generator's sample matrix
@@ -119,35 +119,37 @@ class ViewGenerator(nn.Module):
         self.add_mask, self.dropped, self.mask_token, self.tau = add_mask, dropped, mask_token, tau
         self.scorer = scorer or NodeScorer(in_dim, hidden, self.num_ops, num_layers)
 
-    def scores(self, data, first: torch.Tensor | None = None) -> torch.Tensor:
-        """The scorer's logits, nodes x operations (checked: finite features and scores);
-        ``first``: the GIN scorer's first neighbour sum when already computed
-        (:func:`shared_first_aggregate`)."""
+    def scores(self, data, first: torch.Tensor | None = None, check: bool = False) -> torch.Tensor:
+        """The scorer's logits, nodes x operations; ``first``: the GIN scorer's first neighbour
+        sum when already computed (:func:`shared_first_aggregate`). ``check`` reads the features
+        and scores back to name a non-finite one (what :meth:`inspect` does; the training loop
+        checks its data once, when it is batched, and its losses once per epoch)."""
         x = getattr(data, "x", None)
         if x is None:
             raise DataError("the graphs have no node features (x is None); give them some, e.g. with "
                             "autogcl.NodeFeatures('deg+odeg100')")
-        x_ok = torch.isfinite(x).all(1)
-        if not x_ok.all():
-            bad = int((~x_ok).nonzero()[0])
-            raise TrainingError(
-                f"node features are not finite at node {bad} of the batch (graph "
-                f"{int(data.batch[bad])} of the batch)"
-            )
+        if check:
+            x_ok = torch.isfinite(x).view(x.shape[0], -1).all(1) if torch.is_floating_point(x) else None
+            if x_ok is not None and not x_ok.all():
+                bad = int((~x_ok).nonzero()[0])
+                raise TrainingError(
+                    f"node features are not finite at node {bad} of the batch (graph "
+                    f"{int(data.batch[bad])} of the batch)"
+                )
         logits = self.scorer(data) if first is None else self.scorer(data, first)
-        if not torch.isfinite(logits).all():
+        if check and not torch.isfinite(logits).all():
             raise TrainingError("view generator scores are not finite (diverged weights? "
                                 "try a lower learning rate)")
         return logits
 
     def probabilities(self, data) -> torch.Tensor:
         """Per-node operation probabilities (nodes x operations; columns keep, drop[, mask])."""
-        return self.scores(data).softmax(-1)
+        return self.scores(data, check=True).softmax(-1)
 
     def sample(self, data, deterministic: bool = False, logits: torch.Tensor | None = None) -> torch.Tensor:
         """One-hot operation per node (``N x num_ops``) with straight-through gradients, and
         at least one kept node in every graph. ``deterministic`` takes every node's most
-        probable operation instead of a Gumbel-softmax draw."""
+        probable operation instead of a Gumbel-softmax draw. Never waits for the device."""
         logits = self.scores(data) if logits is None else logits
         if deterministic:
             soft = logits.softmax(-1)
@@ -156,23 +158,23 @@ class ViewGenerator(nn.Module):
         else:
             sample = F.gumbel_softmax(logits, tau=self.tau, hard=True)
         num_graphs = int(data.num_graphs)
-        retained = sample[:, KEEP] + (sample[:, MASK] if self.add_mask else 0)  # masked nodes stay
-        kept = graph_sizes(data.batch[retained > 0], num_graphs)
-        empty = (kept == 0).nonzero().view(-1)
-        if empty.numel():
-            # force-keep the node with the highest keep logit; the row keeps its gradient path
-            forced = first_argmax_per_group(logits[:, KEEP].detach(), data.batch, num_graphs)[empty]
-            onehot = torch.zeros(forced.numel(), self.num_ops, device=sample.device)
-            onehot[:, KEEP] = 1.0
-            rows = sample[forced]
-            sample = sample.index_put((forced,), onehot + rows - rows.detach())
-        return sample
+        retained = sample[:, KEEP] + sample[:, MASK] if self.add_mask else sample[:, KEEP]  # masked nodes stay
+        kept = retained.detach().new_zeros(num_graphs).index_add_(0, data.batch, retained.detach())
+        # in a graph left without a node, force-keep the node with the highest keep logit (its row
+        # keeps its gradient path); computed for every graph, applied where needed, so that no
+        # step waits to learn which graphs need it
+        forced = first_argmax_per_group(logits[:, KEEP].detach(), data.batch, num_graphs)
+        rows = sample[forced]
+        keep_row = torch.zeros_like(rows)
+        keep_row[:, KEEP] = 1.0
+        rows = torch.where((kept == 0).view(-1, 1), keep_row + rows - rows.detach(), rows)
+        return sample.index_put((forced,), rows)
 
     @torch.no_grad()
     def inspect(self, data, deterministic: bool = False) -> ViewDecision:
         """The operation chosen for every node of ``data`` (a sampled draw, or the argmax with
         ``deterministic``) and the per-node operation probabilities; no gradients."""
-        logits = self.scores(data)
+        logits = self.scores(data, check=True)
         sample = self.sample(data, deterministic, logits)
         return ViewDecision(sample.argmax(-1), logits.softmax(-1), sample, OPERATIONS[: self.num_ops])
 

@@ -4,8 +4,9 @@ AutoGCL, Section 4.1 of the AutoGCL paper).
 Computes exactly what ``GridSearchCV(SVC(), {"C": grid}, cv=5)`` inside an outer
 stratified 10-fold CV computes (``gamma="scale"``: ``1 / (d * X_fit.var())`` for every
 fit), but much faster: the squared distances are computed once per embedding matrix, one
-RBF kernel per fit set is shared by every C of the grid, and the outer folds run in
-parallel processes.
+RBF kernel per fit set is shared by every C of the grid, and the fits run in parallel
+processes: every (outer fold, inner fold) grid search at once, then every outer fold's test
+fit (by default on every core, as many processes as memory allows: :func:`auto_jobs`).
 """
 
 from __future__ import annotations
@@ -46,17 +47,58 @@ def _fit_predict(d2: np.ndarray, gamma: float, fit_idx, pred_idx, y, cs):
     return accs
 
 
-def _outer_fold(x, d2, y, train, test, cs, inner_folds):
-    inner = StratifiedKFold(n_splits=inner_folds)  # GridSearchCV's default for classifiers
+def _inner_fit(x, d2, y, fit, val, cs):
+    """The grid's validation accuracies of one inner fold."""
+    return np.asarray(_fit_predict(d2, _gamma(x[fit]), fit, val, y, cs))
+
+
+def _choose(inner_scores: list[np.ndarray], cs) -> tuple[int, float]:
+    """C by the mean inner-CV accuracy (summed in fold order); the first best on ties, as
+    GridSearchCV's rank."""
     scores = np.zeros(len(cs))
-    splits = list(inner.split(train, y[train]))
-    for a, b in splits:
-        fit, val = train[a], train[b]
-        scores += np.asarray(_fit_predict(d2, _gamma(x[fit]), fit, val, y, cs))
-    scores /= len(splits)
-    best = int(np.argmax(scores))  # first best, as GridSearchCV's rank ties
-    test_acc = _fit_predict(d2, _gamma(x[train]), train, test, y, [cs[best]])[0]
-    return {"C": cs[best], "val_acc": float(scores[best]), "test_acc": test_acc}
+    for s in inner_scores:
+        scores += s
+    scores /= len(inner_scores)
+    best = int(np.argmax(scores))
+    return best, float(scores[best])
+
+
+def _test_fit(x, d2, y, train, test, c):
+    return _fit_predict(d2, _gamma(x[train]), train, test, y, [c])[0]
+
+
+def _outer_fold(x, d2, y, train, test, cs, inner_folds):
+    """One outer fold done serially (what the parallel path computes, task by task)."""
+    inner = StratifiedKFold(n_splits=inner_folds)  # GridSearchCV's default for classifiers
+    scores = [_inner_fit(x, d2, y, train[a], train[b], cs) for a, b in inner.split(train, y[train])]
+    best, val = _choose(scores, cs)
+    return {"C": cs[best], "val_acc": val, "test_acc": _test_fit(x, d2, y, train, test, cs[best])}
+
+
+def _available_memory() -> int | None:
+    """Bytes of memory available to new processes (Linux), or None when unknown."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
+
+
+def auto_jobs(n_graphs: int, tasks: int, cores: int | None = None, memory: int | None = None) -> int:
+    """Processes for the SVM's fits: every core (at most one per task), fewer when memory
+    would not hold them (each holds about three ``n x n`` float64 kernel matrices)."""
+    import os
+
+    cores = cores or os.cpu_count() or 1
+    jobs = max(1, min(cores, tasks))
+    memory = _available_memory() if memory is None else memory
+    if memory:
+        per_job = 3 * 8 * n_graphs * n_graphs + (200 << 20)  # kernels, and an interpreter with NumPy/sklearn
+        jobs = max(1, min(jobs, int(0.7 * memory) // per_job))
+    return jobs
 
 
 def svm_evaluate(
@@ -66,12 +108,13 @@ def svm_evaluate(
     inner_folds: int = 5,
     cs=C_GRID,
     seed: int = 0,
-    n_jobs: int = 1,
+    n_jobs: int | None = 1,
 ) -> dict:
     """Outer ``folds``-fold stratified CV; in each, C by inner ``inner_folds``-fold search.
 
     Returns mean/std test accuracy over the outer folds, the mean inner-CV accuracy of the
     chosen C (``val_acc``: the score an honest epoch selection may use), and per-fold details.
+    ``n_jobs``: processes (``None``: :func:`auto_jobs`); the numbers do not depend on it.
     """
     x = _numpy(emb).astype(np.float64)
     if not np.isfinite(x).all():
@@ -88,10 +131,21 @@ def svm_evaluate(
         raise DataError(f"the SVM protocol needs at least two classes and {folds} graphs for its {folds}-fold CV; "
                         f"got {len(y)} graph(s) in {len(counts)} class(es)")
     d2 = euclidean_distances(x, squared=True)
-    outer = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
-    n_jobs = min(n_jobs, folds)  # one process per outer fold at most (a huge --jobs would start that many)
-    jobs = (delayed(_outer_fold)(x, d2, y, tr, te, list(cs), inner_folds) for tr, te in outer.split(x, y))
-    res = Parallel(n_jobs=n_jobs)(jobs) if n_jobs != 1 else [j[0](*j[1], **j[2]) for j in jobs]
+    outer = list(StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed).split(x, y))
+    cs = list(cs)
+    if n_jobs is None:
+        n_jobs = auto_jobs(len(y), folds * inner_folds)
+    n_jobs = min(n_jobs, folds * inner_folds)  # one process per task at most
+    if n_jobs == 1:
+        res = [_outer_fold(x, d2, y, tr, te, cs, inner_folds) for tr, te in outer]
+    else:  # every inner grid search at once, then every outer fold's test fit
+        inner = [list(StratifiedKFold(n_splits=inner_folds).split(tr, y[tr])) for tr, _ in outer]
+        with Parallel(n_jobs=n_jobs) as pool:
+            flat = pool(delayed(_inner_fit)(x, d2, y, tr[a], tr[b], cs)
+                        for (tr, _), splits in zip(outer, inner) for a, b in splits)
+            chosen = [_choose(flat[k * inner_folds:(k + 1) * inner_folds], cs) for k in range(folds)]
+            tests = pool(delayed(_test_fit)(x, d2, y, tr, te, cs[best]) for (tr, te), (best, _) in zip(outer, chosen))
+        res = [{"C": cs[best], "val_acc": val, "test_acc": t} for (best, val), t in zip(chosen, tests)]
     test = np.array([r["test_acc"] for r in res])
     return {
         "test_acc": float(test.mean()),

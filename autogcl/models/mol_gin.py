@@ -15,10 +15,11 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.utils.weak import WeakIdKeyDictionary
 from torch_geometric.nn import MessagePassing, global_mean_pool
-from torch_geometric.utils import add_self_loops
 
 from .embed import embed
+from .norm import SegmentBatchNorm
 
 #: the vocabulary the embeddings are sized for: every model here takes one as ``vocab``
 #: (e.g. :data:`autogcl.data.molecules.VOCAB`, the featurisation of Hu et al.)
@@ -48,24 +49,57 @@ class AtomEncoder(nn.Module):
 
     def forward(self, data) -> torch.Tensor:
         x = data.x
-        h = self.atom(x[:, 0]) + self.chirality(x[:, 1])
+        # row lookups as index_select: the same numbers as nn.Embedding, and a backward that
+        # adds rows (index_add) instead of embedding's much slower dense backward on the CPU
+        h = self.atom.weight.index_select(0, x[:, 0]) + self.chirality.weight.index_select(0, x[:, 1])
         keep = getattr(data, "node_keep", None)
         if keep is not None:
-            token = self.atom.weight[self.mask_atom] + self.chirality.weight[0]
-            mask = getattr(data, "node_mask", None)
             h = h * keep.view(-1, 1)
+            mask = getattr(data, "node_mask", None)
             if mask is not None:
+                token = self.atom.weight[self.mask_atom] + self.chirality.weight[0]
                 h = h + mask.view(-1, 1) * token
         return h
 
 
+#: bond structure of a batch, computed once for every layer and every network reading it
+_STRUCTURE = WeakIdKeyDictionary()
+
+
+def bond_structure(edge_index: torch.Tensor, edge_attr: torch.Tensor, num_nodes: int, vocab: dict,
+                   dtype: torch.dtype = torch.float32):
+    """``(src, dst, counts)`` of a molecule batch: the bonds' ends, and for every atom how many
+    incoming bonds of each (type, direction) it has, its self-loop included (``num_nodes x
+    (bond types * directions)``). A GIN layer's bond messages are then one matrix product
+    (``counts @ table``) instead of an embedding lookup per bond. Cached per ``edge_index``
+    tensor, so the encoder and both generators of a step compute it once per batch or view."""
+    hit = _STRUCTURE.get(edge_index)
+    if hit is not None and hit[0] is edge_attr and hit[1] == num_nodes and hit[2][2].dtype == dtype:
+        return hit[2]
+    dirs = vocab["num_bond_dirs"]
+    width = vocab["num_bond_types"] * dirs
+    src, dst = edge_index[0], edge_index[1]
+    combo = edge_attr[:, 0] * dirs + edge_attr[:, 1]
+    counts = torch.zeros(num_nodes * width, dtype=dtype, device=edge_index.device)
+    counts.index_add_(0, dst * width + combo, torch.ones_like(dst, dtype=counts.dtype))
+    counts = counts.view(num_nodes, width)
+    counts[:, vocab["self_loop_bond"] * dirs] += 1.0  # every atom's self-loop (bond direction 0)
+    out = (src, dst, counts)
+    _STRUCTURE[edge_index] = (edge_attr, num_nodes, out)
+    return out
+
+
 class BondGINConv(MessagePassing):
     """GIN layer with bond embeddings: ``MLP(sum_j (h_j + e_ij))`` over neighbours and a
-    self-loop (bond type ``vocab["self_loop_bond"]``); MLP = Linear(d, 2d) -> ReLU -> Linear(2d, d)."""
+    self-loop (bond type ``vocab["self_loop_bond"]``); MLP = Linear(d, 2d) -> ReLU -> Linear(2d, d).
+
+    Computed as ``sum_j h_j + h_i + counts_i @ (bond + direction table)``: the same sum, with
+    the bond embeddings summed per atom by one matrix product (:func:`bond_structure`)."""
 
     def __init__(self, dim: int, vocab):
         super().__init__(aggr="add")
         vocab = check_vocab(vocab)
+        self.vocab = vocab
         self.self_loop_bond = vocab["self_loop_bond"]
         self.mlp = nn.Sequential(nn.Linear(dim, 2 * dim), nn.ReLU(), nn.Linear(2 * dim, dim))
         self.bond = nn.Embedding(vocab["num_bond_types"], dim)
@@ -73,17 +107,14 @@ class BondGINConv(MessagePassing):
         nn.init.xavier_uniform_(self.bond.weight)
         nn.init.xavier_uniform_(self.direction.weight)
 
-    def forward(self, x, edge_index, edge_attr):
-        n = x.shape[0]
-        loops = torch.zeros(n, 2, dtype=edge_attr.dtype, device=edge_attr.device)
-        loops[:, 0] = self.self_loop_bond
-        edge_index, _ = add_self_loops(edge_index, num_nodes=n)
-        edge_attr = torch.cat([edge_attr, loops], dim=0)
-        e = self.bond(edge_attr[:, 0]) + self.direction(edge_attr[:, 1])
-        return self.mlp(self.propagate(edge_index, x=x, e=e))
+    def bond_table(self) -> torch.Tensor:
+        """``(bond types * directions) x dim``: the embedding of every (type, direction) pair."""
+        return (self.bond.weight.unsqueeze(1) + self.direction.weight.unsqueeze(0)).flatten(0, 1)
 
-    def message(self, x_j, e):
-        return x_j + e
+    def forward(self, x, edge_index, edge_attr, structure=None):
+        src, dst, counts = structure or bond_structure(edge_index, edge_attr, x.shape[0], self.vocab, x.dtype)
+        agg = torch.zeros_like(x).index_add_(0, dst, x.index_select(0, src)) + x
+        return self.mlp(torch.addmm(agg, counts, self.bond_table()))
 
 
 class MolGNN(nn.Module):
@@ -98,21 +129,26 @@ class MolGNN(nn.Module):
         self.dim, self.dropout = dim, dropout
         self.atoms = AtomEncoder(dim, vocab)
         self.convs = nn.ModuleList(BondGINConv(dim, vocab) for _ in range(num_layers))
-        self.bns = nn.ModuleList(nn.BatchNorm1d(dim) for _ in range(num_layers))
+        self.bns = nn.ModuleList(SegmentBatchNorm(dim) for _ in range(num_layers))
 
     def forward(self, data) -> torch.Tensor:
         h = self.atoms(data)
+        structure = bond_structure(data.edge_index, data.edge_attr, h.shape[0], self.vocab, h.dtype)
+        segments = getattr(data, "_segments", None)  # two views in one batch: normalised apart
         last = len(self.convs) - 1
         for i, (conv, bn) in enumerate(zip(self.convs, self.bns)):
-            h = bn(conv(h, data.edge_index, data.edge_attr))
+            h = bn(conv(h, data.edge_index, data.edge_attr, structure), segments)
             if i < last:
                 h = F.relu(h)
-            h = F.dropout(h, self.dropout, training=self.training)
+            if self.dropout > 0:
+                h = F.dropout(h, self.dropout, training=self.training)
         return h
 
 
 class MolEncoder(nn.Module):
     """Graph embedding: mean pool of :class:`MolGNN` node representations (``out_dim``)."""
+
+    segment_norm = True  #: reads two views in one batch (``ContrastModel.encode_pair``)
 
     def __init__(self, vocab, dim: int = 300, num_layers: int = 5, dropout: float = 0.0):
         super().__init__()

@@ -237,10 +237,11 @@ class PretrainConfig(Config):
     lr: float = option(0.001, "Adam learning rate", low=0, low_open=True)
     max_molecules: int | None = option(None, "read only the first N SMILES", type=int)
     chunk_size: int = option(50_000, "SMILES per cached chunk (bounds memory)")
-    dim: int = option(300, "GIN width", cli=False)
-    num_layers: int = option(5, "GIN layers", cli=False)
-    gen_hidden: int = option(128, "generator width", cli=False)
-    gen_layers: int = option(2, "generator layers", cli=False)
+    dim: int = option(300, "encoder width (Hu et al.: 300); recorded in encoder.pt, which finetune reads back",
+                      low=1)
+    num_layers: int = option(5, "encoder layers (Hu et al.: 5); recorded in encoder.pt", low=1)
+    gen_hidden: int = option(128, "view generators' width (released: 128)", low=1)
+    gen_layers: int = option(2, "view generators' layers (released: 2)", low=1)
     add_mask: bool = option(True, "generators may also mask atoms", negate="--no-mask")
     dropped: str = option("remove", "dropped atoms are removed or kept as isolated atoms",
                           choices=("remove", "isolate"))

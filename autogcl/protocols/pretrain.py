@@ -21,11 +21,12 @@ from ..augment import MoleculeViewGenerator, RandomAugmentor
 from ..data.corpus import MoleculeCorpus
 from ..data.datasets import fingerprint
 from ..data.molecules import VOCAB
-from ..devices import resolve_device, runtime_info
+from ..devices import Engine, engine_of, resolve_device, runtime_info
 from ..errors import DataError
 from ..models.gin import ContrastModel
 from ..models.mol_gin import MolEncoder, MolNodeScorer, save_encoder
-from ..train import GraphCLStrategy, NaiveStrategy
+from ..train import GraphCLStrategy, NaiveStrategy, distributed
+from ..train.optim import adam
 from ..train.pretrain import ChunkedTrainer, peak_rss_mb
 from .configs import DEFAULT_CORPUS, METHODS, PretrainConfig  # noqa: F401 (re-exported)
 
@@ -73,12 +74,12 @@ def build_strategy(cfg: PretrainConfig):
         gens = [MoleculeViewGenerator(MolNodeScorer(num_ops, VOCAB, cfg.gen_hidden, cfg.gen_layers),
                                       add_mask=cfg.add_mask, dropped=cfg.dropped) for _ in range(2)]
         params = list(model.parameters()) + list(gens[0].parameters()) + list(gens[1].parameters())
-        opt = torch.optim.Adam(params, lr=cfg.lr)
+        opt = adam(params, lr=cfg.lr)
         return NaiveStrategy(model, gens[0], gens[1], opt, tau=cfg.temperature,
                              cl_variant=cfg.cl_variant,
                              sim_kind="cosine" if cfg.sim_loss == "none" else cfg.sim_loss,
                              sim_weight=0.0 if cfg.sim_loss == "none" else 1.0, view_sampling=cfg.view_sampling)
-    opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
+    opt = adam(model.parameters(), lr=cfg.lr)
     aug1, aug2 = RandomAugmentor(cfg.aug, cfg.aug_ratio), RandomAugmentor(cfg.aug, cfg.aug_ratio)
     return GraphCLStrategy(model, aug1, aug2, opt, tau=cfg.temperature, cl_variant=cfg.cl_variant)
 
@@ -89,29 +90,54 @@ def pretrain(cfg: PretrainConfig, out: Path, data_root=None, resume: bool = Fals
     """Pre-train into the run folder ``out`` (one long unit, through :func:`autogcl.runs.run_units`
     on ``executor``: by default here); returns the result.
 
+    Started by ``torchrun`` as several processes (``torchrun --nproc_per_node N -m autogcl
+    transfer pretrain ...``, or a script of yours calling this function), it trains
+    data-parallel (:mod:`autogcl.train.distributed`): ``batch_size`` is the global batch,
+    rank 0 writes the run folder, and ``result.json`` records ``world_size``.
+
     ``max_steps`` stops after that many optimizer steps in total (for smoke tests; the run
     is then finished early and says so)."""
     out = Path(out)
-    runs.check_run_folder(out, "pre-training")
-    device = resolve_device(device)
+    ctx = distributed.init(device) if distributed.launched() else None
+    if ctx is not None:
+        distributed.check_batch(cfg.batch_size, ctx)
+        device = Engine(str(ctx.device), engine_of(device).precision, engine_of(device).compile)
+        if ctx.is_main:
+            runs.check_run_folder(out, "pre-training")
+    else:
+        runs.check_run_folder(out, "pre-training")
+    engine = engine_of(device)  # the device, and how training computes on it
+    device = resolve_device(engine)
     corpus_path = resolve_corpus(cfg.corpus, data_root)
     cfg = PretrainConfig.from_dict({**cfg.to_dict(), "corpus": str(corpus_path),
                                     "corpus_fingerprint": fingerprint([corpus_path])[0]})
     unit = runs.Unit(dir=out, config=cfg.to_dict(), seed=cfg.seed, label=f"pretrain {cfg.method}")
-    if resume:  # only a run to be continued is carried over; otherwise the folder is left as found
+    if resume and (ctx is None or ctx.is_main):  # only a run to be continued is carried over
         _upgrade_fingerprint(unit, cfg.corpus_fingerprint)
 
+    main = ctx is None or ctx.is_main
+    runtime = {**runtime_info(engine), **({"world_size": ctx.world_size} if ctx is not None else {})}
+
     def fn(unit):
-        work = runs.start_work(unit, runtime_info(device))
+        work = runs.start_work(unit, runtime) if main else unit.partial
         corpus = MoleculeCorpus(corpus_path, cfg.smiles_col, cfg.max_molecules, cfg.chunk_size,
-                                workers=workers, progress=show_progress is not False)
+                                workers=workers, progress=show_progress is not False and main)
+        if ctx is not None and not main:
+            ctx.barrier()  # rank 0 featurises the corpus first; the others then read its cache
         chunks = corpus.prepare()
-        runs.atomic_write_json(work / "corpus.json", corpus.summary())
+        if ctx is not None and main:
+            ctx.barrier()
+        if main:
+            runs.atomic_write_json(work / "corpus.json", corpus.summary())
         loader_gen = runs.seed_everything(cfg.seed)
         strategy = build_strategy(cfg)
+        if ctx is not None:
+            strategy.to(engine)
+            distributed.wrap(strategy, ctx, seed=cfg.seed)
+            torch.manual_seed(distributed.rank_seed(cfg.seed, ctx))  # each process its own noise
         trainer = ChunkedTrainer(strategy, len(chunks), corpus.load, cfg.batch_size, work / "checkpoint.pt",
-                                 loader_gen, device=device, show_progress=show_progress,
-                                 desc=f"pretrain {cfg.method}")
+                                 loader_gen, device=None if ctx is not None else engine, show_progress=show_progress,
+                                 desc=f"pretrain {cfg.method}", dist=ctx)
 
         def write_encoder(rows):
             save_encoder(strategy.model.encoder, work / "encoder.pt", _encoder_meta(cfg, corpus, rows))
@@ -125,11 +151,42 @@ def pretrain(cfg: PretrainConfig, out: Path, data_root=None, resume: bool = Fals
                   "molecules_per_s": float(sum(r["molecules"] for r in rows) /
                                            max(sum(r["time_s"] for r in rows), 1e-9)),
                   "peak_rss_mb": peak_rss_mb(), "corpus": corpus.summary(), "config": cfg.to_dict(),
-                  "runtime": runtime_info(device)}
-        return runs.publish(unit, rows, result)
+                  "world_size": 1 if ctx is None else ctx.world_size, "runtime": runtime}
+        return runs.publish(unit, rows, result) if main else result
 
+    if ctx is not None:
+        return _run_distributed(unit, fn, resume, restart_damaged, ctx)
     return runs.run_units([unit], fn, resume, f"pretrain {cfg.method}", what="run", show_progress=False,
                           restart_damaged=restart_damaged, executor=executor)[0]
+
+
+def _run_distributed(unit: runs.Unit, fn, resume: bool, restart_damaged: bool, ctx) -> dict:
+    """The one unit of a pre-training run on every process of a distributed run: rank 0 checks
+    and locks the run folder and tells the others whether to train; all train; rank 0 publishes."""
+    import shutil
+
+    from ..errors import AutoGCLError
+
+    decision = None
+    if ctx.is_main:
+        try:
+            runs.check_writable(unit.dir.parent)
+            runs.check_resumable([unit], resume)
+            if not unit.finished and not resume and unit.partial.exists():
+                shutil.rmtree(unit.partial)
+            decision = "finished" if unit.finished else "run"
+        except AutoGCLError as exc:
+            decision = ("error", str(exc))
+    decision = ctx.broadcast(decision)
+    if isinstance(decision, tuple):
+        raise DataError(decision[1]) if ctx.is_main else SystemExit(2)
+    if decision == "run":
+        if ctx.is_main:
+            runs.run_one(unit, fn, restart_damaged)  # holds the unit's lock while it trains
+        else:
+            fn(unit)
+    ctx.barrier()  # rank 0 has published
+    return unit.result()
 
 
 def _encoder_meta(cfg: PretrainConfig, corpus: MoleculeCorpus, rows: list[dict]) -> dict:

@@ -20,12 +20,12 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from torch_geometric.loader import DataLoader
 
 from .. import runs
 from ..augment import RandomAugmentor, ViewGenerator
+from ..data.batching import GraphLoader, GraphStore
 from ..data.splits import SemiSplit, semi_splits
-from ..devices import resolve_device, runtime_info
+from ..devices import engine_of, resolve_device, runtime_info
 from ..errors import ConfigError, DataError
 from ..eval.metrics import accuracy
 from ..models.resgcn import ResGCN
@@ -38,6 +38,7 @@ from ..train import (
     SupervisedStrategy,
     Trainer,
 )
+from ..train.optim import adam
 from .configs import ROW_OPTIONS, ROW_SPECIFIC, ROWS, SMALL_BATCH, SemiConfig  # noqa: F401 (re-exported)
 
 log = logging.getLogger(__name__)
@@ -46,7 +47,7 @@ log = logging.getLogger(__name__)
 def build(cfg: SemiConfig, num_features: int, num_classes: int):
     """(pre-training strategy or None, training strategy, which data each one trains on)."""
     model = ResGCN(num_features, num_classes, cfg.hidden)
-    opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
+    opt = adam(model.parameters(), lr=cfg.lr)
     row = cfg.row
 
     def generators():
@@ -61,13 +62,13 @@ def build(cfg: SemiConfig, num_features: int, num_classes: int):
         pre = GraphCLStrategy(model, *augs, opt, tau=cfg.tau, cl_variant=cfg.cl_variant, encode=model.represent)
         return pre, SupervisedStrategy(model, opt), "labeled"
     g1, g2 = generators()
-    opt_gen = torch.optim.Adam([*g1.parameters(), *g2.parameters()], lr=cfg.lr)
+    opt_gen = adam([*g1.parameters(), *g2.parameters()], lr=cfg.lr)
     if row == "aug":
         return None, LearnableAugStrategy(model, g1, g2, opt, opt_gen, cfg.lam, cfg.sim_loss), "labeled"
     if row == "joint_released":
         return None, JointReleasedStrategy(model, g1, g2, opt, opt_gen, tau=cfg.tau), "joint"
     if row == "naive":
-        pre_opt = torch.optim.Adam([*model.parameters(), *g1.parameters(), *g2.parameters()], lr=cfg.lr)
+        pre_opt = adam([*model.parameters(), *g1.parameters(), *g2.parameters()], lr=cfg.lr)
         pre = NaiveStrategy(model, g1, g2, pre_opt, tau=cfg.tau, cl_variant=cfg.cl_variant,
                             sim_kind=cfg.sim_loss, encode=model.represent)
         fine = JointStrategy(model, g1, g2, opt, opt_gen, use_cl=False, use_sim=False)
@@ -99,23 +100,26 @@ def run_fold(unit: runs.Unit, dataset, split: SemiSplit, show_progress: bool | N
     ``save_embeddings``: epochs after which the classifier's representation of every graph of
     the dataset is saved (``embeddings_epoch{E}.npz``; epoch 0 = before training)."""
     cfg = SemiConfig.from_dict(unit.config)
-    device = resolve_device(device)
-    work = runs.start_work(unit, runtime_info(device))
+    engine = engine_of(device)  # the device, and how training computes on it
+    device = resolve_device(engine)
+    work = runs.start_work(unit, runtime_info(engine))
     gen = runs.seed_everything(unit.seed * 1000 + split.fold)
     pre, strat, data_kind = build(cfg, dataset.num_features, dataset.num_classes)
     bs = cfg.batch_size
 
+    store = GraphStore.from_dataset(dataset).to(device)  # every part is batched from the one store
+
     def loader(idx, shuffle):  # a copy: under Ray the split's arrays arrive read-only
-        return DataLoader(dataset[torch.tensor(idx, dtype=torch.long)], batch_size=bs, shuffle=shuffle,
-                          generator=gen if shuffle else None,
-                          drop_last=shuffle and len(idx) % bs == 1)  # BatchNorm cannot train on one graph
+        return GraphLoader(store, batch_size=bs, shuffle=shuffle, generator=gen if shuffle else None,
+                           drop_last=shuffle and len(idx) % bs == 1,  # BatchNorm cannot train on one graph
+                           indices=torch.tensor(idx, dtype=torch.long))
 
     train_l, labeled_l = loader(split.train, True), loader(split.labeled, True)
     eval_l = {k: loader(getattr(split, k), False) for k in ("labeled", "val", "test") if len(getattr(split, k))}
     train_data = {"train": train_l, "labeled": labeled_l, "joint": (train_l, labeled_l)}[data_kind]
 
     save_at = set(save_embeddings or [])
-    all_l = DataLoader(dataset, batch_size=512, shuffle=False)
+    all_l = GraphLoader(store, batch_size=512, shuffle=False)
 
     def save_emb(epoch):  # also on a resumed fold: the pass draws a loader seed from the global RNG
         if epoch in save_at:
@@ -127,7 +131,7 @@ def run_fold(unit: runs.Unit, dataset, split: SemiSplit, show_progress: bool | N
     desc = f"{cfg.tag} seed {unit.seed} fold {split.fold}"
     rows: list[dict] = []
     if pre is not None:
-        pre_trainer = Trainer(pre, device=device, checkpoint=work / "checkpoint-pretrain.pt", loader_gen=gen,
+        pre_trainer = Trainer(pre, device=engine, checkpoint=work / "checkpoint-pretrain.pt", loader_gen=gen,
                               desc=desc + " pre-train", show_progress=show_progress)
         rows += pre_trainer.fit(train_l, cfg.pretrain_epochs, row_fields={"phase": "pretrain"})
 
@@ -136,7 +140,7 @@ def run_fold(unit: runs.Unit, dataset, split: SemiSplit, show_progress: bool | N
         save_emb(epoch)
         return accs
 
-    trainer = Trainer(strat, device=device, checkpoint=work / "checkpoint.pt", loader_gen=gen, desc=desc,
+    trainer = Trainer(strat, device=engine, checkpoint=work / "checkpoint.pt", loader_gen=gen, desc=desc,
                       show_progress=show_progress)
     rows += trainer.fit(train_data, cfg.epochs, evaluate=evaluate, row_fields={"phase": "train"})
 
@@ -147,7 +151,7 @@ def run_fold(unit: runs.Unit, dataset, split: SemiSplit, show_progress: bool | N
         "fold": split.fold, "selection": cfg.select, "acc": sel[cfg.select]["acc"], "selections": sel,
         "time_s": float(sum(r["time_s"] for r in rows)),
         "sizes": {k: len(getattr(split, k)) for k in ("labeled", "unlabeled", "val", "test")},
-        "runtime": runtime_info(device),
+        "runtime": runtime_info(engine),
     }
     (work / "checkpoint-pretrain.pt").unlink(missing_ok=True)
     return runs.publish(unit, rows, result)

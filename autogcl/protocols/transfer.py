@@ -19,18 +19,19 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from torch_geometric.loader import DataLoader
 
 from .. import runs
+from ..data.batching import GraphLoader, GraphStore
 from ..data.moleculenet import MOLECULENET, load_molecule_csv, load_moleculenet
 from ..data.molecules import VOCAB
 from ..data.splits import scaffold_split
-from ..devices import resolve_device, runtime_info
+from ..devices import engine_of, resolve_device, runtime_info
 from ..errors import ConfigError, DataError
 from ..eval.metrics import roc_auc
 from ..models.embed import embed
 from ..models.mol_gin import MolPredictor, load_encoder
 from ..train import FinetuneStrategy, Trainer
+from ..train.optim import adam
 from .configs import SELECTIONS, FinetuneConfig
 
 log = logging.getLogger(__name__)
@@ -132,22 +133,25 @@ def run_unit(unit: runs.Unit, dataset, split: dict, show_progress: bool | None =
              ckpt_every: int = 10, device="cpu") -> dict:
     """Fine-tune one seed; resumes from ``unit.partial`` when a checkpoint is there."""
     cfg = FinetuneConfig.from_dict(unit.config)
-    device = resolve_device(device)
-    work = runs.start_work(unit, runtime_info(device))
+    engine = engine_of(device)  # the device, and how training computes on it
+    device = resolve_device(engine)
+    work = runs.start_work(unit, runtime_info(engine))
     loader_gen = runs.seed_everything(unit.seed)
     num_tasks = int(dataset._data.y.shape[1])
     model, enc_meta = build_model(cfg, num_tasks)
-    opt = torch.optim.Adam(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    opt = adam(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+
+    store = GraphStore.from_dataset(dataset).to(device)  # every part is batched from the one store
 
     def part(name):
-        return dataset[torch.as_tensor(split[name], dtype=torch.long)]
+        return torch.as_tensor(split[name], dtype=torch.long)
 
     train = part("train")
     # a last batch of one single-atom molecule would break BatchNorm: drop such a remainder
-    train_loader = DataLoader(train, batch_size=cfg.batch_size, shuffle=True, generator=loader_gen,
-                              drop_last=len(train) % cfg.batch_size == 1)
-    val_loader = DataLoader(part("valid"), batch_size=256)
-    test_loader = DataLoader(part("test"), batch_size=256)
+    train_loader = GraphLoader(store, batch_size=cfg.batch_size, shuffle=True, generator=loader_gen,
+                               drop_last=len(train) % cfg.batch_size == 1, indices=train)
+    val_loader = GraphLoader(store, batch_size=256, indices=part("valid"))
+    test_loader = GraphLoader(store, batch_size=256, indices=part("test"))
 
     def evaluate(epoch):
         t0 = time.perf_counter()
@@ -156,7 +160,7 @@ def run_unit(unit: runs.Unit, dataset, split: dict, show_progress: bool | None =
         return {"val_auc": val_auc, "test_auc": test_auc, "val_tasks": n_val, "test_tasks": n_test,
                 "eval_time_s": time.perf_counter() - t0}
 
-    trainer = Trainer(FinetuneStrategy(model, opt), device=device, checkpoint=work / "checkpoint.pt",
+    trainer = Trainer(FinetuneStrategy(model, opt), device=engine, checkpoint=work / "checkpoint.pt",
                       loader_gen=loader_gen, ckpt_every=ckpt_every, ckpt_on_report=False, desc=unit.label,
                       show_progress=show_progress)
     rows = trainer.fit(train_loader, cfg.epochs, evaluate=evaluate)
@@ -169,7 +173,7 @@ def run_unit(unit: runs.Unit, dataset, split: dict, show_progress: bool | None =
         "selection": cfg.select, "auc": sel[cfg.select]["auc"], "selections": sel,
         "num_tasks": num_tasks, "tasks_scored": {"val": rows[-1]["val_tasks"], "test": rows[-1]["test_tasks"]},
         "split_sizes": {k: len(split[k]) for k in ("train", "valid", "test")},
-        "train_time_s": float(sum(r["time_s"] for r in rows)), "runtime": runtime_info(device),
+        "train_time_s": float(sum(r["time_s"] for r in rows)), "runtime": runtime_info(engine),
     }
     return runs.publish(unit, rows, result)
 

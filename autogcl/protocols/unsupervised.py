@@ -15,11 +15,11 @@ import time
 from pathlib import Path
 
 import numpy as np
-from torch_geometric.loader import DataLoader
 
 from .. import runs
 from ..api import AutoGCL, GraphCL
-from ..devices import resolve_device, runtime_info
+from ..data.batching import GraphLoader, GraphStore
+from ..devices import engine_of, resolve_device, runtime_info
 from ..errors import ConfigError, DataError
 from ..eval.svm import SELECTIONS, select_epoch, svm_evaluate
 from ..train import Trainer
@@ -45,20 +45,22 @@ def build_strategy(cfg: UnsupervisedConfig, num_features: int):
     return build_model(cfg, num_features).make_strategy()
 
 
-def run_unit(unit: runs.Unit, dataset, n_jobs: int = 1, save_embeddings: bool | list[int] = False,
+def run_unit(unit: runs.Unit, dataset, n_jobs: int | None = 1, save_embeddings: bool | list[int] = False,
              ckpt_every: int = 10, show_progress: bool | None = None, device="cpu") -> dict:
     """Train and evaluate one seed; resumes from ``unit.partial`` when a checkpoint is there.
     ``save_embeddings``: ``True`` (every evaluation epoch) or the evaluation epochs whose
     embeddings are saved (``embeddings_epochE.npz``)."""
     cfg = UnsupervisedConfig.from_dict(unit.config)
-    seed, device = unit.seed, resolve_device(device)
-    work = runs.start_work(unit, runtime_info(device))
+    seed, engine = unit.seed, engine_of(device)  # the device, and how training computes on it
+    device = resolve_device(engine)
+    work = runs.start_work(unit, runtime_info(engine))
     loader_gen = runs.seed_everything(seed)
     model = build_model(cfg, dataset.num_features)
     strategy = model.make_strategy()
-    train_loader = DataLoader(dataset, batch_size=cfg.batch_size, shuffle=True, generator=loader_gen)
-    eval_loader = DataLoader(dataset, batch_size=512, shuffle=False)
-    trainer = Trainer(strategy, device=device, checkpoint=work / "checkpoint.pt", loader_gen=loader_gen,
+    store = GraphStore.from_dataset(dataset).to(device)  # the whole dataset on the device, batched there
+    train_loader = GraphLoader(store, batch_size=cfg.batch_size, shuffle=True, generator=loader_gen)
+    eval_loader = GraphLoader(store, batch_size=512, shuffle=False)
+    trainer = Trainer(strategy, device=engine, checkpoint=work / "checkpoint.pt", loader_gen=loader_gen,
                       ckpt_every=ckpt_every, desc=f"{cfg.tag} seed {seed}", show_progress=show_progress)
     state = {"evals": {}}
 
@@ -83,7 +85,7 @@ def run_unit(unit: runs.Unit, dataset, n_jobs: int = 1, save_embeddings: bool | 
         "evaluations": {str(k): v for k, v in evals.items()},
         "train_time_s": float(sum(r["time_s"] for r in rows)),
         "eval_time_s": float(sum(r.get("eval_time_s", 0.0) for r in rows)),
-        "num_graphs": len(dataset), "num_features": dataset.num_features, "runtime": runtime_info(device),
+        "num_graphs": len(dataset), "num_features": dataset.num_features, "runtime": runtime_info(engine),
     }
     model.history = rows
     model.save(work / "model.pt")
@@ -113,7 +115,7 @@ def make_units(cfg: UnsupervisedConfig, seeds: list[int], out: Path) -> list[run
                       label=f"{cfg.tag} seed {s}") for s in seeds]
 
 
-def plan(cfg: UnsupervisedConfig, dataset, seeds: list[int], out: Path, n_jobs: int = 1,
+def plan(cfg: UnsupervisedConfig, dataset, seeds: list[int], out: Path, n_jobs: int | None = 1,
          save_embeddings: bool | list[int] = False, show_progress: bool | None = None, device="cpu") -> runs.Sweep:
     """The seeds of one configuration as a :class:`autogcl.runs.Sweep` whose ``finish`` writes
     ``OUT/TAG/summary.json``."""
@@ -144,7 +146,7 @@ def plan(cfg: UnsupervisedConfig, dataset, seeds: list[int], out: Path, n_jobs: 
 
 
 def run_sweep(cfg: UnsupervisedConfig, dataset, seeds: list[int], out: Path, resume: bool = False,
-              n_jobs: int = 1, save_embeddings: bool | list[int] = False, show_progress: bool | None = None,
+              n_jobs: int | None = 1, save_embeddings: bool | list[int] = False, show_progress: bool | None = None,
               device="cpu", restart_damaged: bool = False, executor=None) -> dict:
     """Run every seed (skipping finished ones with ``resume``) on ``executor`` (default: one
     after the other here) and write ``summary.json``."""

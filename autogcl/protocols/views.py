@@ -31,13 +31,13 @@ import numpy as np
 import torch
 from sklearn.model_selection import train_test_split
 from torch_geometric.data import Batch
-from torch_geometric.loader import DataLoader
 
 from .. import runs
 from ..augment import ViewGenerator
 from ..augment.learnable import KEEP, MASK, GeometryKeepingGenerator
 from ..augment.random import node_drop_mask
 from ..data import load_tu
+from ..data.batching import GraphLoader
 from ..data.mnist import POS_COLS, load_mnist_superpixels, read_idx_images
 from ..devices import resolve_device, runtime_info
 from ..errors import ConfigError
@@ -45,6 +45,7 @@ from ..eval.metrics import accuracy
 from ..models.relpos import RelPosNet
 from ..models.resgcn import ResGCN
 from ..train import JointStrategy, SupervisedStrategy, Trainer, to_device
+from ..train.optim import adam
 from .configs import CLASSIFIER_DEFAULTS, ViewsConfig  # noqa: F401 (re-exported)
 
 log = logging.getLogger(__name__)
@@ -124,13 +125,13 @@ def train_generators(cfg: ViewsConfig, train_ds, test_ds, show_progress=None, de
     nf = train_ds.num_features
     nc = int(max(int(train_ds._data.y.max()), int(test_ds._data.y.max())) + 1)
     model, gens = make_models(cfg, nf, nc)
-    opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
-    opt_gen = torch.optim.Adam([*gens[0].parameters(), *gens[1].parameters()], lr=cfg.gen_lr)
+    opt = adam(model.parameters(), lr=cfg.lr)
+    opt_gen = adam([*gens[0].parameters(), *gens[1].parameters()], lr=cfg.gen_lr)
     strat = JointStrategy(model, *gens, opt, opt_gen, use_cl=False, use_sim=True, lam=cfg.lam).to(device)
-    train_l = DataLoader(train_ds, batch_size=cfg.batch_size, shuffle=True, generator=loader_gen,
-                         drop_last=len(train_ds) % cfg.batch_size == 1)  # BatchNorm cannot train on one graph
-    test_l = DataLoader(test_ds, batch_size=512)
-    val_l = DataLoader(val_ds, batch_size=512)
+    train_l = GraphLoader(train_ds, batch_size=cfg.batch_size, shuffle=True, generator=loader_gen,
+                          drop_last=len(train_ds) % cfg.batch_size == 1, device=device)  # BatchNorm needs 2 graphs
+    test_l = GraphLoader(test_ds, batch_size=512, device=device)
+    val_l = GraphLoader(val_ds, batch_size=512, device=device)
     # wall seconds of training over every (re)start: carried in the checkpoints (Trainer's extra)
     clock, tick = {"wall_s": 0.0}, time.perf_counter()
 
@@ -277,7 +278,7 @@ def run(cfg: ViewsConfig, out_dir: Path, data_root=None, n_examples: int = 6, sh
                   "runtime": runtime_info(device)}
         if cfg.dataset.upper() == "MNIST":
             torch.manual_seed(cfg.seed)
-            result["kept_shares"] = kept_shares(gens, DataLoader(test_ds, batch_size=512), cfg.drop_ratio,
+            result["kept_shares"] = kept_shares(gens, GraphLoader(test_ds, batch_size=512), cfg.drop_ratio,
                                                 cfg.high_intensity)
         runs.atomic_save({"model": model.state_dict(), "gen1": gens[0].state_dict(),
                           "gen2": gens[1].state_dict()}, work / "model.pt")

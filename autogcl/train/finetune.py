@@ -4,21 +4,23 @@
 from __future__ import annotations
 
 from ..losses import masked_bce
-from .loop import Strategy, check_finite
+from .loop import Strategy
 
 
 class FinetuneStrategy(Strategy):
     """One epoch of masked-BCE updates of ``model`` (``model(batch)``: graphs x tasks logits)."""
 
     terms = ("loss",)
+    loss_name = "fine-tuning"
 
     def __init__(self, model, optimizer):
         self.model, self.opt = model, optimizer
 
     def step(self, batch, epoch: int, step: int) -> dict:
         self.opt.zero_grad()
-        loss = masked_bce(self.model(batch), batch.y)
-        check_finite(loss, "fine-tuning")
+        with self.autocast():
+            logits = self.model(batch)
+        loss = masked_bce(logits.float(), batch.y)
         loss.backward()
         self.opt.step()
-        return {"loss": float(loss.detach())}
+        return {"loss": loss.detach()}

@@ -10,6 +10,7 @@ uninterrupted one.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import time
@@ -19,7 +20,8 @@ from pathlib import Path
 import torch
 
 from .. import runs
-from ..devices import resolve_device
+from ..data.batching import to_device  # noqa: F401 (re-exported)
+from ..devices import Engine, resolve_device
 from ..errors import TrainingError
 
 log = logging.getLogger(__name__)
@@ -34,37 +36,81 @@ def plain(value):
 
 
 def check_finite(loss: torch.Tensor, what: str) -> None:
-    """A :class:`TrainingError` when a loss is NaN or infinite (the loop adds epoch and batch)."""
+    """A :class:`TrainingError` when a loss is NaN or infinite (the loop adds epoch and batch).
+    It reads the loss back from its device: the training loop itself checks once per epoch
+    instead (:func:`run_epoch`)."""
     value = float(loss.detach())
     if not math.isfinite(value):
         raise TrainingError(f"{what} loss is {value}")
 
 
-def to_device(batch, device: torch.device | None):
-    """``batch`` on ``device`` (a no-op when it is there already or ``device`` is None)."""
-    return batch if device is None else batch.to(device)
+#: how an error names each loss term (``loss`` itself: the strategy's ``loss_name``)
+TERM_NAMES = {"cl_loss": "contrastive", "cls_loss": "classification", "sim_loss": "similarity"}
 
 
-def run_epoch(loader, epoch: int, step_fn, terms, device: torch.device | None = None) -> dict:
+def check_features(batch) -> None:
+    """A :class:`TrainingError` naming the first node (and its graph in the batch) whose float
+    features are not finite. Batches of a :class:`autogcl.data.batching.GraphStore` were
+    checked when the store was built and skip this."""
+    x = getattr(batch, "x", None)
+    if x is None or not torch.is_floating_point(x):
+        return
+    ok = torch.isfinite(x).view(x.shape[0], -1).all(1)
+    if not bool(ok.all()):
+        bad = int((~ok).nonzero()[0])
+        owner = getattr(batch, "batch", None)
+        where = f" (graph {int(owner[bad])} of the batch)" if owner is not None else ""
+        raise TrainingError(f"node features are not finite at node {bad} of the batch{where}")
+
+
+def read_terms(steps: list[tuple[int, dict]], terms, epoch: int, loss_name: str = "training") -> dict:
+    """The mean of each loss term over an epoch's steps, weighted by graphs (a term absent
+    from a step is averaged over the steps that have it; NaN when none has), from the values
+    the steps returned: 0-d tensors (on any device) or numbers, read back in one transfer.
+    A non-finite value is a :class:`TrainingError` naming the term, the epoch and the first
+    batch where it happened."""
+    tensors = [v.detach().reshape(()).to(torch.float64) for _, vals in steps for v in vals.values()
+               if isinstance(v, torch.Tensor)]
+    read = iter(torch.stack(tensors).cpu().tolist()) if tensors else iter(())
+    sums = {k: 0.0 for k in terms}
+    counts = {k: 0 for k in terms}
+    for step, (n, vals) in enumerate(steps):
+        values = {k: (next(read) if isinstance(v, torch.Tensor) else float(v)) for k, v in vals.items()}
+        bad = [k for k, v in values.items() if not math.isfinite(v)]
+        if bad:
+            k = next((b for b in bad if b != "loss"), bad[0])  # the specific term first
+            name = loss_name if k == "loss" else TERM_NAMES.get(k, k)
+            raise TrainingError(f"{name} loss is {values[k]} at epoch {epoch}, batch {step}")
+        for k, v in values.items():
+            sums[k] = sums.get(k, 0.0) + v * n
+            counts[k] = counts.get(k, 0) + n
+    return {k: (sums[k] / counts[k] if counts[k] else float("nan")) for k in terms}
+
+
+def run_epoch(loader, epoch: int, step_fn, terms, device: torch.device | None = None,
+              loss_name: str = "training") -> dict:
     """Run ``step_fn(batch, epoch, step)`` on every batch (moved to ``device``); the mean of
     each loss term weighted by graphs, and the time.
 
-    A term may be absent from a step (not computed there); its mean is over the steps
-    that have it. Errors are re-raised with the epoch and batch where they happened."""
+    Steps return their loss terms as 0-d tensors (or numbers); they stay on the device until
+    the epoch ends and are read back together (:func:`read_terms`), so a step never waits for
+    the device. A non-finite loss stops training at the end of the epoch, naming the batch.
+    Batches that do not come from a checked store (:class:`autogcl.data.batching.GraphLoader`)
+    have their features checked first. Errors are re-raised with the epoch and batch where
+    they happened."""
     t0 = time.perf_counter()
-    sums = {k: 0.0 for k in terms}
-    counts = {k: 0 for k in terms}
+    checked = getattr(loader, "validated", False)
+    steps: list[tuple[int, dict]] = []
     for step, batch in enumerate(loader):
         batch = to_device(batch, device)
         try:
+            if not checked:
+                check_features(batch)
             vals = step_fn(batch, epoch, step)
         except TrainingError as exc:
             raise TrainingError(f"{exc} at epoch {epoch}, batch {step}") from exc
-        n = int(batch.num_graphs)
-        for k, v in vals.items():
-            sums[k] += v * n
-            counts[k] += n
-    out = {k: (sums[k] / counts[k] if counts[k] else float("nan")) for k in terms}
+        steps.append((int(batch.num_graphs), vals))
+    out = read_terms(steps, terms, epoch, loss_name)
     out["time_s"] = time.perf_counter() - t0
     return out
 
@@ -85,6 +131,8 @@ class Strategy:
 
     terms: tuple[str, ...] = ("loss",)
     device: torch.device | None = None
+    #: how an error names the ``loss`` term ("training loss is nan at epoch 3, batch 0")
+    loss_name: str = "training"
 
     def modules(self) -> dict:
         return {"model": self.model}
@@ -92,19 +140,36 @@ class Strategy:
     def optimizers(self) -> dict:
         return {"optimizer": self.opt}
 
+    #: forward passes under autocast to this dtype (``configure``); ``None``: float32
+    autocast_dtype: torch.dtype | None = None
+
+    def autocast(self):
+        """The context of a step's forward pass (bfloat16 autocast when configured so)."""
+        if self.autocast_dtype is None:
+            return contextlib.nullcontext()
+        return torch.autocast(self.device.type, dtype=self.autocast_dtype)
+
     def to(self, device) -> Strategy:
-        """Move the strategy's modules and its optimizers' state to ``device``; later batches
-        follow."""
+        """Move the strategy's modules and its optimizers' state to ``device`` (later batches
+        follow); an :class:`autogcl.devices.Engine` also sets the precision of the forward
+        passes and compiles the modules when it says so."""
         self.device = resolve_device(device)
         for m in self.modules().values():
             m.to(self.device)
         for opt in self.optimizers().values():
             if opt.state:  # reloading casts the state to the parameters' device (steps stay put)
                 opt.load_state_dict(opt.state_dict())
+        if isinstance(device, Engine):
+            self.autocast_dtype = torch.bfloat16 if device.precision == "bf16" else None
+            if device.compile and not getattr(self, "_compiled", False):
+                for m in self.modules().values():
+                    m.compile(dynamic=True)
+                self._compiled = True
         return self
 
     def _run_epoch(self, loader, epoch: int, step_fn, terms=None) -> dict:
-        return run_epoch(loader, epoch, step_fn, self.terms if terms is None else terms, self.device)
+        return run_epoch(loader, epoch, step_fn, self.terms if terms is None else terms, self.device,
+                         self.loss_name)
 
     def train_epoch(self, data, epoch: int) -> dict:
         for m in self.modules().values():

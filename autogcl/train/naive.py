@@ -16,12 +16,21 @@ from torch import nn
 from ..augment.learnable import ViewGenerator, shared_first_aggregate
 from ..errors import ConfigError
 from ..losses import cl_kwargs, nt_xent, similarity_loss
-from .loop import Strategy, check_finite, optimizer_covers
+from .loop import Strategy, optimizer_covers
 
 
 def sample_views(picks_from: int = 3) -> list[int]:
     """Two draws with replacement from {0: x, 1: x1, 2: x2} (released view sampling)."""
     return torch.randint(picks_from, (2,)).tolist()
+
+
+def encode_two(model, encode, a, b):
+    """The encodings of two views: in one pass of the model where it can read both at once
+    (:meth:`autogcl.models.gin.ContrastModel.encode_pair`; only when ``encode`` is the model
+    itself), else one pass each."""
+    if encode is model and hasattr(model, "encode_pair"):
+        return model.encode_pair(a, b)
+    return encode(a), encode(b)
 
 
 def require_optimized(optimizer, **modules: nn.Module) -> None:
@@ -59,15 +68,37 @@ class NaiveStrategy(Strategy):
             raise ValueError(f"unknown view sampling {view_sampling!r}")
         self.view_sampling = view_sampling
 
+    #: set by :func:`autogcl.train.distributed.wrap`: the DDP module whose forward is :meth:`losses`,
+    #: the gather of embeddings across processes for NT-Xent, the generator of the view draws
+    #: (the same on every process)
+    forward_module = None
+    gather = None
+    view_gen = None
+
     def modules(self) -> dict:
         return {"model": self.model, "gen1": self.gen1, "gen2": self.gen2}
 
+    def draw_views(self) -> list[int]:
+        """Which two of {x, x1, x2} are contrasted in a step."""
+        if self.view_sampling != "replacement":
+            return [1, 2]
+        if self.view_gen is not None:
+            return torch.randint(3, (2,), generator=self.view_gen).tolist()
+        return sample_views()
+
     def step(self, batch, epoch: int, step: int) -> dict:
         self.opt.zero_grad()
-        if self.view_sampling == "replacement":
-            picks = sample_views()
-        else:
-            picks = [1, 2]
+        picks = self.draw_views()
+        with self.autocast():
+            terms = (self.forward_module or self.losses)(batch, picks)
+        terms["loss"].backward()
+        self.opt.step()
+        # left on the device: the loop reads an epoch's losses (and checks them) at once
+        return {k: v.detach() for k, v in terms.items()}
+
+    def losses(self, batch, picks: list[int]) -> dict:
+        """The forward pass of a step contrasting views ``picks``: ``cl_loss``, ``sim_loss`` and
+        ``loss`` (what is minimised), with their graphs."""
         # both generators always score and draw (in this order, so the random stream is that of
         # gen1(batch), gen2(batch)) so that L_sim is measured on every batch; their first GIN
         # layers share one neighbour sum. A generator whose view is not contrasted, when L_sim
@@ -90,19 +121,16 @@ class NaiveStrategy(Strategy):
         else:
             for i, gen in gens.items():
                 views[i], samples[i] = gen(batch)
-        z1 = self.encode(views[picks[0]])
-        z2 = z1 if picks[1] == picks[0] else self.encode(views[picks[1]])
-        cl = nt_xent(z1, z2, self.tau, **cl_kwargs(self.cl_variant, "autogcl"))
-        check_finite(cl, "contrastive")
+        if picks[1] == picks[0]:
+            z1 = z2 = self.encode(views[picks[0]])
+        else:
+            z1, z2 = encode_two(self.model, self.encode, views[picks[0]], views[picks[1]])
+        cl = nt_xent(z1, z2, self.tau, **cl_kwargs(self.cl_variant, "autogcl"), gather=self.gather)
         loss = cl
         sim = similarity_loss(samples[1], samples[2], self.sim_kind)
         if self.sim_weight > 0:
             loss = loss + self.sim_weight * sim
-        out = {"cl_loss": float(cl.detach()), "sim_loss": float(sim.detach())}
-        loss.backward()
-        self.opt.step()
-        out["loss"] = float(loss.detach())
-        return out
+        return {"cl_loss": cl, "sim_loss": sim, "loss": loss}
 
 class GraphCLStrategy(Strategy):
     """GraphCL: contrast two random augmentations (or the graph and one augmentation)."""
@@ -119,13 +147,22 @@ class GraphCLStrategy(Strategy):
             raise ValueError(f"unknown GraphCL views {views!r}")
         self.views = views
 
+    forward_module = None  # see NaiveStrategy
+    gather = None
+
     def step(self, batch, epoch: int, step: int) -> dict:
         self.opt.zero_grad()
+        with self.autocast():
+            terms = (self.forward_module or self.losses)(batch, None)
+        terms["loss"].backward()
+        self.opt.step()
+        value = terms["loss"].detach()
+        return {"loss": value, "cl_loss": value}
+
+    def losses(self, batch, picks=None) -> dict:
+        """The forward pass of a step: the NT-Xent loss of two augmentations of ``batch``."""
         v1 = batch if self.views == "orig-aug" else self.aug1(batch)
         v2 = self.aug2(batch)
-        cl = nt_xent(self.encode(v1), self.encode(v2), self.tau, **cl_kwargs(self.cl_variant, "graphcl"))
-        check_finite(cl, "contrastive")
-        cl.backward()
-        self.opt.step()
-        value = float(cl.detach())
-        return {"loss": value, "cl_loss": value}
+        z1, z2 = encode_two(self.model, self.encode, v1, v2)
+        cl = nt_xent(z1, z2, self.tau, **cl_kwargs(self.cl_variant, "graphcl"), gather=self.gather)
+        return {"loss": cl}

@@ -15,9 +15,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import torch
-from torch_geometric.loader import DataLoader
 
 from .. import runs
+from ..data.batching import GraphLoader
 from .loop import Strategy
 
 log = logging.getLogger(__name__)
@@ -28,28 +28,65 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
-def _counted(loader, count: dict, limit: int | None):
-    """Yield the loader's batches (at most ``limit``), counting steps and molecules."""
+def _counted(loader, count: dict, limit: int | None, world_size: int = 1):
+    """Yield the loader's batches (at most ``limit``), counting steps and molecules (of every
+    process: each trains on an equal share of every batch)."""
     for batch in loader:
         if limit is not None and count["steps"] >= limit:
             return
         count["steps"] += 1
-        count["molecules"] += int(batch.num_graphs)
+        count["molecules"] += int(batch.num_graphs) * world_size
         yield batch
 
 
 class ChunkedTrainer:
     """Fit ``strategy`` for ``epochs`` over ``num_chunks`` chunks (``load_chunk(i)`` gives
-    chunk ``i`` as a dataset), checkpointing to ``checkpoint`` after every chunk and epoch."""
+    chunk ``i`` as a dataset), checkpointing to ``checkpoint`` after every chunk and epoch.
+
+    ``dist``: the :class:`autogcl.train.distributed.DistContext` of a data-parallel run (the
+    strategy already wrapped by :func:`autogcl.train.distributed.wrap`): every process reads
+    the same chunks in the same order and trains on its share of each batch; rank 0 writes
+    the checkpoints, which hold every process's random state, so a run whose processes were
+    killed resumes with the numbers of an unbroken one."""
 
     def __init__(self, strategy: Strategy, num_chunks: int, load_chunk: Callable[[int], object],
                  batch_size: int, checkpoint: Path, loader_gen: torch.Generator, device=None,
-                 show_progress: bool | None = None, desc: str = "pretrain"):
+                 show_progress: bool | None = None, desc: str = "pretrain", dist=None):
         self.strategy, self.num_chunks, self.load_chunk = strategy, num_chunks, load_chunk
         self.batch_size, self.checkpoint, self.loader_gen = batch_size, Path(checkpoint), loader_gen
         if device is not None:
             strategy.to(device)
-        self.show_progress, self.desc = show_progress, desc
+        self.dist = dist
+        main = dist is None or dist.is_main
+        self.show_progress, self.desc = (show_progress if main else False), desc
+
+    def _restore_process_state(self, state: dict) -> None:
+        """This process's own random state, and the shared view draws, from a checkpoint."""
+        view_gen = getattr(self.strategy, "view_gen", None)
+        if view_gen is not None and state.get("view_gen") is not None:
+            view_gen.set_state(state["view_gen"])
+        ranks = state.get("rank_rng")
+        if self.dist is not None and ranks:
+            if len(ranks) != self.dist.world_size:
+                log.warning("the checkpoint was written by %d processes, this run has %d: each process's random "
+                            "draws start afresh (the numbers will differ from an unbroken run)", len(ranks),
+                            self.dist.world_size)
+                return
+            own = ranks[self.dist.rank]
+            torch.set_rng_state(own["torch"])
+            if own.get("cuda") and torch.cuda.is_available():
+                torch.cuda.set_rng_state(own["cuda"], self.dist.device)
+
+    def _process_state(self) -> dict:
+        """What a checkpoint adds for a data-parallel run (a collective: every process calls it)."""
+        extra = {}
+        view_gen = getattr(self.strategy, "view_gen", None)
+        if view_gen is not None:
+            extra["view_gen"] = view_gen.get_state()
+        if self.dist is not None:
+            cuda = torch.cuda.get_rng_state(self.dist.device) if self.dist.device.type == "cuda" else None
+            extra["rank_rng"] = self.dist.all_gather_object({"torch": torch.get_rng_state(), "cuda": cuda})
+        return extra
 
     def fit(self, epochs: int, max_steps: int | None = None,
             on_epoch: Callable[[list[dict]], None] | None = None) -> tuple[list[dict], bool]:
@@ -59,18 +96,24 @@ class ChunkedTrainer:
         the encoder)."""
         from tqdm.auto import tqdm
 
-        strat = self.strategy
+        strat, dist = self.strategy, self.dist
+        world = 1 if dist is None else dist.world_size
         state = runs.load_checkpoint(self.checkpoint, strat.modules(), strat.optimizers(), self.loader_gen)
         if state is None:
             state = {"rows": [], "epoch": 1, "pos": 0, "order": None, "acc": None}
         else:
+            self._restore_process_state(state)
             log.info("pretrain: resuming at epoch %d, chunk %d of %d", state["epoch"], state["pos"] + 1,
                      self.num_chunks)
         rows, epoch, pos, order, acc = (state[k] for k in ("rows", "epoch", "pos", "order", "acc"))
 
         def save():
-            runs.save_checkpoint(self.checkpoint, strat.modules(), strat.optimizers(), self.loader_gen,
-                                 rows=rows, epoch=epoch, pos=pos, order=order, acc=acc)
+            extra = self._process_state()
+            if dist is None or dist.is_main:
+                runs.save_checkpoint(self.checkpoint, strat.modules(), strat.optimizers(), self.loader_gen,
+                                     rows=rows, epoch=epoch, pos=pos, order=order, acc=acc, **extra)
+            if dist is not None:
+                dist.barrier()  # every process goes on only once the checkpoint is written
 
         disable = None if self.show_progress is None else not self.show_progress
         steps = sum(r["steps"] for r in rows) + (acc["steps"] if acc else 0)
@@ -85,15 +128,19 @@ class ChunkedTrainer:
                 # never a last batch of one molecule: nothing to contrast, and BatchNorm needs 2 nodes
                 bs = self.batch_size
                 drop = len(ds) > bs or len(ds) % bs == 1
-                loader = DataLoader(ds, batch_size=bs, shuffle=True, drop_last=drop, generator=self.loader_gen)
+                loader = GraphLoader(ds, batch_size=bs, shuffle=True, drop_last=drop, generator=self.loader_gen,
+                                     device=strat.device,  # the chunk on the device, batched there
+                                     rank=0 if dist is None else dist.rank, world_size=world)
                 count = {"steps": 0, "molecules": 0}
                 limit = None if max_steps is None else max_steps - steps
-                bar = tqdm(_counted(loader, count, limit),
+                bar = tqdm(_counted(loader, count, limit, world),
                            total=len(loader) if limit is None else min(limit, len(loader)),
                            desc=f"epoch {epoch} chunk {pos + 1}/{len(order)}", unit="batch", leave=False,
                            disable=disable)
                 t0 = time.perf_counter()
                 stats = strat.train_epoch(bar, epoch)
+                if dist is not None:  # every process's mean loss terms (equal shares: their mean)
+                    stats.update(dist.mean({k: v for k, v in stats.items() if k in strat.terms}))
                 n_steps, n_mol = count["steps"], count["molecules"]
                 acc["molecules"] += n_mol
                 acc["steps"] += n_steps
@@ -120,7 +167,7 @@ class ChunkedTrainer:
             epochs_bar.set_postfix(loss=f"{row.get('loss', float('nan')):.3f}")
             epoch, pos, order, acc = epoch + 1, 0, None, None
             save()
-            if on_epoch is not None:
+            if on_epoch is not None and (dist is None or dist.is_main):
                 on_epoch(rows)
         epochs_bar.close()
         return rows, stopped_early

@@ -21,7 +21,7 @@ import torch
 import torch.nn.functional as F
 
 from ..losses import cl_kwargs, classification_loss, nt_xent, similarity_loss
-from .loop import Strategy, check_finite
+from .loop import Strategy
 from .naive import sample_views
 
 
@@ -39,10 +39,9 @@ class SupervisedStrategy(Strategy):
         self.opt.zero_grad()
         view = batch if self.augment is None else self.augment(batch)
         loss = _nll(self.model(view), batch.y)
-        check_finite(loss, "classification")
         loss.backward()
         self.opt.step()
-        v = float(loss.detach())
+        v = loss.detach()
         return {"loss": v, "cls_loss": v}
 
 
@@ -68,11 +67,10 @@ class LearnableAugStrategy(Strategy):
         cls = classification_loss([self.model(x1), self.model(x2)], batch.y)
         sim = similarity_loss(s1, s2, self.sim_kind)
         loss = cls + self.lam * sim
-        check_finite(loss, "classification")
         loss.backward()
         self.opt_model.step()
         self.opt_gen.step()
-        return {"loss": float(loss.detach()), "cls_loss": float(cls.detach()), "sim_loss": float(sim.detach())}
+        return {"loss": loss.detach(), "cls_loss": cls.detach(), "sim_loss": sim.detach()}
 
 
 class JointStrategy(Strategy):
@@ -112,10 +110,9 @@ class JointStrategy(Strategy):
         z1 = self.model.represent(views[picks[0]])
         z2 = z1 if picks[1] == picks[0] else self.model.represent(views[picks[1]])
         cl = nt_xent(z1, z2, self.tau, **cl_kwargs(self.cl_variant, "autogcl"))
-        check_finite(cl, "contrastive")
         cl.backward()
         self.opt_model.step()
-        return {"cl_loss": float(cl.detach())}
+        return {"cl_loss": cl.detach()}
 
     def labeled_step(self, batch, epoch: int, step: int) -> dict:
         """(b): L_cls(x, x1, x2) [+ lam * L_sim]; generators and classifier move."""
@@ -125,11 +122,10 @@ class JointStrategy(Strategy):
         cls = classification_loss([self.model(v) for v in (batch, x1, x2)], batch.y, self.cls_reduce)
         sim = similarity_loss(s1, s2, self.sim_kind)
         loss = cls + self.lam * sim if self.use_sim else cls
-        check_finite(loss, "classification")
         loss.backward()
         self.opt_model.step()
         self.opt_gen.step()
-        return {"loss": float(loss.detach()), "cls_loss": float(cls.detach()), "sim_loss": float(sim.detach())}
+        return {"loss": loss.detach(), "cls_loss": cls.detach(), "sim_loss": sim.detach()}
 
     def train_epoch(self, loaders, epoch: int) -> dict:
         unlabeled, labeled = loaders
@@ -178,12 +174,10 @@ class JointReleasedStrategy(Strategy):
         cls = (_nll(out0, batch.y) + _nll(out1, batch.y) + _nll(out2, batch.y)) / 3
         cl = nt_xent(out1, out2, self.tau, exclude_positive=True, symmetric=True)
         loss = sim + cls + cl
-        check_finite(loss, "joint")
         loss.backward()
         self.opt_gen.step()
         self.opt_model.step()
-        return {"loss": float(loss.detach()), "cls_loss": float(cls.detach()),
-                "sim_loss": float(sim.detach()), "cl_loss": float(cl.detach())}
+        return {"loss": loss.detach(), "cls_loss": cls.detach(), "sim_loss": sim.detach(), "cl_loss": cl.detach()}
 
     def train_epoch(self, loaders, epoch: int) -> dict:
         for m in self.modules().values():

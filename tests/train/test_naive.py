@@ -28,7 +28,7 @@ def test_naive_step_updates_generators_and_encoder():
     batch = make_batch()
     st = naive(batch.num_features, view_sampling="generated")
     enc, g1, g2 = snapshot(st.model), snapshot(st.gen1), snapshot(st.gen2)
-    out = st.step(batch, epoch=1, step=0)
+    out = {k: float(v) for k, v in st.step(batch, epoch=1, step=0).items()}
     assert set(out) == {"loss", "cl_loss", "sim_loss"} and out["loss"] == out["cl_loss"]
     assert changed(enc, st.model) and changed(g1, st.gen1) and changed(g2, st.gen2)
 
@@ -36,7 +36,7 @@ def test_naive_step_updates_generators_and_encoder():
 def test_sim_loss_weight_enters_the_loss():
     torch.manual_seed(0)
     batch = make_batch()
-    out = naive(batch.num_features, sim_kind="mse", sim_weight=1.0).step(batch, 1, 0)
+    out = {k: float(v) for k, v in naive(batch.num_features, sim_kind="mse", sim_weight=1.0).step(batch, 1, 0).items()}
     assert out["loss"] == pytest.approx(out["cl_loss"] + out["sim_loss"], rel=1e-5)
 
 
@@ -95,7 +95,7 @@ def test_fast_path_gives_the_general_paths_numbers_bit_for_bit(sim_weight, dropp
         opt = torch.optim.Adam([*model.parameters(), *g1.parameters(), *g2.parameters()], lr=0.01)
         st = NaiveStrategy(model, OwnGenerator(g1) if wrap else g1, OwnGenerator(g2) if wrap else g2, opt,
                            sim_kind="mse", sim_weight=sim_weight)
-        losses = [st.step(batch, 1, s) for s in range(12)]
+        losses = [{k: float(v) for k, v in st.step(batch, 1, s).items()} for s in range(12)]
         runs.append((losses, [t.clone() for m in (model, g1, g2) for t in m.state_dict().values()]))
     (fast_losses, fast_state), (gen_losses, gen_state) = runs
     assert fast_losses == gen_losses

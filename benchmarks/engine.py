@@ -1,0 +1,523 @@
+"""The training engine's speed: pre-training throughput, operations per step, where a step's
+time goes, TU epochs in plain-GIN epochs, a whole seed, memory, and the SVM evaluation.
+
+    python benchmarks/engine.py --data-root ../shared/data [--sections throughput ops split epochs seed memory svm]
+        [--device cpu|cuda] [--threads 1] [--baseline-path DIR] [--tag cpu] [--out docs/results/perf]
+
+Each section writes ``OUT/<section>_<tag>.json`` in the shape ``scripts/docs.py`` renders
+(benchmarks/README.md): the command, machine, device, threads, torch version, date and one
+row per measurement. Every measurement runs in its own process. ``--baseline-path`` names a
+folder holding another version's ``autogcl`` package (e.g. ``git archive 881293c autogcl | tar
+-x -C /tmp/base``): the throughput, ops, epochs and seed sections then measure it too, in the
+same run, in rows whose ``code`` is ``baseline`` (this checkout's rows: ``this``).
+
+Sections:
+
+* ``throughput``: molecules per second of transfer pre-training steps (batch 256, the first
+  ``--molecules`` MOSES molecules as one chunk), batching included, after warm-up steps; at
+  full size (5 x 300, generators 128) and at width 8 (``--dim 8 --gen-hidden 8``: what a GPU
+  waits for, the host's work); with ``--device cuda`` also bfloat16 and ``torch.compile``.
+  And the whole command ``autogcl transfer pretrain --dim 8 --gen-hidden 8`` (its own
+  ``molecules_per_s``).
+* ``ops``: operations per pre-training step: ``torch.profiler`` events (nested ones included)
+  over 12 steps, batching included, per step.
+* ``split``: one step's milliseconds in batching, forward, backward and optimizer.
+* ``epochs``: seconds per unsupervised epoch of AutoGCL, GraphCL and a plain supervised GIN
+  (the same encoder, a linear head) on each of ``--datasets``, and the ratio to plain.
+* ``seed``: the wall time of ``autogcl unsupervised --dataset PROTEINS --seeds 1`` in plain
+  epochs, and its peak memory.
+* ``memory``: the import floor and the peak memory of PROTEINS AutoGCL training.
+* ``svm``: seconds of one SVM evaluation (10 x 5-fold C search, every core) per dataset, on
+  the embeddings of an untrained encoder.
+
+Run it on a quiet machine: nothing else may run while it times.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+
+
+# ----------------------------------------------------------------------------------------- children
+
+
+def _sync(device):
+    import torch
+
+    if str(device).startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def _peak_mb(device) -> float:
+    import torch
+
+    if str(device).startswith("cuda"):
+        return torch.cuda.max_memory_allocated() / 2**20
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def _loader(ds, batch_size, gen, device, shuffle=True, drop_last=True):
+    try:
+        from autogcl.data.batching import GraphLoader
+    except ImportError:  # a version before device-resident batching
+        from torch_geometric.loader import DataLoader
+
+        return DataLoader(ds, batch_size=batch_size, shuffle=shuffle, drop_last=drop_last, generator=gen), False
+    return GraphLoader(ds, batch_size=batch_size, shuffle=shuffle, drop_last=drop_last, generator=gen,
+                       device=device), True
+
+
+def _endless(loader, device):
+    try:
+        from autogcl.data.batching import to_device
+    except ImportError:
+        def to_device(batch, device):
+            return batch.to(device)
+    while True:
+        for batch in loader:
+            yield to_device(batch, device)
+
+
+def _chunk(spec):
+    from autogcl.data.corpus import MoleculeCorpus
+    from autogcl.protocols.pretrain import resolve_corpus
+
+    path = resolve_corpus(spec.get("corpus", ""), spec.get("data_root"))
+    n = spec["molecules"]
+    corpus = MoleculeCorpus(path, max_molecules=n, chunk_size=n, progress=False)
+    corpus.prepare()
+    return corpus.load(0)
+
+
+def _pretrain_strategy(spec):
+    import torch
+
+    from autogcl.protocols.pretrain import PretrainConfig, build_strategy
+    from autogcl.runs import seed_everything
+
+    width = spec["width"]
+    kw = {} if width == 300 else {"dim": width, "gen_hidden": width}
+    gen = seed_everything(0)
+    strategy = build_strategy(PretrainConfig(method=spec.get("method", "autogcl"), batch_size=256, **kw))
+    device = torch.device(spec["device"])
+    try:
+        from autogcl.devices import Engine
+
+        strategy.to(Engine(spec["device"], spec.get("precision", "fp32"), spec.get("compile", False)))
+    except ImportError:
+        strategy.to(device)
+    for m in strategy.modules().values():
+        m.train()
+    return strategy, gen, device
+
+
+def child_throughput(spec) -> dict:
+    import torch
+
+    ds = _chunk(spec)
+    strategy, gen, device = _pretrain_strategy(spec)
+    loader, resident = _loader(ds, 256, gen, device)
+    it = _endless(loader, device)
+    for i in range(spec["warmup"]):
+        strategy.step(next(it), 1, i)
+    _sync(device)
+    if str(device).startswith("cuda"):
+        torch.cuda.reset_peak_memory_stats()
+    n, t0 = 0, time.perf_counter()
+    for i in range(spec["steps"]):
+        batch = next(it)
+        strategy.step(batch, 1, i)
+        n += int(batch.num_graphs)
+    _sync(device)
+    dt = time.perf_counter() - t0
+    return {"molecules_per_s": n / dt, "step_ms": 1000 * dt / spec["steps"], "peak_mem_mb": _peak_mb(device),
+            "device_resident_batches": resident}
+
+
+def child_ops(spec) -> dict:
+    from torch.profiler import ProfilerActivity, profile
+
+    ds = _chunk(spec)
+    strategy, gen, device = _pretrain_strategy(spec)
+    it = _endless(_loader(ds, 256, gen, device)[0], device)
+    for i in range(5):
+        strategy.step(next(it), 1, i)
+    steps = 12
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        for i in range(steps):
+            strategy.step(next(it), 1, i)
+        _sync(device)
+    events = prof.events()
+    by_name: dict = {}
+    for e in events:
+        by_name[e.name] = by_name.get(e.name, 0) + 1
+    top = sorted(by_name.items(), key=lambda kv: -kv[1])[:8]
+    return {"ops_per_step": len(events) / steps,
+            "most_frequent": ", ".join(f"{k} {v / steps:.0f}" for k, v in top)}
+
+
+def child_split(spec) -> dict:
+    ds = _chunk(spec)
+    strategy, gen, device = _pretrain_strategy(spec)
+    loader, resident = _loader(ds, 256, gen, device)
+    it = _endless(loader, device)
+    if not hasattr(strategy, "losses"):
+        raise SystemExit("split needs a strategy with losses() (this version's)")
+    parts = {"batching": [], "forward": [], "backward": [], "optimizer": []}
+    for i in range(spec["warmup"] + spec["steps"]):
+        t0 = time.perf_counter()
+        batch = next(it)
+        _sync(device)
+        t1 = time.perf_counter()
+        strategy.opt.zero_grad()
+        picks = strategy.draw_views() if hasattr(strategy, "draw_views") else None
+        with strategy.autocast():
+            terms = strategy.losses(batch, picks)
+        _sync(device)
+        t2 = time.perf_counter()
+        terms["loss"].backward()
+        _sync(device)
+        t3 = time.perf_counter()
+        strategy.opt.step()
+        _sync(device)
+        t4 = time.perf_counter()
+        if i >= spec["warmup"]:
+            for k, a, b in (("batching", t0, t1), ("forward", t1, t2), ("backward", t2, t3), ("optimizer", t3, t4)):
+                parts[k].append(1000 * (b - a))
+    return {f"{k}_ms": statistics.median(v) for k, v in parts.items()}
+
+
+def _plain_strategy(num_features, num_classes):
+    import torch
+    import torch.nn.functional as F
+
+    from autogcl.models.gin import GINEncoder
+    from autogcl.train.loop import Strategy
+
+    try:
+        from autogcl.train.optim import adam
+    except ImportError:
+        adam = torch.optim.Adam
+
+    class Plain(Strategy):
+        def __init__(self):
+            self.encoder = GINEncoder(num_features)
+            self.model = torch.nn.Sequential()
+            self.model.add_module("encoder", self.encoder)
+            self.model.add_module("head", torch.nn.Linear(self.encoder.out_dim, num_classes))
+            self.opt = adam(self.model.parameters(), lr=0.001)
+
+        def step(self, batch, epoch, step):
+            self.opt.zero_grad()
+            loss = F.cross_entropy(self.model.head(self.encoder(batch)), batch.y.view(-1))
+            loss.backward()
+            self.opt.step()
+            return {"loss": loss.detach()}
+
+    return Plain()
+
+
+def child_epochs(spec) -> dict:
+    """Seconds per epoch of one method (``plain``: the supervised GIN), after a warm-up epoch."""
+    import torch
+
+    from autogcl.data import load_tu
+    from autogcl.protocols.unsupervised import UnsupervisedConfig, build_strategy
+    from autogcl.runs import seed_everything
+
+    ds = load_tu(spec["dataset"], spec.get("data_root"))
+    gen = seed_everything(0)
+    device = torch.device(spec["device"])
+    if spec["method"] == "plain":
+        strategy = _plain_strategy(ds.num_features, ds.num_classes)
+    else:
+        cfg = UnsupervisedConfig(dataset=ds.name, method=spec["method"], epochs=2, eval_epochs=[1])
+        strategy = build_strategy(cfg, ds.num_features)
+    strategy.to(device)
+    loader, _ = _loader(ds, 128, gen, device, drop_last=False)
+    times = []
+    for e in range(spec["epochs"] + 1):
+        _sync(device)
+        t0 = time.perf_counter()
+        strategy.train_epoch(loader, e)
+        _sync(device)
+        times.append(time.perf_counter() - t0)
+    times = times[1:]
+    return {"s_per_epoch": statistics.mean(times), "s_per_epoch_std": statistics.pstdev(times),
+            "peak_mem_mb": _peak_mb(device), "graphs": len(ds)}
+
+
+def child_floor(spec) -> dict:
+    import sklearn.svm  # noqa: F401
+    import torch  # noqa: F401
+    import torch_geometric  # noqa: F401
+
+    return {"peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+
+
+def child_svm(spec) -> dict:
+    import torch
+
+    from autogcl.data import load_tu
+    from autogcl.data.batching import GraphLoader
+    from autogcl.eval.svm import auto_jobs, svm_evaluate
+    from autogcl.models.embed import embed
+    from autogcl.models.gin import GINEncoder
+
+    ds = load_tu(spec["dataset"], spec.get("data_root"))
+    torch.manual_seed(0)
+    emb, y = embed(GINEncoder(ds.num_features), GraphLoader(ds, batch_size=512))
+    jobs = spec.get("jobs") or auto_jobs(len(y), 50)
+    t0 = time.perf_counter()
+    res = svm_evaluate(emb, y, n_jobs=jobs)
+    return {"seconds_per_eval": time.perf_counter() - t0, "jobs": jobs, "graphs": len(y),
+            "test_acc": 100 * res["test_acc"]}
+
+
+CHILDREN = {"throughput": child_throughput, "ops": child_ops, "split": child_split, "epochs": child_epochs,
+            "floor": child_floor, "svm": child_svm}
+
+
+# ----------------------------------------------------------------------------------------- parent
+
+
+def run_child(kind: str, spec: dict, code: str | None, threads: int) -> dict:
+    env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads),
+           "PYTHONPATH": (code or str(REPO)) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--_child", kind, "--_spec", json.dumps(spec)]
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=tempfile.gettempdir())
+    if out.returncode:
+        return {"error": (out.stderr.strip().splitlines() or ["failed"])[-1][:300]}
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def codes(args) -> list[tuple[str, str | None]]:
+    out = [("this", None)]
+    if args.baseline_path:
+        out.append(("baseline", str(Path(args.baseline_path).resolve())))
+    return out
+
+
+def machine(args) -> str:
+    import torch
+
+    cores = os.cpu_count()
+    if args.device.startswith("cuda") and torch.cuda.is_available():
+        return f"{torch.cuda.get_device_name(0)}, {cores} cores"
+    return f"{platform.machine()} CPU, {cores} cores"
+
+
+def write(args, name: str, rows: list[dict], note: str = "") -> None:
+    import torch
+
+    out = Path(args.out) / f"{name}_{args.tag}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    doc = {"benchmark": name, "command": "python benchmarks/engine.py " + " ".join(sys.argv[1:]),
+           "machine": machine(args), "device": args.device, "threads": args.threads, "torch": torch.__version__,
+           "date": time.strftime("%Y-%m-%d %H:%M"), **({"note": note} if note else {}), "rows": rows}
+    tmp = out.with_suffix(".tmp")
+    tmp.write_text(json.dumps(doc, indent=1) + "\n")
+    os.replace(tmp, out)
+    print(f"wrote {out}", flush=True)
+
+
+def show(row: dict) -> None:
+    print("  " + ", ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in row.items()), flush=True)
+
+
+def pretrain_specs(args) -> list[dict]:
+    base = {"molecules": args.molecules, "data_root": args.data_root, "corpus": args.corpus, "device": args.device}
+    specs = [{**base, "width": 8}, {**base, "width": 300}]
+    if args.device.startswith("cuda"):
+        specs += [{**base, "width": 300, "precision": "bf16"}, {**base, "width": 300, "compile": True},
+                  {**base, "width": 8, "compile": True}]
+    return specs
+
+
+def section_throughput(args) -> None:
+    rows = []
+    for spec in pretrain_specs(args):
+        for code, path in codes(args):
+            if code == "baseline" and (spec.get("precision") or spec.get("compile")):
+                continue
+            warm = 40 if spec.get("compile") else 5
+            res = run_child("throughput", {**spec, "steps": args.steps, "warmup": warm}, path, args.threads)
+            row = {"code": code, "width": spec["width"], "precision": spec.get("precision", "fp32"),
+                   "compile": bool(spec.get("compile")), **res}
+            show(row)
+            rows.append(row)
+    cmd_row = command_throughput(args)
+    if cmd_row:
+        rows.append(cmd_row)
+    write(args, "pretrain_throughput", rows, f"batch 256, the first {args.molecules} MOSES molecules as one chunk; "
+          "molecules per second over the timed steps, batching included")
+
+
+def command_throughput(args) -> dict | None:
+    """``autogcl transfer pretrain --dim 8 --gen-hidden 8`` as a user runs it: its result's
+    molecules per second (this checkout only)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        cmd = [sys.executable, "-m", "autogcl", "transfer", "pretrain", "--dim", "8", "--gen-hidden", "8", "--epochs",
+               "1", "--max-molecules", str(args.molecules), "--chunk-size", str(args.molecules), "--device",
+               args.device, "--no-progress", "--out", str(Path(tmp) / "run")]
+        cmd += ["--data-root", args.data_root] if args.data_root else []
+        cmd += ["--corpus", args.corpus] if args.corpus else []
+        env = {**os.environ, "OMP_NUM_THREADS": str(args.threads), "PYTHONPATH": str(REPO)}
+        out = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=REPO)
+        if out.returncode:
+            print("  command failed: " + out.stderr.strip()[-300:], flush=True)
+            return None
+        res = json.loads((Path(tmp) / "run" / "result.json").read_text())
+    row = {"code": "this", "width": 8, "precision": "fp32", "compile": False, "what": "whole command",
+           "molecules_per_s": res["molecules_per_s"]}
+    show(row)
+    return row
+
+
+def section_ops(args) -> None:
+    rows = []
+    for width in (8, 300):
+        for code, path in codes(args):
+            spec = {"molecules": args.molecules, "data_root": args.data_root, "corpus": args.corpus,
+                    "device": args.device, "width": width}
+            row = {"code": code, "width": width, **run_child("ops", spec, path, args.threads)}
+            show(row)
+            rows.append(row)
+    write(args, "pretrain_ops", rows, "torch.profiler events per pre-training step (nested ones included), "
+          "batching included; mean over 12 steps")
+
+
+def section_split(args) -> None:
+    rows = []
+    for spec in pretrain_specs(args)[:2]:
+        row = {"width": spec["width"], **run_child("split", {**spec, "steps": args.steps, "warmup": 5}, None,
+                                                   args.threads)}
+        show(row)
+        rows.append(row)
+    write(args, "pretrain_step_split", rows, "median milliseconds of each part of one step (batch 256)")
+
+
+def section_epochs(args) -> None:
+    rows = []
+    for ds in args.datasets:
+        for code, path in codes(args):
+            got = {}
+            for method in ("plain", "autogcl", "graphcl", "plain"):  # plain before and after: its mean
+                spec = {"dataset": ds, "data_root": args.data_root, "device": args.device, "method": method,
+                        "epochs": args.epochs}
+                res = run_child("epochs", spec, path, args.threads)
+                got.setdefault(method, []).append(res)
+            plain = statistics.mean(r["s_per_epoch"] for r in got["plain"])
+            for method in ("plain", "autogcl", "graphcl"):
+                r = got[method][0] if method != "plain" else {**got["plain"][0], "s_per_epoch": plain}
+                row = {"code": code, "dataset": ds, "method": method, "s_per_epoch": r["s_per_epoch"],
+                       "plain_epochs": r["s_per_epoch"] / plain, "peak_mem_mb": r["peak_mem_mb"]}
+                show(row)
+                rows.append(row)
+    write(args, "tu_epochs", rows, "seconds per unsupervised epoch (batch 128) after a warm-up epoch; plain: a "
+          "supervised 5-layer GIN with a linear head, timed before and after the others (their mean)")
+
+
+def _wall_and_rss(cmd, env) -> tuple[float, float]:
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=REPO)
+    _, status, usage = os.wait4(proc.pid, 0)
+    if os.waitstatus_to_exitcode(status):
+        raise SystemExit(f"failed: {' '.join(cmd)}\n{proc.stderr.read()[-2000:]}")
+    return time.perf_counter() - t0, usage.ru_maxrss / 1024
+
+
+def section_seed(args) -> None:
+    rows = []
+    for code, path in codes(args):
+        spec = {"dataset": "PROTEINS", "data_root": args.data_root, "device": args.device, "method": "plain",
+                "epochs": args.epochs}
+        plain = run_child("epochs", spec, path, args.threads)["s_per_epoch"]
+        with tempfile.TemporaryDirectory() as tmp:
+            cmd = [sys.executable, "-m", "autogcl", "unsupervised", "--dataset", "PROTEINS", "--seeds", "1",
+                   "--device", args.device, "--no-progress", "--out", tmp]
+            cmd += ["--data-root", args.data_root] if args.data_root else []
+            env = {**os.environ, "OMP_NUM_THREADS": str(args.threads), "PYTHONPATH": path or str(REPO)}
+            wall, rss = _wall_and_rss(cmd, env)
+            result = json.loads(next(Path(tmp).rglob("result.json")).read_text())
+        row = {"code": code, "dataset": "PROTEINS", "wall_s": wall, "plain_epochs": wall / plain,
+               "train_s": result["train_time_s"], "svm_s": result["eval_time_s"], "peak_rss_mb": rss}
+        show(row)
+        rows.append(row)
+    write(args, "tu_seed", rows, "autogcl unsupervised --dataset PROTEINS --seeds 1 (30 epochs, 3 SVM evaluations, "
+          "start-up), in plain-GIN epochs measured in the same run")
+
+
+def section_memory(args) -> None:
+    floor = run_child("floor", {}, None, args.threads)["peak_rss_mb"]
+    rows = [{"what": "import floor (torch, PyG, scikit-learn)", "peak_rss_mb": floor, "over_floor_mb": 0.0}]
+    for code, path in codes(args):
+        spec = {"dataset": "PROTEINS", "data_root": args.data_root, "device": "cpu", "method": "autogcl",
+                "epochs": 3}
+        mb = run_child("epochs", spec, path, args.threads)["peak_mem_mb"]
+        rows.append({"what": "PROTEINS AutoGCL training", "code": code, "peak_rss_mb": mb, "over_floor_mb": mb - floor})
+        show(rows[-1])
+    write(args, "tu_memory", rows, "peak resident memory (ru_maxrss) of a process")
+
+
+def section_svm(args) -> None:
+    rows = []
+    for ds in args.svm_datasets:
+        res = run_child("svm", {"dataset": ds, "data_root": args.data_root, "jobs": args.jobs}, None, 1)
+        row = {"dataset": ds, **res}
+        show(row)
+        rows.append(row)
+    write(args, "svm_eval", rows, "one evaluation: outer stratified 10-fold CV, C by inner 5-fold search over 7 "
+          "values, the fits in parallel processes (jobs); embeddings of an untrained 5 x 128 GIN encoder")
+
+
+SECTIONS = {"throughput": section_throughput, "ops": section_ops, "split": section_split, "epochs": section_epochs,
+            "seed": section_seed, "memory": section_memory, "svm": section_svm}
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--data-root", default=None)
+    p.add_argument("--corpus", default="")
+    p.add_argument("--sections", nargs="+", default=list(SECTIONS), choices=list(SECTIONS))
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--threads", type=int, default=1, help="torch threads of every measured process")
+    p.add_argument("--molecules", type=int, default=10_000)
+    p.add_argument("--steps", type=int, default=30)
+    p.add_argument("--epochs", type=int, default=3)
+    p.add_argument("--datasets", nargs="+", default=["PROTEINS", "NCI1"])
+    p.add_argument("--svm-datasets", nargs="+", default=["MUTAG", "PROTEINS", "IMDB-BINARY", "NCI1"])
+    p.add_argument("--jobs", type=int, default=None, help="SVM processes (default: every core, as memory allows)")
+    p.add_argument("--baseline-path", default=None)
+    p.add_argument("--tag", default="cpu")
+    p.add_argument("--out", default=str(REPO / "docs" / "results" / "perf"))
+    p.add_argument("--_child", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--_spec", default=None, help=argparse.SUPPRESS)
+    args = p.parse_args()
+    if args._child:
+        import torch
+
+        torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
+        print(json.dumps(CHILDREN[args._child](json.loads(args._spec))))
+        return 0
+    for s in args.sections:
+        print(f"== {s}", flush=True)
+        SECTIONS[s](args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,219 @@
+"""Data-parallel pre-training (torch.distributed, gloo on this machine's CPUs): one step on 2
+processes x B molecules computes the loss and gradients of one process on the 2B molecules;
+``torchrun -m autogcl transfer pretrain`` trains and writes the encoder; a run whose process is
+killed with SIGKILL resumes with the numbers of an unbroken run. Every process group is made
+by the test and torn down by it (bounded waits)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from tests.conftest import REPO
+
+SMILES = ["CCO", "c1ccccc1O", "CC(=O)Nc1ccc(O)cc1", "C1CCNCC1", "CCN(CC)CC", "O=C(O)c1ccccc1",
+          "CC(C)Cc1ccc(C(C)C(=O)O)cc1", "C[C@H](N)C(=O)O"]
+
+
+def _straight_through_argmax(logits, tau=1.0, hard=True):
+    """Gumbel-softmax without the noise: the generators' views depend on their scores only, so
+    that a process draws for its molecules what one process draws for them."""
+    soft = logits.softmax(-1)
+    return F.one_hot(soft.argmax(-1), soft.shape[-1]).to(soft.dtype) + soft - soft.detach()
+
+
+def _strategy(method="autogcl"):
+    from autogcl.protocols.pretrain import PretrainConfig, build_strategy
+
+    torch.manual_seed(0)
+    strat = build_strategy(PretrainConfig(method=method, dim=8, gen_hidden=8, batch_size=len(SMILES)))
+    for m in strat.modules().values():
+        m.double().train()
+    return strat
+
+
+def _batch(rows):
+    from torch_geometric.data import Batch
+
+    from autogcl.data.molecules import smiles_to_graph
+
+    return Batch.from_data_list([smiles_to_graph(SMILES[i]) for i in rows])
+
+
+def _loss_and_grads(strat, batch, forward):
+    for m in strat.modules().values():
+        for p in m.parameters():
+            p.grad = None
+    terms = forward(batch, [1, 2])
+    terms["loss"].backward()
+    grads = {f"{k}.{n}": (p.grad.clone() if p.grad is not None else torch.zeros_like(p))
+             for k, m in strat.modules().items() for n, p in m.named_parameters()}
+    return float(terms["loss"]), grads
+
+
+def _worker(rank, world, init_file, out_file, method):
+    import autogcl.augment.learnable as learnable
+    from autogcl.train import distributed
+
+    learnable.F.gumbel_softmax = _straight_through_argmax
+    torch.set_num_threads(1)
+    torch.distributed.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=world)
+    try:
+        ctx = distributed.DistContext(rank, world, rank, torch.device("cpu"), "gloo")
+        strat = distributed.wrap(_strategy(method), ctx)
+        half = len(SMILES) // world
+        loss, grads = _loss_and_grads(strat, _batch(range(rank * half, (rank + 1) * half)), strat.forward_module)
+        losses = [None] * world
+        torch.distributed.all_gather_object(losses, loss)
+        if rank == 0:
+            torch.save({"losses": losses, "grads": grads}, out_file)
+    finally:
+        torch.distributed.destroy_process_group()
+
+
+def test_two_processes_of_b_compute_one_process_of_2b(tmp_path, monkeypatch, method="autogcl"):
+    import autogcl.augment.learnable as learnable
+
+    monkeypatch.setattr(learnable.F, "gumbel_softmax", _straight_through_argmax)
+    ref = _strategy(method)
+    ref_loss, ref_grads = _loss_and_grads(ref, _batch(range(len(SMILES))), ref.losses)
+
+    ctx = torch.multiprocessing.get_context("spawn")
+    out = tmp_path / "dist.pt"
+    procs = [ctx.Process(target=_worker, args=(r, 2, str(tmp_path / "init"), str(out), method)) for r in range(2)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+        assert p.exitcode == 0, "a distributed worker failed"
+    got = torch.load(out, weights_only=True)
+    # the losses of the two processes average to the one-process loss, and DDP's averaged
+    # gradients are the one-process gradients (float64: equal up to rounding)
+    assert sum(got["losses"]) / 2 == pytest.approx(ref_loss, rel=1e-10)
+    assert got["grads"].keys() == ref_grads.keys()
+    moved = 0
+    for name, g in ref_grads.items():
+        assert torch.allclose(got["grads"][name], g, rtol=1e-7, atol=1e-10), name
+        moved += int(g.abs().sum() > 0)
+    assert moved > len(ref_grads) // 2, "most parameters must get a gradient for the comparison to mean anything"
+
+
+def test_a_batch_that_does_not_split_evenly_is_refused():
+    from autogcl.errors import ConfigError
+    from autogcl.train.distributed import DistContext, check_batch
+
+    ctx = DistContext(0, 3, 0, torch.device("cpu"), "gloo")
+    check_batch(258, ctx)
+    with pytest.raises(ConfigError, match="--batch-size 256 is the global batch of 3 processes"):
+        check_batch(256, ctx)
+
+
+# --------------------------------------------------------------------------- torchrun
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory, data_root):
+    import gzip
+
+    path = tmp_path_factory.mktemp("corpus") / "moses2000.csv"
+    with gzip.open(data_root / "pretrain" / "moses_train.csv.gz", "rt") as f:
+        lines = [next(f) for _ in range(2001)]
+    path.write_text("".join(lines))
+    return path
+
+
+def torchrun(args, env, timeout=300):
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+           "-m", "autogcl", "transfer", "pretrain", *args]
+    return subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+
+
+def _env(tmp_path):
+    return {**os.environ, "OMP_NUM_THREADS": "1", "AUTOGCL_CACHE": str(tmp_path / "cache"),
+            "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+
+
+def _finish(proc, timeout=300):
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        raise
+    return proc.returncode, out
+
+
+def test_torchrun_pretrains_as_documented(tmp_path, corpus):
+    import json
+
+    out = tmp_path / "O"
+    rc, log = _finish(torchrun(["--corpus", str(corpus), "--max-molecules", "2000", "--chunk-size", "1000",
+                                "--epochs", "1", "--device", "cpu", "--no-progress", "--out", str(out)],
+                               _env(tmp_path)))
+    assert rc == 0, log[-3000:]
+    assert (out / "encoder.pt").is_file()
+    result = json.loads((out / "result.json").read_text())
+    assert result["world_size"] == 2 and result["runtime"]["world_size"] == 2
+    # two processes of 128 molecules per step: 3 full global batches of 256 in each chunk of 1000
+    assert result["steps"] == 6 and result["molecules_seen"] == 6 * 256
+    assert log.count("pre-trained autogcl") == 1, "only rank 0 reports"
+
+
+def _worker_pids(launcher: int) -> dict[int, int]:
+    """LOCAL_RANK -> pid of the worker processes the torchrun process ``launcher`` started."""
+    found = {}
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            ppid = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            env = (d / "environ").read_bytes().split(b"\0") if ppid == launcher else []
+        except (OSError, ValueError, IndexError):
+            continue
+        ranks = [e for e in env if e.startswith(b"LOCAL_RANK=")]
+        if ranks:
+            found[int(ranks[0].split(b"=")[1])] = int(d.name)
+    return found
+
+
+def test_a_killed_process_resumes_to_the_unbroken_numbers(tmp_path, corpus):
+    args = ["--corpus", str(corpus), "--max-molecules", "1200", "--chunk-size", "200", "--epochs", "2",
+            "--batch-size", "32", "--dim", "16", "--gen-hidden", "8", "--device", "cpu", "--no-progress"]
+    env = _env(tmp_path)
+    rc, log = _finish(torchrun(args + ["--out", str(tmp_path / "unbroken")], env))
+    assert rc == 0, log[-3000:]
+
+    out = tmp_path / "broken"
+    ckpt = out.parent / f".{out.name}.partial" / "checkpoint.pt"
+    proc = torchrun(args + ["--out", str(out)], env)
+    deadline, killed = time.time() + 240, None
+    while time.time() < deadline and proc.poll() is None:
+        if ckpt.is_file():
+            try:
+                state = torch.load(ckpt, weights_only=True)
+            except Exception:  # being replaced: read it again
+                state = None
+            if state is not None and (state["epoch"], state["pos"]) >= (1, 2):
+                pids = _worker_pids(proc.pid)
+                if 1 in pids:
+                    os.kill(pids[1], signal.SIGKILL)
+                    killed = pids[1]
+                    break
+        time.sleep(0.05)
+    rc, log = _finish(proc)
+    assert killed is not None, "the run ended before a process could be killed mid-way:\n" + log[-2000:]
+    assert rc != 0 and not (out / "encoder.pt").is_file()
+    rc, log = _finish(torchrun(args + ["--out", str(out), "--resume"], env))
+    assert rc == 0, log[-3000:]
+    assert "resuming at epoch" in log
+    a = torch.load(tmp_path / "unbroken" / "encoder.pt", weights_only=True)["state_dict"]
+    b = torch.load(out / "encoder.pt", weights_only=True)["state_dict"]
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
