@@ -92,6 +92,18 @@ def _endless(loader, device):
 
 
 def _chunk(spec):
+    if spec.get("chunk_file"):  # a featurised chunk carried from elsewhere (a GPU machine has no RDKit)
+        import gzip
+
+        import torch
+        from torch_geometric.data import Data
+
+        from autogcl.data.datasets import GraphDataset
+
+        opener = gzip.open if spec["chunk_file"].endswith(".gz") else open
+        with opener(spec["chunk_file"], "rb") as f:
+            blob = torch.load(f, weights_only=True)
+        return GraphDataset(Data.from_dict(blob["data"]), blob["slices"], "chunk", blob["info"])
     from autogcl.data.corpus import MoleculeCorpus
     from autogcl.protocols.pretrain import resolve_corpus
 
@@ -277,9 +289,16 @@ def child_svm(spec) -> dict:
     from autogcl.models.embed import embed
     from autogcl.models.gin import GINEncoder
 
-    ds = load_tu(spec["dataset"], spec.get("data_root"))
-    torch.manual_seed(0)
-    emb, y = embed(GINEncoder(ds.num_features), GraphLoader(ds, batch_size=512))
+    emb_file = Path(spec.get("embeddings_dir") or "/nonexistent") / f"{spec['dataset']}.npz"
+    if emb_file.is_file():  # computed elsewhere (the raw files of a large dataset do not travel)
+        import numpy as np
+
+        blob = np.load(emb_file)
+        emb, y = torch.from_numpy(blob["emb"].astype("float32")), torch.from_numpy(blob["y"])
+    else:
+        ds = load_tu(spec["dataset"], spec.get("data_root"))
+        torch.manual_seed(0)
+        emb, y = embed(GINEncoder(ds.num_features), GraphLoader(ds, batch_size=512))
     jobs = spec.get("jobs") or auto_jobs(len(y), 50)
     t0 = time.perf_counter()
     res = svm_evaluate(emb, y, n_jobs=jobs)
@@ -339,7 +358,8 @@ def show(row: dict) -> None:
 
 
 def pretrain_specs(args) -> list[dict]:
-    base = {"molecules": args.molecules, "data_root": args.data_root, "corpus": args.corpus, "device": args.device}
+    base = {"molecules": args.molecules, "data_root": args.data_root, "corpus": args.corpus, "device": args.device,
+            "chunk_file": args.chunk_file}
     specs = [{**base, "width": 8}, {**base, "width": 300}]
     if args.device.startswith("cuda"):
         specs += [{**base, "width": 300, "precision": "bf16"}, {**base, "width": 300, "compile": True},
@@ -359,7 +379,7 @@ def section_throughput(args) -> None:
                    "compile": bool(spec.get("compile")), **res}
             show(row)
             rows.append(row)
-    cmd_row = command_throughput(args)
+    cmd_row = None if args.chunk_file else command_throughput(args)
     if cmd_row:
         rows.append(cmd_row)
     write(args, "pretrain_throughput", rows, f"batch 256, the first {args.molecules} MOSES molecules as one chunk; "
@@ -392,7 +412,7 @@ def section_ops(args) -> None:
     for width in (8, 300):
         for code, path in codes(args):
             spec = {"molecules": args.molecules, "data_root": args.data_root, "corpus": args.corpus,
-                    "device": args.device, "width": width}
+                    "device": args.device, "width": width, "chunk_file": args.chunk_file}
             row = {"code": code, "width": width, **run_child("ops", spec, path, args.threads)}
             show(row)
             rows.append(row)
@@ -476,7 +496,8 @@ def section_memory(args) -> None:
 def section_svm(args) -> None:
     rows = []
     for ds in args.svm_datasets:
-        res = run_child("svm", {"dataset": ds, "data_root": args.data_root, "jobs": args.jobs}, None, 1)
+        res = run_child("svm", {"dataset": ds, "data_root": args.data_root, "jobs": args.jobs,
+                                "embeddings_dir": args.embeddings_dir}, None, 1)
         row = {"dataset": ds, **res}
         show(row)
         rows.append(row)
@@ -492,6 +513,7 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--data-root", default=None)
     p.add_argument("--corpus", default="")
+    p.add_argument("--chunk-file", default=None, help="a featurised corpus chunk (.pt or .pt.gz) instead of --corpus")
     p.add_argument("--sections", nargs="+", default=list(SECTIONS), choices=list(SECTIONS))
     p.add_argument("--device", default="cpu")
     p.add_argument("--threads", type=int, default=1, help="torch threads of every measured process")
@@ -501,6 +523,7 @@ def main() -> int:
     p.add_argument("--datasets", nargs="+", default=["PROTEINS", "NCI1"])
     p.add_argument("--svm-datasets", nargs="+", default=["MUTAG", "PROTEINS", "IMDB-BINARY", "NCI1"])
     p.add_argument("--jobs", type=int, default=None, help="SVM processes (default: every core, as memory allows)")
+    p.add_argument("--embeddings-dir", default=None, help="DATASET.npz (emb, y) to evaluate instead of computing them")
     p.add_argument("--baseline-path", default=None)
     p.add_argument("--tag", default="cpu")
     p.add_argument("--out", default=str(REPO / "docs" / "results" / "perf"))

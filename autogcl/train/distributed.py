@@ -264,8 +264,12 @@ def wrap(strategy, ctx: DistContext, seed: int = 0):
     step_module = _StepForward(strategy)
     ids = [ctx.local_rank] if ctx.backend == "nccl" else None
     # buffers (BatchNorm statistics) are the same everywhere already: synced statistics
-    strategy.forward_module = DistributedDataParallel(step_module, device_ids=ids, find_unused_parameters=True,
-                                                      forward_sync_buffers=False)
+    try:
+        strategy.forward_module = DistributedDataParallel(step_module, device_ids=ids, find_unused_parameters=True,
+                                                          forward_sync_buffers=False)
+    except TypeError:  # torch before 2.13
+        strategy.forward_module = DistributedDataParallel(step_module, device_ids=ids, find_unused_parameters=True,
+                                                          broadcast_buffers=False)
     strategy.gather = gather_rows
     if hasattr(strategy, "view_gen"):
         strategy.view_gen = torch.Generator().manual_seed(seed)
