@@ -367,6 +367,10 @@ def pretrain_specs(args) -> list[dict]:
     return specs
 
 
+THROUGHPUT_NOTE = ("batch 256, the first {} MOSES molecules as one chunk; molecules per second over the timed "
+                   "steps, batching included")
+
+
 def section_throughput(args) -> None:
     rows = []
     for spec in pretrain_specs(args):
@@ -379,11 +383,11 @@ def section_throughput(args) -> None:
                    "compile": bool(spec.get("compile")), **res}
             show(row)
             rows.append(row)
+            write(args, "pretrain_throughput", rows, THROUGHPUT_NOTE.format(args.molecules))  # kept if cut short
     cmd_row = None if args.chunk_file else command_throughput(args)
     if cmd_row:
         rows.append(cmd_row)
-    write(args, "pretrain_throughput", rows, f"batch 256, the first {args.molecules} MOSES molecules as one chunk; "
-          "molecules per second over the timed steps, batching included")
+    write(args, "pretrain_throughput", rows, THROUGHPUT_NOTE.format(args.molecules))
 
 
 def command_throughput(args) -> dict | None:
@@ -407,6 +411,9 @@ def command_throughput(args) -> dict | None:
     return row
 
 
+OPS_NOTE = "torch.profiler events per pre-training step (nested ones included), batching included; mean over 12 steps"
+
+
 def section_ops(args) -> None:
     rows = []
     for width in (8, 300):
@@ -416,6 +423,7 @@ def section_ops(args) -> None:
             row = {"code": code, "width": width, **run_child("ops", spec, path, args.threads)}
             show(row)
             rows.append(row)
+            write(args, "pretrain_ops", rows, OPS_NOTE)  # kept if cut short
     write(args, "pretrain_ops", rows, "torch.profiler events per pre-training step (nested ones included), "
           "batching included; mean over 12 steps")
 
@@ -428,6 +436,10 @@ def section_split(args) -> None:
         show(row)
         rows.append(row)
     write(args, "pretrain_step_split", rows, "median milliseconds of each part of one step (batch 256)")
+
+
+EPOCHS_NOTE = ("seconds per unsupervised epoch (batch 128) after a warm-up epoch; plain: a supervised 5-layer GIN "
+               "with a linear head, timed before and after the others (their mean)")
 
 
 def section_epochs(args) -> None:
@@ -447,6 +459,7 @@ def section_epochs(args) -> None:
                        "plain_epochs": r["s_per_epoch"] / plain, "peak_mem_mb": r["peak_mem_mb"]}
                 show(row)
                 rows.append(row)
+        write(args, "tu_epochs", rows, EPOCHS_NOTE)  # kept if cut short
     write(args, "tu_epochs", rows, "seconds per unsupervised epoch (batch 128) after a warm-up epoch; plain: a "
           "supervised 5-layer GIN with a linear head, timed before and after the others (their mean)")
 
@@ -501,8 +514,8 @@ def section_svm(args) -> None:
         row = {"dataset": ds, **res}
         show(row)
         rows.append(row)
-    write(args, "svm_eval", rows, "one evaluation: outer stratified 10-fold CV, C by inner 5-fold search over 7 "
-          "values, the fits in parallel processes (jobs); embeddings of an untrained 5 x 128 GIN encoder")
+        write(args, "svm_eval", rows, "one evaluation: outer stratified 10-fold CV, C by inner 5-fold search over 7 "
+              "values, the fits in parallel processes (jobs); embeddings of an untrained 5 x 128 GIN encoder")
 
 
 SECTIONS = {"throughput": section_throughput, "ops": section_ops, "split": section_split, "epochs": section_epochs,
@@ -536,6 +549,9 @@ def main() -> int:
         torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
         print(json.dumps(CHILDREN[args._child](json.loads(args._spec))))
         return 0
+    for name in ("chunk_file", "data_root", "embeddings_dir"):  # the children run in a temporary folder
+        if getattr(args, name):
+            setattr(args, name, str(Path(getattr(args, name)).resolve()))
     for s in args.sections:
         print(f"== {s}", flush=True)
         SECTIONS[s](args)
