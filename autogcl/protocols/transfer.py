@@ -165,6 +165,7 @@ def run_unit(unit: runs.Unit, dataset, split: dict, show_progress: bool | None =
                       show_progress=show_progress)
     rows = trainer.fit(train_loader, cfg.epochs, evaluate=evaluate)
 
+    write_outputs(work, model, dataset, split, test_loader, cfg, enc_meta)
     sel = select(rows)
     result = {
         "protocol": "transfer", "dataset": cfg.dataset, "seed": unit.seed,
@@ -174,8 +175,34 @@ def run_unit(unit: runs.Unit, dataset, split: dict, show_progress: bool | None =
         "num_tasks": num_tasks, "tasks_scored": {"val": rows[-1]["val_tasks"], "test": rows[-1]["test_tasks"]},
         "split_sizes": {k: len(split[k]) for k in ("train", "valid", "test")},
         "train_time_s": float(sum(r["time_s"] for r in rows)), "runtime": runtime_info(engine),
+        "outputs": {"model.pt": f"the predictor after the last epoch ({cfg.epochs}): autogcl.MoleculePredictor.load",
+                    "predictions.csv": "that model's probability per task for every test molecule, and its labels"},
     }
     return runs.publish(unit, rows, result)
+
+
+def write_outputs(work: Path, model: MolPredictor, dataset, split: dict, test_loader, cfg: FinetuneConfig,
+                  enc_meta: dict) -> None:
+    """``model.pt`` (the fine-tuned predictor, :class:`autogcl.MoleculePredictor`) and
+    ``predictions.csv`` (per test molecule: dataset index, file row, SMILES, each task's
+    probability and label, empty where missing), both written atomically."""
+    from ..molecules import MoleculePredictor
+
+    tasks = [str(t) for t in (dataset.meta.get("tasks") or range(model.head.out_features))]
+    meta = {"encoder": enc_meta, "encoder_source": cfg.checkpoint, "dataset": cfg.dataset}
+    MoleculePredictor.wrap(model, tasks, meta, cfg.dropout).save(work / "model.pt")
+    y, logits = predict(model, test_loader)
+    probs = 1.0 / (1.0 + np.exp(-logits.astype(np.float64)))
+    index = [int(i) for i in split["test"]]
+    smiles, lines = dataset.meta.get("smiles"), dataset.meta.get("rows")
+    out = []
+    for k, i in enumerate(index):
+        row = {"index": i, "row": lines[i] if lines else "", "smiles": smiles[i] if smiles else ""}
+        for t, name in enumerate(tasks):
+            row[f"prob_{name}"] = f"{probs[k, t]:.6g}"
+            row[f"label_{name}"] = "" if np.isnan(y[k, t]) else int(y[k, t])
+        out.append(row)
+    runs.atomic_write_csv(work / "predictions.csv", out)
 
 
 def summarize(results: list[dict]) -> dict:
