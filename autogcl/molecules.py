@@ -39,7 +39,7 @@ from .models.embed import module_device
 from .models.mol_gin import ENCODER_FORMAT, MolEncoder, MolPredictor, load_encoder, save_encoder
 
 __all__ = ["DEFAULT_ENCODER", "MoleculeEncoder", "MoleculePredictor", "Molecules", "SkippedSmiles",
-           "from_smiles", "pretrained_encoders", "resolve_encoder", "smiles_to_graph"]
+           "as_molecules", "from_smiles", "pretrained_encoders", "resolve_encoder", "smiles_to_graph"]
 
 log = logging.getLogger(__name__)
 
@@ -110,7 +110,8 @@ def _labels(y, n: int) -> np.ndarray:
     return y
 
 
-def from_smiles(smiles, y=None, *, workers: int | None = None, progress: bool = False) -> Molecules:
+def from_smiles(smiles, y=None, *, workers: int | None = None, progress: bool = False,
+                report: bool = True) -> Molecules:
     """The graphs of a list of SMILES (Hu et al. 2020 features: ``x`` = atom type and chirality
     ids, ``edge_attr`` = bond type and direction ids, both ``long``).
 
@@ -119,7 +120,7 @@ def from_smiles(smiles, y=None, *, workers: int | None = None, progress: bool = 
     :class:`~autogcl.DataError` only when none parses. ``y`` (optional): labels, a vector or a
     ``SMILES x tasks`` matrix of 0/1 with NaN for a missing label, stored as each graph's ``y``
     (``1 x tasks`` float). ``workers``: featurising processes (default: one below 5,000
-    SMILES, else every core)."""
+    SMILES, else every core). ``report=False``: no warning (the caller reports ``.skipped``)."""
     if isinstance(smiles, Molecules):
         return smiles
     if isinstance(smiles, str):
@@ -146,7 +147,8 @@ def from_smiles(smiles, y=None, *, workers: int | None = None, progress: bool = 
         shown = "; ".join(map(str, skipped[:10])) + (f"; ... and {len(skipped) - 10} more" if len(skipped) > 10 else "")
         if not len(index):
             raise DataError(f"none of the {n} SMILES could be parsed: {shown}")
-        log.warning("%d of %d SMILES skipped: %s", len(skipped), n, shown)
+        if report:
+            log.warning("%d of %d SMILES skipped: %s", len(skipped), n, shown)
     graphs = []
     for k, (x, ei, ea) in enumerate(feats.arrays):
         g = Data(x=torch.from_numpy(x), edge_index=torch.from_numpy(ei), edge_attr=torch.from_numpy(ea))
@@ -154,6 +156,33 @@ def from_smiles(smiles, y=None, *, workers: int | None = None, progress: bool = 
             g.y = torch.from_numpy(labels[index[k]]).view(1, -1)
         graphs.append(g)
     return Molecules(graphs, index, [smiles[i] for i in index], skipped, n)
+
+
+def as_molecules(data, y=None, **kw) -> Molecules:
+    """``data`` as :class:`Molecules`: SMILES go through :func:`from_smiles`; graphs (a
+    sequence of ``Data``, e.g. a saved :class:`Molecules` list) are checked to carry this
+    featurisation (``long`` ``x`` of atom and chirality ids, ``edge_attr`` of bond type and
+    direction ids), with an error naming the first graph that does not."""
+    if isinstance(data, Molecules):
+        return data
+    if isinstance(data, Data):
+        data = [data]
+    if isinstance(data, Sequence) and not isinstance(data, str) and len(data) and isinstance(data[0], Data):
+        for i, g in enumerate(data):
+            x, ea = g.get("x"), g.get("edge_attr")
+            if x is None or x.dtype != torch.long or x.dim() != 2 or x.shape[1] != 2 or ea is None or \
+                    ea.dtype != torch.long or ea.dim() != 2 or ea.shape[1] != 2:
+                raise DataError(f"graph {i} is not a featurised molecule: the molecule encoder reads long x "
+                                f"(atoms x 2: atom type, chirality) and long edge_attr (bonds x 2: type, direction), "
+                                f"as from_smiles makes them; got x {_shape(x)}, edge_attr {_shape(ea)}")
+            if not g.num_nodes:
+                raise DataError(f"graph {i} has no atoms")
+        return Molecules(list(data), np.arange(len(data)), [], [], len(data))
+    return from_smiles(data, y, **kw)
+
+
+def _shape(t) -> str:
+    return "missing" if t is None else f"{str(t.dtype).removeprefix('torch.')} {tuple(t.shape)}"
 
 
 def _loader(mols: Molecules, batch_size: int, **kw) -> DataLoader:
@@ -283,9 +312,9 @@ class MoleculeEncoder(nn.Module):
     def embed(self, smiles, batch_size: int = 256, device=None) -> tuple[np.ndarray, np.ndarray]:
         """``(embeddings, index)``: a float32 ``molecules x out_channels`` array (eval mode, mean
         pooled) of the SMILES that parse, and their positions in ``smiles``. ``smiles``: a list
-        of SMILES or :func:`from_smiles`'s result. ``device``: where to compute (default: the
-        encoder's)."""
-        mols = from_smiles(smiles)
+        of SMILES, :func:`from_smiles`'s result or molecule graphs (:func:`as_molecules`).
+        ``device``: where to compute (default: the encoder's)."""
+        mols = as_molecules(smiles)
         if device is not None:
             self.to(resolve_device(device))
         emb, _ = _embed(self.encoder, _loader(mols, batch_size))
@@ -372,8 +401,9 @@ class MoleculePredictor(nn.Module):
     @torch.no_grad()
     def predict(self, smiles, batch_size: int = 256, device=None) -> tuple[np.ndarray, np.ndarray]:
         """``(probabilities, index)``: a float32 ``molecules x tasks`` array of the SMILES that
-        parse (eval mode) and their positions in ``smiles``."""
-        mols = from_smiles(smiles)
+        parse (eval mode) and their positions in ``smiles`` (SMILES, or graphs as
+        :meth:`MoleculeEncoder.embed` takes them)."""
+        mols = as_molecules(smiles)
         if device is not None:
             self.to(resolve_device(device))
         logits, _ = _embed(self.model, _loader(mols, batch_size))
