@@ -167,7 +167,9 @@ def as_molecules(data, y=None, **kw) -> Molecules:
         return data
     if isinstance(data, Data):
         data = [data]
-    if isinstance(data, Sequence) and not isinstance(data, str) and len(data) and isinstance(data[0], Data):
+    graphs = not isinstance(data, (str, bytes)) and hasattr(data, "__len__") and hasattr(data, "__getitem__")
+    if graphs and len(data) and isinstance(data[0], Data):  # a list of Data or a PyG dataset
+        data = [data[i] for i in range(len(data))]
         for i, g in enumerate(data):
             x, ea = g.get("x"), g.get("edge_attr")
             if x is None or x.dtype != torch.long or x.dim() != 2 or x.shape[1] != 2 or ea is None or \

@@ -86,3 +86,22 @@ def test_bad_requests_are_clear_errors(tmp_path, capsys):
     (tmp_path / "bad.csv").write_text("smiles\nC1CC\nxyz\n")
     assert main(["embed", str(tmp_path / "bad.csv"), "--out", str(tmp_path / "b.npy")]) == 2
     assert "bad.csv" in capsys.readouterr().err and not (tmp_path / "b.npy").exists()
+
+
+def test_mutag_with_the_model_of_an_unsupervised_run(data_root, tmp_path, capsys):
+    """The unit's model.pt stores no feature recipe; embed takes it from config.json beside it."""
+    out = tmp_path / "u"
+    assert main(["unsupervised", "--dataset", "MUTAG", "--epochs", "1", "--seeds", "1", "--data-root", str(data_root),
+                 "--out", str(out), "--no-progress", "--device", "cpu"]) == 0
+    unit = out / "MUTAG-autogcl" / "seed0"
+    assert main(["embed", "MUTAG", "--model", str(unit / "model.pt"), "--data-root", str(data_root), "--out",
+                 str(tmp_path / "u.npy"), "--device", "cpu"]) == 0
+    model = autogcl.load(unit / "model.pt")
+    assert np.array_equal(np.load(tmp_path / "u.npy"), model.embed(load_tu("MUTAG", data_root, "deg+odeg100")).numpy())
+
+
+def test_the_molecule_encoder_refuses_graphs_of_other_features(encoder, data_root):
+    from autogcl.errors import DataError
+
+    with pytest.raises(DataError, match=r"graph 0 is not a featurised molecule.*got x float32 \(17, 109\)"):
+        encoder.embed(load_tu("MUTAG", data_root)[:3])
