@@ -301,8 +301,9 @@ class GraphCL(ContrastiveLearner):
 _CLASSES = {"AutoGCL": AutoGCL, "GraphCL": GraphCL}
 
 
-def load(path: str | Path, map_location="cpu") -> ContrastiveLearner:
-    """Restore a model written by :meth:`ContrastiveLearner.save` (no rebuilding by the caller).
+def load(path: str | Path, map_location="cpu"):
+    """Restore a model written by :meth:`ContrastiveLearner.save` (no rebuilding by the caller),
+    or a molecule encoder or predictor (:mod:`autogcl.molecules`, e.g. the shipped encoder).
     Read with ``torch.load(weights_only=True)``: the file cannot run code."""
     path = Path(path)
     if not path.is_file():
@@ -311,6 +312,10 @@ def load(path: str | Path, map_location="cpu") -> ContrastiveLearner:
         blob = torch.load(path, map_location=resolve_device(map_location), weights_only=True)
     except Exception as exc:  # torch raises many types for a damaged or unsafe file
         raise DataError(f"{path}: not a readable autogcl model ({type(exc).__name__})") from exc
+    from . import molecules  # molecule encoders and predictors have their own classes
+
+    if isinstance(blob, dict) and blob.get("format") in molecules.FORMATS:
+        return molecules.load_file(path, map_location)
     if not isinstance(blob, dict) or blob.get("format") != MODEL_FORMAT or blob.get("class") not in _CLASSES:
         raise DataError(f"{path}: not an autogcl model file (expected format {MODEL_FORMAT})")
     hp = dict(blob["hparams"])

@@ -33,6 +33,7 @@ HELP = {
     "visualize": "figures: generated views, learning curves, t-SNE of embeddings",
     "ablate": "augmentation ablations of the GraphCL rows",
     "transfer": "molecules: contrastive pre-training and MoleculeNet fine-tuning (paper Table 4)",
+    "embed": "graph embeddings of a TU dataset, a SMILES file or a saved dataset, to .npy or .csv",
 }
 
 
@@ -477,6 +478,44 @@ def cmd_finetune(args) -> int:
     return 0
 
 
+def add_embed(sub) -> None:
+    from dataclasses import fields
+
+    from .config import add_options
+    from .protocols.configs import EmbedConfig
+
+    p = _parser(sub, "embed", HELP["embed"],
+                "Embed graphs with a trained model and write one row per graph: a TU dataset with a model.pt "
+                "of `autogcl unsupervised` (--model), a SMILES file with a molecule encoder (--encoder; default the "
+                "shipped autogcl-moses-fullx1), or a saved list of PyG Data (.pt) with either. SMILES that do not "
+                "parse are skipped and reported by file line; a .csv output keeps each row's input index.")
+    p.add_argument("data", metavar="DATA", help=next(f for f in fields(EmbedConfig) if f.name == "data").metadata["help"])
+    add_options(p, EmbedConfig)
+    _run_options(p, ("device", "data_root", "download", "workers", "no_progress"))
+    p.set_defaults(func=cmd_embed)
+
+
+def cmd_embed(args) -> int:
+    from .config import from_args
+    from .protocols.embed import EmbedConfig, embed, write
+
+    run = _run(args)
+    cfg = from_args(EmbedConfig, args)
+    res = embed(cfg, run.data_root, run.fetch, run.engine, run.workers, run.progress)
+    if res.skipped:
+        shown = "\n".join(f"  line {s['line']} (row {s['index']}): {s['smiles']!r}: {s['reason']}"
+                           for s in res.skipped[:20])
+        more = f"\n  ... and {len(res.skipped) - 20} more" if len(res.skipped) > 20 else ""
+        print(f"skipped {len(res.skipped)} of {res.num_input} rows of {res.source}:\n{shown}{more}", file=sys.stderr)
+    try:
+        out = write(res, cfg.out)
+    except OSError as exc:
+        raise write_failure(exc, Path(cfg.out), "the embeddings to ") from exc
+    print(f"{len(res.index)} x {res.emb.shape[1]} embeddings of {res.source} ({res.model}) written to {out}"
+          + (f"; {len(res.skipped)} row(s) skipped" if res.skipped else ""))
+    return 0
+
+
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     """The whole parser, or (given the command line ``argv``) one whose only fully built
     command is the invoked one: the others are listed by name and help alone."""
@@ -490,7 +529,8 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     sub.required = True
     chosen = None if argv is None else next((a for a in argv if not a.startswith("-")), "")
     adders = {"unsupervised": add_unsupervised, "semi": add_semi, "report": add_report,
-              "visualize": add_visualize, "ablate": add_ablate, "transfer": add_transfer}
+              "visualize": add_visualize, "ablate": add_ablate, "transfer": add_transfer,
+              "embed": add_embed}
     for name, add in adders.items():
         if chosen is None or chosen == name:
             add(sub)
