@@ -177,8 +177,37 @@ def child_ops(spec) -> dict:
     for e in events:
         by_name[e.name] = by_name.get(e.name, 0) + 1
     top = sorted(by_name.items(), key=lambda kv: -kv[1])[:8]
-    return {"ops_per_step": len(events) / steps,
-            "most_frequent": ", ".join(f"{k} {v / steps:.0f}" for k, v in top)}
+    calls: dict = {}  # the operations the program itself issues (no parent event), before their expansion
+    for e in events:
+        if e.cpu_parent is None:
+            calls[e.name] = calls.get(e.name, 0) + 1
+    top_calls = sorted(calls.items(), key=lambda kv: -kv[1])[:8]
+    params = sum(p.numel() > 0 for m in strategy.modules().values() for p in m.parameters()) \
+        if hasattr(strategy, "modules") else None
+    phases = _ops_by_phase(strategy, it) if hasattr(strategy, "losses") else {}
+    return {"ops_per_step": len(events) / steps, "top_level_per_step": sum(calls.values()) / steps,
+            "parameter_tensors": params, **phases,
+            "most_frequent": ", ".join(f"{k} {v / steps:.0f}" for k, v in top),
+            "top_level_most_frequent": ", ".join(f"{k.replace('autograd::engine::evaluate_function: ', 'bwd ')} "
+                                                 f"{v / steps:.0f}" for k, v in top_calls)}
+
+
+def _ops_by_phase(strategy, it) -> dict:
+    """Profiler events of each part of one step: batching, forward, backward, optimizer."""
+    from torch.profiler import ProfilerActivity, profile
+
+    def count(fn):
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            out = fn()
+        return len(prof.events()), out
+
+    got = {}
+    got["ops_batching"], batch = count(lambda: next(it))
+    strategy.opt.zero_grad()
+    got["ops_forward"], terms = count(lambda: strategy.losses(batch, strategy.draw_views()))
+    got["ops_backward"], _ = count(lambda: terms["loss"].backward())
+    got["ops_optimizer"], _ = count(strategy.opt.step)
+    return got
 
 
 def child_split(spec) -> dict:
@@ -411,7 +440,8 @@ def command_throughput(args) -> dict | None:
     return row
 
 
-OPS_NOTE = "torch.profiler events per pre-training step (nested ones included), batching included; mean over 12 steps"
+OPS_NOTE = ("torch.profiler events per pre-training step (nested ones included), batching included; mean over 12 "
+            "steps; top_level: the events without a parent, the operations the program issues itself")
 
 
 def section_ops(args) -> None:
