@@ -166,7 +166,8 @@ class RayExecutor:
                     shared[id(fn)], unit, restart_damaged, threads, level)
                 pending[ref] = unit
             while pending:
-                done, _ = ray.wait(list(pending), num_returns=1)
+                with preempt.deferring():  # a signal is acted on here, in Python, not inside Ray's wait
+                    done, _ = ray.wait(list(pending), num_returns=1, timeout=0.5)
                 for ref in done:
                     unit = pending.pop(ref)
                     self._get(ray, ref, unit)
