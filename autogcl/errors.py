@@ -17,6 +17,19 @@ class DamagedFileError(DataError):
     """A file of a run (checkpoint, configuration) that cannot be read back."""
 
 
+class StorageError(AutoGCLError, OSError):
+    """A file could not be written (a full disk, a file-size limit, no permission): names the
+    file and why; the file's previous version is kept. ``errno``, ``strerror`` (the operating
+    system's reason) and ``filename`` as :class:`OSError`'s."""
+
+    def __init__(self, message: str, errno: int | None = None, filename=None, reason: str | None = None):
+        super().__init__(message)
+        self.message, self.errno, self.filename, self.strerror = message, errno, filename, reason
+
+    def __str__(self) -> str:
+        return self.message
+
+
 class TrainingError(AutoGCLError, RuntimeError):
     """Training cannot go on (for example a NaN loss); says where it happened."""
 
