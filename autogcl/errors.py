@@ -40,6 +40,8 @@ def write_failure(exc: OSError, out, what: str = "") -> DataError:
     from pathlib import Path
 
     out = Path(out)
+    if isinstance(exc, StorageError) and isinstance(exc.__cause__, OSError):
+        exc = exc.__cause__  # the operating system's own error
     why = (f"{out.parent} is not a folder" if isinstance(exc, (FileExistsError, NotADirectoryError))
            else exc.strerror or exc)
     return DataError(f"cannot write {what}{out} ({why}); choose another --out")
