@@ -19,7 +19,8 @@ from autogcl.train import Trainer
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
 
 
-def small_fit(data_root, checkpoint=None, epochs=4, at=None, action=None, ckpt_every=10, seed=0, made=None):
+def small_fit(data_root, checkpoint=None, epochs=4, at=None, action=None, ckpt_every=10, seed=0, made=None,
+              evaluate=None):
     """Train the AutoGCL GIN on MUTAG for ``epochs`` (batch 64, width 16); ``action()`` runs
     inside the step ``at = (epoch, batch)`` (MUTAG has 3 batches: 0, 1, 2). Returns
     ``(trainer, rows)``; the trainer is also appended to ``made`` before it fits."""
@@ -41,7 +42,7 @@ def small_fit(data_root, checkpoint=None, epochs=4, at=None, action=None, ckpt_e
                       show_progress=False)
     if made is not None:
         made.append(trainer)
-    return trainer, trainer.fit(loader, epochs)
+    return trainer, trainer.fit(loader, epochs, evaluate=evaluate)
 
 
 def weights(trainer) -> dict:
