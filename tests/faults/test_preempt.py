@@ -105,3 +105,42 @@ def test_sigterm_outside_training_stops_at_once_with_the_resume_command(tmp_path
             os.kill(os.getpid(), signal.SIGTERM)
             time.sleep(5)  # interrupted by the handler
     assert info.value.exit_code == 143 and info.value.epoch is None
+
+
+def test_sigterm_to_molecule_pretraining_keeps_its_last_chunk_and_resumes(data_root, tmp_path):
+    """Pre-training checkpoints after every chunk: SIGTERM in a later chunk keeps the last
+    finished one, and the printed command ends with the encoder of an unbroken run."""
+    lines = (data_root / "moleculenet" / "bbbp.csv").read_text().splitlines()
+    corpus = tmp_path / "mols.csv"
+    corpus.write_text("\n".join(lines[:1] + lines[1:121] + lines[-120:]) + "\n")
+    args = ["transfer", "pretrain", "--corpus", corpus, "--smiles-col", "smiles", "--chunk-size", "60",
+            "--epochs", "2", "--batch-size", "16", "--workers", "1", "--no-progress"]
+    ref = cli(args + ["--out", tmp_path / "ref"], tmp_path)
+    assert ref.returncode == 0, ref.stderr[-2000:]
+    out = tmp_path / "cut"
+    ckpt = tmp_path / ".cut.partial" / "checkpoint.pt"
+    proc = subprocess.Popen([sys.executable, "-m", "autogcl", *map(str, args), "--out", str(out)], cwd=tmp_path,
+                            env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        t0 = time.time()
+        while proc.poll() is None and time.time() - t0 < 300:
+            try:
+                if torch.load(ckpt, weights_only=True)["pos"] >= 1:  # a chunk has finished
+                    break
+            except (FileNotFoundError, RuntimeError, EOFError):
+                pass
+            time.sleep(0.02)
+        assert proc.poll() is None, "the run ended before its first chunk checkpoint"
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 143, err[-2000:]
+    m = re.search(r"stopped by SIGTERM after epoch \d+ \(pretrain autogcl, at chunk \d+ of epoch \d+\); "
+                  r"checkpoint \S+; resume with: (autogcl .*)", err)
+    assert m, err[-2000:]
+    done = cli(shlex.split(m[1])[1:], tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    a, b = (torch.load(tmp_path / d / "encoder.pt", weights_only=True)["state_dict"] for d in ("ref", "cut"))
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
