@@ -174,7 +174,8 @@ def check_resumable(units: Iterable[Unit], resume: bool) -> None:
 @contextmanager
 def holding(unit: Unit, wait: float = 30.0) -> Iterator[None]:
     """Hold ``unit``'s lock file while the block runs (and remove it after); a :class:`ConfigError`
-    naming the holder when another process still holds it after ``wait`` seconds. The lock is an OS file lock
+    naming the holder at once when it is a running process of this host, else when the lock is
+    still held after ``wait`` seconds. The lock is an OS file lock
     (``flock``), so a holder that dies, ``kill -9`` included, releases it: a killed run never
     leaves a stale lock (the wait covers forked children, such as data-loader workers, that
     outlive their parent by a few seconds). On NFS the server keeps a lost node's lock for its
@@ -228,13 +229,32 @@ def _acquire(f, unit: Unit, deadline: float, fcntl) -> bool:
             if not isinstance(exc, BlockingIOError):
                 f.close()
                 raise
-            if time.monotonic() >= deadline:
+            if time.monotonic() >= deadline or _live_holder(f):
                 f.seek(0)
                 holder = f.read().strip() or "another process"
                 f.close()
                 raise ConfigError(f"{unit.label or unit.dir} is being run by {holder} (lock {unit.lock}); "
                                   "let it finish, or stop it and rerun with --resume") from None
             time.sleep(0.2)
+
+
+def _live_holder(f) -> bool:
+    """Whether the lock file ``f`` names a process of this host that is running: it holds the
+    lock for real, so there is no point in waiting (a dead holder's forked children may still
+    hold it a few seconds)."""
+    import re
+
+    f.seek(0)
+    m = re.match(r"pid (\d+) on (\S+)", f.read())
+    if not m or m[2] != socket.gethostname() or int(m[1]) == os.getpid():
+        return False
+    try:
+        os.kill(int(m[1]), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, another user's
+        return True
+    return True
 
 
 def run_one(unit: Unit, fn: Callable[[Unit], dict], restart_damaged: bool = False, wait: float = 30.0) -> None:
