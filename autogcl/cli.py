@@ -545,8 +545,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(levelname)s %(name)s: %(message)s")
+    from .errors import Preempted
+    from .preempt import handling
+
     try:
-        return args.func(args)
+        with handling():  # SIGTERM (preemption) and SIGINT stop training cleanly, with a checkpoint
+            return args.func(args)
+    except Preempted as exc:
+        print(f"autogcl: {exc}; resume with: {resume_command(argv)}", file=sys.stderr)
+        return exc.exit_code
     except AutoGCLError as exc:
         print(f"autogcl: error: {exc}", file=sys.stderr)
         return 2
@@ -559,6 +566,18 @@ def main(argv: list[str] | None = None) -> int:
         print(f"autogcl: unexpected error: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
               f" (full log: {log_file}); please report it", file=sys.stderr)
         return 1
+
+
+def resume_command(argv: list[str]) -> str:
+    """The command line that continues an interrupted one (``--resume`` added where the command
+    takes it and it is not there yet)."""
+    import shlex
+
+    args = list(argv)
+    takes = bool(args) and (args[0] not in ("report", "visualize") or args[:2] == ["visualize", "views"])
+    if takes and "--resume" not in args:
+        args.append("--resume")
+    return shlex.join(["autogcl", *args])
 
 
 def _write_crash_log(argv: list[str]) -> str:
