@@ -117,7 +117,7 @@ class NaiveStrategy(Strategy):
                 with torch.set_grad_enabled(torch.is_grad_enabled() and (i in picks or self.sim_weight > 0)):
                     samples[i] = gen.sample(batch, logits=gen.scores(batch, first))
             for i in set(picks) - {0}:
-                views[i] = gens[i].apply(batch, samples[i])
+                views[i] = gens[i].make_view(batch, samples[i])
         else:
             for i, gen in gens.items():
                 views[i], samples[i] = gen(batch)
