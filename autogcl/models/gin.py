@@ -106,3 +106,23 @@ class ContrastModel(nn.Module):
             return self(a), self(b)
         z = self(pair)
         return z[: a.num_graphs], z[a.num_graphs:]
+
+
+class GINClassifier(nn.Module):
+    """A graph classifier over an encoder (e.g. :class:`GINEncoder`): ``model(batch)`` gives
+    class log-probabilities through a two-layer head, ``model.represent(batch)`` the graph
+    embedding the contrastive losses use (the interface of the semi-supervised strategies).
+    It has no graph-level BatchNorm, so a batch of a single graph trains."""
+
+    def __init__(self, encoder: nn.Module, num_classes: int, hidden: int = 128):
+        super().__init__()
+        self.encoder = encoder
+        self.head = nn.Sequential(nn.Linear(encoder.out_dim, hidden), nn.ReLU(inplace=True),
+                                  nn.Linear(hidden, num_classes))
+        xavier_init(self.head)
+
+    def represent(self, data) -> torch.Tensor:
+        return self.encoder(data)
+
+    def forward(self, data) -> torch.Tensor:
+        return F.log_softmax(self.head(self.encoder(data)), dim=-1)
