@@ -324,6 +324,7 @@ class Estimator(nn.Module):
         except DataError as exc:
             raise DataError(str(exc)) from exc
         prepared = Prepared(store, torch.tensor(labels, dtype=torch.long), bad_label)
+        key = (key[0], self.hparams["in_channels"], self.hparams["edge_dim"])  # as the next call will see them
         self._cache = [c for c in self._cache if c[0] != key][-3:] + [(key, data, prepared)]
         return prepared
 

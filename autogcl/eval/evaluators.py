@@ -20,7 +20,8 @@ SVM's RBF kernel copes (``gamma="scale"``), a gradient-trained probe needs them 
 which :class:`LinearProbe` does by default (``standardize=True``: mean and standard deviation
 of each column from the training part of each fold only).
 
-Graphs whose label is negative (-1: unlabeled) are left out of the evaluation.
+Graphs whose label is negative (-1: unlabeled) are left out of the evaluation (counted in the
+result's ``unlabeled_left_out``).
 """
 
 from __future__ import annotations
@@ -83,14 +84,14 @@ class SVMEvaluator:
     def __call__(self, embeddings, labels) -> dict:
         mats = embeddings if isinstance(embeddings, dict) else {0: embeddings}
         prepared = {int(e): _matrix_and_labels(m, labels) for e, m in mats.items()}
-        y = next(iter(prepared.values()))[1]
+        _, y, left_out = next(iter(prepared.values()))
         _check_cv(y, self.folds)
         res = svm_protocol({e: p[0].numpy() for e, p in prepared.items()}, y, self.folds, self.inner_folds,
                            self.cs, self.seed, self.n_jobs)
         chosen = res["selections"][self.select]
         ev = res["evaluations"][chosen["epoch"]]
         return {"acc": chosen["acc"], "std": ev["test_std"], "select": self.select, "epoch": chosen["epoch"],
-                "selections": res["selections"], "evaluations": res["evaluations"]}
+                "selections": res["selections"], "evaluations": res["evaluations"], "unlabeled_left_out": left_out}
 
     def __repr__(self) -> str:
         return f"SVMEvaluator(folds={self.folds}, select={self.select!r})"
@@ -163,7 +164,7 @@ class LinearProbe:
     def __call__(self, embeddings, labels) -> dict:
         from ..devices import resolve_device
 
-        x, y_np, _ = _matrix_and_labels(embeddings, labels)
+        x, y_np, left_out = _matrix_and_labels(embeddings, labels)
         _check_cv(y_np, self.folds)
         classes = int(y_np.max()) + 1
         dev = resolve_device(self.device)
@@ -180,7 +181,7 @@ class LinearProbe:
                                 "epochs": [r[name]["epoch"] for r in res]}
         chosen = selections[self.select]
         return {"acc": chosen["acc"], "std": chosen["std"], "select": self.select, "selections": selections,
-                "folds": res}
+                "folds": res, "unlabeled_left_out": left_out}
 
     def __repr__(self) -> str:
         return f"LinearProbe(folds={self.folds}, standardize={self.standardize}, select={self.select!r})"
