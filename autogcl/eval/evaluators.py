@@ -61,11 +61,16 @@ def _check_select(select: str) -> str:
     return select
 
 
-def _check_cv(labels: np.ndarray, folds: int) -> None:
+def _check_cv(labels: np.ndarray, folds: int, inner: int = 1) -> None:
+    """At least two classes, each large enough for ``folds``-fold stratified CV and, inside
+    each training part, for an ``inner``-fold split (or a held-out share: ``inner`` 2)."""
     counts = np.unique(labels, return_counts=True)[1]
-    if len(counts) < 2 or counts.min() < folds:
-        raise DataError(f"{folds}-fold stratified CV needs at least two classes with {folds} labeled graphs each; "
-                        f"got class sizes {sorted(counts.tolist())}")
+    need = folds
+    while need - -(-need // folds) < inner:  # members left in a training part (ceil division)
+        need += 1
+    if len(counts) < 2 or counts.min() < need:
+        raise DataError(f"{folds}-fold stratified CV (and its inner split) needs at least two classes with {need} "
+                        f"labeled graphs each; got class sizes {sorted(counts.tolist())}")
 
 
 class SVMEvaluator:
@@ -85,7 +90,7 @@ class SVMEvaluator:
         mats = embeddings if isinstance(embeddings, dict) else {0: embeddings}
         prepared = {int(e): _matrix_and_labels(m, labels) for e, m in mats.items()}
         _, y, left_out = next(iter(prepared.values()))
-        _check_cv(y, self.folds)
+        _check_cv(y, self.folds, self.inner_folds)
         res = svm_protocol({e: p[0].numpy() for e, p in prepared.items()}, y, self.folds, self.inner_folds,
                            self.cs, self.seed, self.n_jobs)
         chosen = res["selections"][self.select]
@@ -165,14 +170,20 @@ class LinearProbe:
         from ..devices import resolve_device
 
         x, y_np, left_out = _matrix_and_labels(embeddings, labels)
-        _check_cv(y_np, self.folds)
+        _check_cv(y_np, self.folds, 2)
         classes = int(y_np.max()) + 1
+        present = np.unique(y_np)
         dev = resolve_device(self.device)
         y = torch.as_tensor(y_np, dtype=torch.long)
         outer = StratifiedKFold(n_splits=self.folds, shuffle=True, random_state=self.seed).split(np.zeros(len(y_np)), y_np)
         res = []
         for train, test in outer:
-            fit, val = train_test_split(train, test_size=self.val_share, stratify=y_np[train], random_state=self.seed)
+            share = max(self.val_share, len(present) / len(train))  # at least one graph of every class
+            try:
+                fit, val = train_test_split(train, test_size=share, stratify=y_np[train], random_state=self.seed)
+            except ValueError as exc:
+                raise DataError(f"LinearProbe: too few labeled graphs for a stratified validation share "
+                                f"({exc})") from exc
             res.append(self._fit_fold(x, y, fit, val, test, classes, dev))
         selections = {}
         for name in SELECTIONS:
