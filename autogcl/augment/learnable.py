@@ -20,6 +20,9 @@ from torch_geometric.transforms import BaseTransform
 
 from ..errors import ConfigError, DataError, TrainingError
 from .ops import RowBatchNorm, as_batch, first_argmax_per_group, isolate_nodes, keep_nodes, unbatch
+__all__ = ["DROPPED_MODES", "MASK_TOKENS", "OPERATIONS", "GeneratedView", "GeometryKeepingGenerator",
+           "MoleculeViewGenerator", "NodeScorer", "ViewDecision", "ViewGenerator", "shared_first_aggregate"]
+
 
 KEEP, DROP, MASK = 0, 1, 2
 #: operation names by column of a generator's sample matrix

@@ -12,6 +12,9 @@ from torch_geometric.data import Batch, Data
 from torch_geometric.utils import scatter, subgraph
 
 from ..errors import DataError
+__all__ = ["RowBatchNorm", "as_batch", "first_argmax_per_group", "graph_or_batch", "graph_sizes", "isolate_nodes",
+           "keep_nodes", "rank_within_group", "unbatch"]
+
 
 
 class RowBatchNorm(nn.BatchNorm1d):

@@ -26,6 +26,9 @@ from torch_geometric.utils import scatter
 from ..choices import AUGMENTATIONS as AUGMENTATION_NAMES
 from ..errors import ConfigError
 from .ops import as_batch, graph_or_batch, graph_sizes, keep_nodes, rank_within_group, unbatch
+__all__ = ["AUGMENTATIONS", "RANDOM4", "Compose", "RandomAugmentor", "RandomChoice", "attr_mask", "edge_pert",
+           "identity", "node_drop", "node_drop_mask", "subgraph"]
+
 
 
 def _count(n: torch.Tensor, ratio: float) -> torch.Tensor:

@@ -12,6 +12,8 @@ from ..data.batching import pair_batches
 from ..errors import DataError
 from .embed import embed
 from .norm import SegmentBatchNorm
+__all__ = ["ContrastModel", "GINClassifier", "GINEncoder", "ProjectionHead", "edge_features", "xavier_init"]
+
 
 
 def xavier_init(module: nn.Module) -> nn.Module:
