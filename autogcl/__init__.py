@@ -34,7 +34,7 @@ _EXPORTS = {
     "RandomAugmentor": "augment.random", "AUGMENTATIONS": "augment.random",
     "node_drop": "augment.random", "edge_pert": "augment.random", "subgraph": "augment.random",
     "attr_mask": "augment.random", "Compose": "augment.random", "RandomChoice": "augment.random",
-    "GeneratedView": "augment.learnable",
+    "GeneratedView": "augment.learnable", "FixedView": "augment.learnable",
     # models
     "GINEncoder": "models.gin", "ProjectionHead": "models.gin", "ContrastModel": "models.gin",
     "GINClassifier": "models.gin",

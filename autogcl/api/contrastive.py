@@ -9,7 +9,7 @@ from pathlib import Path
 
 import torch
 
-from ..augment import RandomAugmentor, ViewGenerator
+from ..augment import FixedView, RandomAugmentor, ViewGenerator
 from ..augment.learnable import DROPPED_MODES, MASK_TOKENS, ViewDecision
 from ..choices import SIM_LOSSES
 from ..devices import resolve_device
@@ -99,7 +99,8 @@ class ContrastiveLearner(Estimator):
         done = len(self.history)
         trainer = Trainer(self._strategy, device=dev, checkpoint=checkpoint, loader_gen=gen,
                           desc=type(self).__name__, show_progress=progress)
-        rows = [r for r in trainer.fit(loader, done + epochs, evaluate=evaluate, start=done + 1)
+        rows = [{k: v for k, v in r.items() if not (k == "sim_loss" and v != v)}  # NaN: not measured
+                for r in trainer.fit(loader, done + epochs, evaluate=evaluate, start=done + 1)
                 if r["epoch"] > done]  # a checkpoint may also hold the rows of earlier calls
         self.history.extend(rows)
         self._check_trained()
@@ -158,16 +159,22 @@ class AutoGCL(ContrastiveLearner):
         view_sampling: ``"replacement"`` (released) or ``"generated"`` (always x1 and x2).
         gen_hidden, gen_layers: the generators' GIN scorer (released: 128, 2). The generators
             read node features only (never ``edge_attr``).
+        view1, view2: ``None`` (default: a learnable generator) or an augmentation of one's
+            own (a :class:`autogcl.augment.Compose`, :class:`autogcl.RandomAugmentor`, any
+            callable taking a ``Batch``) that makes that view instead, unlearned
+            (:class:`autogcl.augment.FixedView`); L_sim, which compares two generators, is
+            then off (``sim_loss="none"``).
 
-    ``model.gen1`` and ``model.gen2`` are :class:`autogcl.ViewGenerator` modules;
-    :meth:`inspect` shows what they do to a batch.
+    ``model.gen1`` and ``model.gen2`` are :class:`autogcl.ViewGenerator` modules (or
+    ``FixedView`` ones); :meth:`inspect` shows what the learnable ones do to a batch.
     """
 
     def __init__(self, in_channels: int | None = None, hidden: int = 128, num_layers: int = 5, *,
                  add_mask: bool = False, dropped: str = "isolate", mask_token: str = "scalar",
                  sim_loss: str = "none", view_sampling: str = "replacement", gen_hidden: int = 128,
                  gen_layers: int = 2, features: str | None = "auto", recipe: str | None = None,
-                 edge_dim: int | str | None = None, lr: float = 0.001, tau: float = 0.5, cl_variant: str = "simclr"):
+                 edge_dim: int | str | None = None, lr: float = 0.001, tau: float = 0.5, cl_variant: str = "simclr",
+                 view1=None, view2=None):
         if sim_loss not in SIM_LOSSES:
             raise ConfigError(f"unknown similarity loss {sim_loss!r}; choose from {', '.join(SIM_LOSSES)}")
         if view_sampling not in ("replacement", "generated"):
@@ -175,23 +182,52 @@ class AutoGCL(ContrastiveLearner):
         if dropped not in DROPPED_MODES or mask_token not in MASK_TOKENS:
             raise ConfigError(f"dropped must be one of {DROPPED_MODES} and mask_token one of {MASK_TOKENS}; "
                               f"got {dropped!r}, {mask_token!r}")
+        views = [_view_spec(v) for v in (view1, view2)]
+        if any(v is not None for v, _ in views) and sim_loss != "none":
+            raise ConfigError(f"sim_loss={sim_loss!r} compares two learnable generators; with an augmentation of "
+                              "your own as a view use sim_loss='none'")
+        self._fixed = [aug for _, aug in views]
         self._gen_kwargs = {"add_mask": add_mask, "dropped": dropped, "mask_token": mask_token,
                             "gen_hidden": gen_hidden, "gen_layers": gen_layers, "sim_loss": sim_loss,
                             "view_sampling": view_sampling}
         super().__init__(in_channels, hidden, num_layers, features=features, recipe=recipe, edge_dim=edge_dim,
                          lr=lr, tau=tau, cl_variant=cl_variant)
-        self.hparams.update(self._gen_kwargs)
+        self.hparams.update(self._gen_kwargs, view1=views[0][0], view2=views[1][0])
         if in_channels is not None and edge_dim != "auto":  # "auto": built when the data is seen
             self._ensure_built(in_channels, edge_dim)
 
     def _build(self, in_channels: int, edge_dim: int | None) -> None:
         super()._build(in_channels, edge_dim)
         k = self._gen_kwargs
-        self.gen1, self.gen2 = (ViewGenerator(in_channels, k["gen_hidden"], k["gen_layers"], k["add_mask"],
-                                              k["dropped"], k["mask_token"]) for _ in range(2))
+        self.gen1, self.gen2 = (
+            ViewGenerator(in_channels, k["gen_hidden"], k["gen_layers"], k["add_mask"], k["dropped"], k["mask_token"])
+            if self.hparams[f"view{i}"] is None else FixedView(self._fixed[i - 1]) for i in (1, 2))
+
+    def set_views(self, view1=None, view2=None) -> None:
+        """Give a loaded model its own views' augmentations again (those its file records by
+        ``repr`` only), before another ``fit``."""
+        for i, aug in ((1, view1), (2, view2)):
+            gen = getattr(self, f"gen{i}", None)
+            if aug is not None:
+                if not isinstance(gen, FixedView):
+                    raise ConfigError(f"view {i} is a learnable generator; it takes no augmentation")
+                gen.augmentation = _view_spec(aug)[1]
+                self._fixed[i - 1] = gen.augmentation
+                self.hparams[f"view{i}"] = _view_spec(aug)[0]
+        self._strategy = None
+
+    def _learnable(self) -> list:
+        gens = [g for g in (self.gen1, self.gen2) if isinstance(g, ViewGenerator)]
+        if not gens:
+            raise ConfigError("both views are augmentations of your own: there is no generator to inspect")
+        return gens
 
     def make_strategy(self, lr: float | None = None) -> NaiveStrategy:
         h = self.hparams
+        for i, gen in ((1, self.gen1), (2, self.gen2)):
+            if isinstance(gen, FixedView) and gen.augmentation is None:
+                raise ConfigError(f"view {i} was an augmentation of your own ({h[f'view{i}']}), which a model file "
+                                  "does not hold; give it again with model.set_views(...) before fit")
         params = list(self.contrast.parameters()) + list(self.gen1.parameters()) + list(self.gen2.parameters())
         opt = adam(params, lr=h["lr"] if lr is None else lr)
         return NaiveStrategy(
@@ -203,10 +239,13 @@ class AutoGCL(ContrastiveLearner):
     def inspect(self, data, deterministic: bool = False) -> tuple[ViewDecision, ViewDecision]:
         """What both generators do to ``data`` (graphs batched together, in eval mode): the
         operation of every node (0 keep, 1 drop, 2 mask) and the operation probabilities;
-        ``deterministic`` takes each node's most probable operation instead of sampling."""
+        ``deterministic`` takes each node's most probable operation instead of sampling
+        (``None`` in the place of a view made by an augmentation of one's own)."""
         batch = self._all(data)
-        with eval_mode(self.gen1, self.gen2):
-            return self.gen1.inspect(batch, deterministic), self.gen2.inspect(batch, deterministic)
+        gens = self._learnable()
+        with eval_mode(*gens):
+            return tuple(g.inspect(batch, deterministic) if isinstance(g, ViewGenerator) else None
+                         for g in (self.gen1, self.gen2))
 
     @torch.no_grad()
     def views(self, data, deterministic: bool = False):
@@ -214,6 +253,21 @@ class AutoGCL(ContrastiveLearner):
         batch = self._all(data)
         with eval_mode(self.gen1, self.gen2):
             return self.gen1(batch, deterministic)[0], self.gen2(batch, deterministic)[0]
+
+
+def _view_spec(view):
+    """``(what hparams record, the augmentation)`` of a view option: ``(None, None)`` for a
+    learnable generator; ``("custom:<repr>", aug)`` for an augmentation (``aug`` None when a
+    loaded model's record is given back)."""
+    if view is None:
+        return None, None
+    if isinstance(view, str) and view.startswith("custom:"):
+        return view, None
+    if isinstance(view, str):
+        view = RandomAugmentor(view)  # a name: GraphCL's augmentation with its default ratio
+    if not callable(view):
+        raise ConfigError(f"view: {view!r} is neither None (a learnable generator) nor an augmentation")
+    return f"custom:{view!r}", view
 
 
 @register_model_type

@@ -2,10 +2,10 @@
 usable on a PyG ``Data`` or ``Batch`` and as PyG transforms, and composable into one's own
 views (:class:`Compose`, :class:`RandomChoice`)."""
 
-from .learnable import OPERATIONS, GeneratedView, MoleculeViewGenerator, ViewDecision, ViewGenerator
+from .learnable import OPERATIONS, FixedView, GeneratedView, MoleculeViewGenerator, ViewDecision, ViewGenerator
 from .ops import RowBatchNorm
 from .random import AUGMENTATIONS, Compose, RandomAugmentor, RandomChoice, attr_mask, edge_pert, node_drop, subgraph
 
-__all__ = ["AUGMENTATIONS", "OPERATIONS", "Compose", "GeneratedView", "MoleculeViewGenerator", "RandomAugmentor",
+__all__ = ["AUGMENTATIONS", "OPERATIONS", "Compose", "FixedView", "GeneratedView", "MoleculeViewGenerator", "RandomAugmentor",
            "RandomChoice", "RowBatchNorm", "ViewDecision", "ViewGenerator", "attr_mask", "edge_pert", "node_drop",
            "subgraph"]

@@ -20,7 +20,7 @@ from torch_geometric.transforms import BaseTransform
 
 from ..errors import ConfigError, DataError, TrainingError
 from .ops import RowBatchNorm, as_batch, first_argmax_per_group, isolate_nodes, keep_nodes, unbatch
-__all__ = ["DROPPED_MODES", "MASK_TOKENS", "OPERATIONS", "GeneratedView", "GeometryKeepingGenerator",
+__all__ = ["DROPPED_MODES", "MASK_TOKENS", "OPERATIONS", "FixedView", "GeneratedView", "GeometryKeepingGenerator",
            "MoleculeViewGenerator", "NodeScorer", "ViewDecision", "ViewGenerator", "shared_first_aggregate"]
 
 
@@ -215,6 +215,27 @@ class ViewGenerator(nn.Module):
     def as_transform(self, deterministic: bool = False) -> GeneratedView:
         """This generator as a PyG transform (:class:`GeneratedView`): ``view = t(data)``."""
         return GeneratedView(self, deterministic)
+
+
+class FixedView(nn.Module):
+    """A fixed (not learned) augmentation in the place of a view generator:
+    ``(view, None)`` = ``FixedView(aug)(batch)``, so that one view of AutoGCL's naive
+    strategy can be an augmentation of one's own (:class:`autogcl.augment.Compose`, a
+    :class:`autogcl.RandomAugmentor`, any callable). It has no parameters and no operation
+    sample (L_sim, which compares two generators' samples, is then left out)."""
+
+    def __init__(self, augmentation=None):
+        super().__init__()
+        self.augmentation = augmentation
+
+    def forward(self, data, deterministic: bool = False):
+        if self.augmentation is None:
+            raise ConfigError("this view's augmentation is not known (a loaded model records its repr only); "
+                              "give it again with model.set_views(...)")
+        return self.augmentation(data), None
+
+    def extra_repr(self) -> str:
+        return repr(self.augmentation)
 
 
 class GeneratedView(BaseTransform):

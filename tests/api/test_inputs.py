@@ -199,3 +199,31 @@ def test_features_far_too_large_are_refused_and_large_ones_leave_finite_statisti
 
 def test_undirected_helper_is_the_conftest_one():
     assert undirected([[0, 1]]).shape == (2, 2)
+
+
+def test_autogcl_takes_an_augmentation_of_ones_own_for_either_view(tmp_path):
+    graphs = [ring(n, 3) for n in range(4, 12)]
+    calls = []
+
+    def spy(batch):
+        calls.append(int(batch.num_graphs))
+        return batch
+
+    mine = Compose([RandomAugmentor("node_drop", 0.2), spy])
+    torch.manual_seed(0)
+    model = autogcl.AutoGCL(hidden=8, num_layers=2, view2=mine, view_sampling="generated")
+    rows = model.fit(graphs, epochs=2, batch_size=4, seed=0, progress=False)
+    assert calls == [4, 4, 4, 4] and "sim_loss" not in rows[0]  # no L_sim without two generators
+    assert isinstance(model.gen1, autogcl.ViewGenerator) and not list(model.gen2.parameters())
+    d1, d2 = model.inspect(graphs)
+    assert d1.op.shape == (sum(g.num_nodes for g in graphs),) and d2 is None
+    back = autogcl.load(model.save(tmp_path / "m.pt"))
+    assert torch.equal(back.embed(graphs), model.embed(graphs))
+    with pytest.raises(ConfigError, match="set_views"):
+        back.fit(graphs, epochs=1, progress=False)
+    back.set_views(view2=mine)
+    back.fit(graphs, epochs=1, batch_size=4, progress=False)
+    with pytest.raises(ConfigError, match="sim_loss='none'"):
+        autogcl.AutoGCL(view1=mine, sim_loss="mse")
+    with pytest.raises(ConfigError, match="learnable generator; it takes no augmentation"):
+        back.set_views(view1=mine)
