@@ -127,3 +127,19 @@ def test_a_tu_dataset_outside_the_mirror_is_downloaded_when_allowed(tmp_path, mo
         datasets.load_tu("ENZYMES", tmp_path)  # a named root without it, no --download: refused, listed
     with pytest.raises(DataError, match="not a dataset name"):
         datasets.load_tu("../etc", download=True)
+
+
+@pytest.mark.parametrize("argv", [
+    ["unsupervised", "--method", "graphcl", "--add-mask", "--epochs", "1", "--seeds", "1"],
+    ["semi", "--row", "graphcl_cl", "--add-mask", "--epochs", "1", "--pretrain-epochs", "1", "--folds", "3",
+     "--fold-limit", "1"],
+])
+def test_a_warning_is_said_once(argv, tmp_path, data_root, caplog):
+    import logging
+
+    from autogcl.cli import main
+
+    with caplog.at_level(logging.WARNING):
+        assert main([*argv, "--dataset", "mutag", "--data-root", str(data_root), "--out", str(tmp_path)]) == 0
+    said = [r for r in caplog.records if "--add-mask=True do(es) not apply" in r.getMessage()]
+    assert len(said) == 1, [r.getMessage() for r in said]
