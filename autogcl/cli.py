@@ -9,6 +9,7 @@ defaults, choices, help and validation are the same from Python and here.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import sys
 from pathlib import Path
@@ -81,7 +82,7 @@ def cmd_unsupervised(args) -> int:
     cfg = from_args(UnsupervisedConfig, args)  # validated before any data is read
     points = expand(cfg, run.grid)
     dataset = load_tu(cfg.dataset, run.data_root, cfg.feat, download=run.fetch)
-    cfg = from_args(UnsupervisedConfig, args, dataset=dataset.name)
+    cfg = dataclasses.replace(cfg, dataset=dataset.name)  # not from args again: its warnings were said once
     points = expand(cfg, run.grid)
     log.info("%s: %d graphs, %d features, %d classes; writing to %s", dataset.name, len(dataset),
              dataset.num_features, dataset.num_classes, Path(run.out))
@@ -128,7 +129,7 @@ def cmd_semi(args) -> int:
     for c in cfgs:
         expand(c, run.grid)
     dataset = load_tu(cfgs[0].dataset, run.data_root, cfgs[0].feat, download=run.fetch)
-    cfgs = [from_args(SemiConfig, args, row=r, dataset=dataset.name) for r in rows]
+    cfgs = [dataclasses.replace(c, dataset=dataset.name) for c in cfgs]  # its warnings were said once
     plans = [(c, name, pc) for c in cfgs for name, pc in expand(c, run.grid)]
     sweeps = [plan(pc, dataset, run.seed_list, grid_out(run.out, name), run.resume, run.fold_limit, run.progress,
                    run.save_embeddings, run.engine) for _, name, pc in plans]

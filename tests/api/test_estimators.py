@@ -37,9 +37,12 @@ def test_unlabeled_graphs_without_features_train_and_embed():
 
 def test_features_rules():
     graphs = [path_graph(4, feat=3), path_graph(5, feat=3)]
-    assert autogcl.AutoGCL(hidden=8, num_layers=1).prepare(graphs)[0].x.shape == (4, 3)  # auto keeps x
-    constant = autogcl.AutoGCL(hidden=8, num_layers=1, features="constant").prepare(graphs)
-    assert torch.equal(constant[0].x, torch.ones(4, 1))
+    def first_x(model, data):
+        return model.prepare(data).store.batch([0]).x
+
+    assert first_x(autogcl.AutoGCL(hidden=8, num_layers=1), graphs).shape == (4, 3)  # auto keeps x
+    constant = first_x(autogcl.AutoGCL(hidden=8, num_layers=1, features="constant"), graphs)
+    assert torch.equal(constant, torch.ones(4, 1))
     with pytest.raises(DataError, match="graph 0 has no node features"):
         autogcl.AutoGCL(hidden=8, num_layers=1, features=None).prepare([path_graph(3)])
     with pytest.raises(DataError, match="graph 1 has no nodes"):
