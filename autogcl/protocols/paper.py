@@ -188,6 +188,30 @@ def report_block(*folders: str) -> Callable[[Path], str]:
     return render_report
 
 
+def views_block(root: Path) -> str:
+    """The MNIST view figure's runs (``docs/results/views_MNIST/seed*.json``): per seed the view
+    accuracy, the test accuracy on original graphs and each view's kept share of strokes
+    (superpixels of mean intensity >= 0.5) and of the other superpixels, on the test graphs."""
+    files = sorted((Path(root) / RESULTS / "views_MNIST").glob("seed*.json"))
+    if not files:
+        return f"not run: no `{RESULTS}/views_MNIST/seed*.json`"
+
+    def pct(x):
+        return f"{100 * x:.1f}%"
+
+    lines = ["| run | view accuracy, validation / test | test accuracy, original graphs | view 1: strokes / other kept "
+             "| view 2: strokes / other kept | GraphCL node drop 0.2: strokes / other kept | wall_s |",
+             "|---|---|---|---|---|---|---|"]
+    for f in files:
+        d = json.loads(f.read_text(encoding="utf-8"))
+        k = d["kept_shares"]
+        views = [k.get(v) for v in ("AutoGCL view 1", "AutoGCL view 2", "GraphCL node drop 0.2")]
+        cells = [f"{pct(v['high_intensity_kept'])} / {pct(v['other_kept'])}" if v else "-" for v in views]
+        lines.append(f"| `{f.relative_to(root).as_posix()}` | {pct(d['val_view_acc'])} / {pct(d['view_acc'])} | "
+                     f"{pct(d['test_acc'])} | " + " | ".join(cells) + f" | {d['wall_s']:.0f} |")
+    return "\n".join(lines)
+
+
 # -------------------------------------------------------------------------------------- performance
 
 PERF = f"{RESULTS}/perf"
@@ -405,6 +429,8 @@ TABLES = (
           (f"{RESULTS}/summaries/gpu/unsupervised",), "bash scripts/gpu_runs.sh tu", "Table 2"),
     Table("gpu-transfer", f"{RESULTS}/gpu_transfer.md", report_block(f"{RESULTS}/summaries/gpu/transfer"),
           (f"{RESULTS}/summaries/gpu/transfer",), "bash scripts/gpu_runs.sh finetune", "Table 4"),
+    Table("views-mnist", "docs/tutorial.md", views_block, (f"{RESULTS}/views_MNIST",),
+          "OMP_NUM_THREADS=1 autogcl visualize views --data-root ../shared/data --seed S", "Figure (views on MNIST)"),
     Table("performance", "docs/performance.md", perf_block, (PERF,), "python benchmarks/engine.py", ""),
     Table("goals", "docs/performance.md", goals_block, (PERF,), "python benchmarks/engine.py", ""),
     Table("queue", f"{RESULTS}/gpu_queue.md", queue_block, tuple(r for c in CELLS for r in c.runs),
