@@ -33,6 +33,7 @@ HELP = {
     "visualize": "figures: generated views, learning curves, t-SNE of embeddings",
     "ablate": "augmentation ablations of the GraphCL rows",
     "transfer": "molecules: contrastive pre-training and MoleculeNet fine-tuning (paper Table 4)",
+    "reproduce": "run the paper's cells that have no committed run yet (docs/results/gpu_queue.md)",
 }
 
 
@@ -477,6 +478,40 @@ def cmd_finetune(args) -> int:
     return 0
 
 
+def add_reproduce(sub) -> None:
+    from .config import add_options
+    from .protocols.paper import ReproduceConfig
+
+    p = _parser(sub, "reproduce", HELP["reproduce"],
+                "Run the command of every cell of the manifest of published tables (autogcl/protocols/paper.py) "
+                "that is not done, once per distinct command, on the chosen executor; copy each finished summary "
+                "and its units into the committed folder the manifest names. Cells done are skipped, and with "
+                "--resume interrupted units continue, so the same command resumes an interrupted reproduce.")
+    add_options(p, ReproduceConfig)
+    _run_options(p, ("resume", "device", "data_root", "executor", "ray_address", "cpus_per_unit", "gpus_per_unit"))
+    p.set_defaults(func=cmd_reproduce)
+
+
+def cmd_reproduce(args) -> int:
+    from .config import from_args
+    from .protocols.paper import CELLS, ReproduceConfig, reproduce
+
+    cfg = from_args(ReproduceConfig, args)
+    if not cfg.missing:
+        raise ConfigError("say what to run: --missing (every cell the manifest lists as not done)")
+    from .config import RunOptions
+
+    run = from_args(RunOptions, args, device="auto")  # the device is checked by each command that trains
+    extra = ["--executor", run.executor]
+    extra += ["--ray-address", run.ray_address] if run.ray_address else []
+    extra += ["--cpus-per-unit", str(run.cpus_per_unit)] if run.cpus_per_unit else []
+    extra += ["--gpus-per-unit", str(run.gpus_per_unit)] if run.gpus_per_unit else []
+    extra += ["--device", args.device] if args.device != "auto" else []
+    cells = [c for c in CELLS if cfg.compute in ("all", c.compute)]
+    reproduce(cells, Path(cfg.root), data_root=run.data_root, extra=extra, resume=run.resume, dry_run=cfg.dry_run)
+    return 0
+
+
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     """The whole parser, or (given the command line ``argv``) one whose only fully built
     command is the invoked one: the others are listed by name and help alone."""
@@ -490,7 +525,8 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     sub.required = True
     chosen = None if argv is None else next((a for a in argv if not a.startswith("-")), "")
     adders = {"unsupervised": add_unsupervised, "semi": add_semi, "report": add_report,
-              "visualize": add_visualize, "ablate": add_ablate, "transfer": add_transfer}
+              "visualize": add_visualize, "ablate": add_ablate, "transfer": add_transfer,
+              "reproduce": add_reproduce}
     for name, add in adders.items():
         if chosen is None or chosen == name:
             add(sub)

@@ -24,7 +24,6 @@ from typing import Callable
 
 from ..errors import DataError
 from . import published
-from .report import _ms, check_summary, collect, render
 
 RESULTS = "docs/results"
 DATA = "../shared/data"
@@ -68,6 +67,8 @@ class Cell:
             if f.is_file():
                 data = json.loads(f.read_text(encoding="utf-8"))
                 if self.file == "summary.json":
+                    from .report import check_summary  # report reads files with torch's atomic helpers
+
                     data = check_summary(f, data)
                 return Path(run), data
         return None
@@ -155,6 +156,8 @@ class Table:
 
 def _cell_values(cell: Cell, root: Path) -> tuple[str, str, str, str]:
     """(count, val, test_max, source) of a cell; "not run" naming the folder when it has no run."""
+    from .report import _ms
+
     hit = cell.found(root)
     if hit is None:
         return "-", "not run", "not run", f"not run: `{cell.runs[0]}`"
@@ -183,6 +186,8 @@ def report_block(*folders: str) -> Callable[[Path], str]:
     """``autogcl report`` over committed summary folders (every summary below them)."""
 
     def render_report(root: Path) -> str:
+        from .report import collect, render
+
         return render(collect([Path(root) / f for f in folders]))
 
     return render_report
@@ -469,3 +474,95 @@ def regenerate(root: Path, tables=TABLES) -> dict[str, tuple[str, str]]:
         block = f"{MARK.format('begin', t.name)}\n{body}\n{MARK.format('end', t.name)}"
         docs[t.doc] = (old, pattern.sub(lambda _: block, new, count=1))
     return docs
+
+
+# --------------------------------------------------------------------------------------- reproduce
+
+from ..config import Config, option  # noqa: E402
+
+
+@dataclass
+class ReproduceConfig(Config):
+    """``autogcl reproduce``: which of the manifest's cells to run."""
+
+    missing: bool = option(False, "run every cell of the manifest that is not done (no summary, or fewer seeds "
+                                  "than the paper's), then copy its summary and units into the committed folder")
+    compute: str = option("all", "only the cells that fit the 2-core CPU machine (cpu), only those queued for a "
+                                 "GPU (gpu), or all", choices=("all", "cpu", "gpu"))
+    dry_run: bool = option(False, "print the commands, run nothing")
+    root: str = option(".", "the repository root (its docs/results/ receives the runs)")
+
+    def __post_init__(self):
+        self.check_choices()
+
+
+def _argv(command: str, data_root: str | None, extra: list[str], resume: bool) -> list[str]:
+    """A cell's command as ``autogcl`` arguments: the data root replaced, ``--resume`` kept only
+    when resuming, the executor options added (a later ``--device`` overrides the cell's)."""
+    import shlex
+
+    argv = shlex.split(command)[1:]  # without "autogcl"
+    out, i = [], 0
+    while i < len(argv):
+        a = argv[i]
+        if a == "--data-root" and data_root:
+            out += [a, data_root]
+            i += 2
+            continue
+        if a == "--device" and "--device" in extra:
+            i += 2
+            continue
+        if a == "--resume" and not resume:
+            i += 1
+            continue
+        out.append(a)
+        i += 1
+    return out + extra
+
+
+def reproduce(cells, root: Path, *, data_root: str | None = None, extra: list[str] | None = None,
+              resume: bool = False, dry_run: bool = False, run=None, echo=print) -> list[Cell]:
+    """Run the command of every cell of ``cells`` that is not done (once per distinct command),
+    from ``root``, then :func:`publish` each cell it fills. ``run(argv) -> int`` runs one
+    ``autogcl`` command (default: :func:`autogcl.cli.main` in this process, so the runner and the
+    executor switch are those of every protocol). Cells already done are skipped, and with
+    ``resume`` each command continues its interrupted units, so an interrupted reproduce
+    continues where it stopped. Returns the cells published."""
+    import os
+
+    root = Path(root).resolve()
+    todo = missing(cells, root)
+    if not todo:
+        echo("reproduce: every listed cell is done")
+        return []
+    by_command: dict[str, list[Cell]] = {}
+    for c in todo:
+        by_command.setdefault(c.command, []).append(c)
+    if run is None:
+        from ..cli import main as run
+    done = []
+    for command, group in by_command.items():
+        argv = _argv(command, data_root, list(extra or []), resume)
+        labels = ", ".join(" / ".join(c.label) for c in group)
+        echo(f"reproduce: {labels}: autogcl {' '.join(argv)}")
+        if dry_run:
+            continue
+        here = os.getcwd()
+        os.chdir(root)
+        try:
+            rc = run(argv)
+        finally:
+            os.chdir(here)
+        if rc:
+            raise DataError(f"autogcl {' '.join(argv)} failed (exit code {rc}); rerun reproduce with --resume "
+                            "to continue")
+        for c in group:
+            dst = publish(c, root)
+            if dst is None:
+                echo(f"reproduce: {' / '.join(c.label)}: no {c.file} in {c.out} after the command")
+            else:
+                echo(f"reproduce: {' / '.join(c.label)} -> {dst.relative_to(root)}")
+                done.append(c)
+    if done:
+        echo("reproduce: run python scripts/docs.py to regenerate the tables")
+    return done
