@@ -333,10 +333,13 @@ GOALS = (
 
 
 def goals_block(root: Path) -> str:
-    lines = ["| goal | measured | goal | status |", "|---|---|---|---|"]
+    lines = ["| goal | measured | goal | status | reads |", "|---|---|---|---|---|"]
     for g in GOALS:
         value, limit, status = g.measure(root)
-        lines.append(f"| {g.name} | {value} | {limit} | {status} |")
+        where = ", ".join(f"{k}={v}" for k, v in g.where.items()) or "every row"
+        reads = f"`{g.field}` of benchmark `{g.benchmark}` on {g.device}, rows {where}" + (
+            " (the best)" if g.agg == "best" else " (the worst)")
+        lines.append(f"| {g.name} | {value} | {limit} | {status} | {reads} |")
     return "\n".join(lines)
 
 
