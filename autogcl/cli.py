@@ -35,6 +35,7 @@ HELP = {
     "ablate": "augmentation ablations of the GraphCL rows",
     "transfer": "molecules: contrastive pre-training and MoleculeNet fine-tuning (paper Table 4)",
     "embed": "graph embeddings of a TU dataset, a SMILES file or a saved dataset, to .npy or .csv",
+    "reproduce": "run the paper's cells that have no committed run yet (docs/results/gpu_queue.md)",
 }
 
 
@@ -514,6 +515,38 @@ def cmd_embed(args) -> int:
         raise write_failure(exc, Path(cfg.out), "the embeddings to ") from exc
     print(f"{len(res.index)} x {res.emb.shape[1]} embeddings of {res.source} ({res.model}) written to {out}"
           + (f"; {len(res.skipped)} row(s) skipped" if res.skipped else ""))
+
+def add_reproduce(sub) -> None:
+    from .config import add_options
+    from .protocols.paper import ReproduceConfig
+
+    p = _parser(sub, "reproduce", HELP["reproduce"],
+                "Run the command of every cell of the manifest of published tables (autogcl/protocols/paper.py) "
+                "that is not done, once per distinct command, on the chosen executor; copy each finished summary "
+                "and its units into the committed folder the manifest names. Cells done are skipped, and with "
+                "--resume interrupted units continue, so the same command resumes an interrupted reproduce.")
+    add_options(p, ReproduceConfig)
+    _run_options(p, ("resume", "device", "data_root", "executor", "ray_address", "cpus_per_unit", "gpus_per_unit"))
+    p.set_defaults(func=cmd_reproduce)
+
+
+def cmd_reproduce(args) -> int:
+    from .config import from_args
+    from .protocols.paper import CELLS, ReproduceConfig, reproduce
+
+    cfg = from_args(ReproduceConfig, args)
+    if not cfg.missing:
+        raise ConfigError("say what to run: --missing (every cell the manifest lists as not done)")
+    from .config import RunOptions
+
+    run = from_args(RunOptions, args, device="auto")  # the device is checked by each command that trains
+    extra = ["--executor", run.executor]
+    extra += ["--ray-address", run.ray_address] if run.ray_address else []
+    extra += ["--cpus-per-unit", str(run.cpus_per_unit)] if run.cpus_per_unit else []
+    extra += ["--gpus-per-unit", str(run.gpus_per_unit)] if run.gpus_per_unit else []
+    extra += ["--device", args.device] if args.device != "auto" else []
+    cells = [c for c in CELLS if cfg.compute in ("all", c.compute)]
+    reproduce(cells, Path(cfg.root), data_root=run.data_root, extra=extra, resume=run.resume, dry_run=cfg.dry_run)
     return 0
 
 
@@ -531,7 +564,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     chosen = None if argv is None else next((a for a in argv if not a.startswith("-")), "")
     adders = {"unsupervised": add_unsupervised, "semi": add_semi, "report": add_report,
               "visualize": add_visualize, "ablate": add_ablate, "transfer": add_transfer,
-              "embed": add_embed}
+              "embed": add_embed, "reproduce": add_reproduce}
     for name, add in adders.items():
         if chosen is None or chosen == name:
             add(sub)
