@@ -88,3 +88,33 @@ def test_svm_protocol_reports_both_selections_of_its_epochs(monkeypatch):
 
 def test_the_grid_is_the_published_one():
     assert C_GRID == (1e-3, 1e-2, 1e-1, 1.0, 1e1, 1e2, 1e3)
+
+
+@pytest.mark.parametrize("jobs", [1, 4])
+def test_every_fold_matches_gridsearchcv_c_validation_score_and_test_accuracy(jobs):
+    """The scores the selections read are GridSearchCV(SVC())'s: its C, its best_score_ (our
+    val_acc) and the outer fold's test accuracy, fold by fold, on both code paths."""
+    from sklearn.model_selection import GridSearchCV, StratifiedKFold
+    from sklearn.svm import SVC
+
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(90, 6)) * np.array([5, 1, 1, 0.2, 3, 1])
+    y = ((x[:, 0] / 5 + x[:, 1] + 0.8 * rng.normal(size=90)) > 0).astype(int)
+    with parallel_config(backend="threading"):
+        res = svm_evaluate(x, y, folds=5, inner_folds=3, seed=2, n_jobs=jobs)
+    want = []
+    for tr, te in StratifiedKFold(5, shuffle=True, random_state=2).split(x, y):
+        g = GridSearchCV(SVC(), {"C": list(C_GRID)}, cv=3).fit(x[tr], y[tr])
+        want.append({"C": g.best_params_["C"], "val_acc": g.best_score_, "test_acc": (g.predict(x[te]) == y[te]).mean()})
+    assert [f["C"] for f in res["folds"]] == [w["C"] for w in want]
+    assert [f["val_acc"] for f in res["folds"]] == pytest.approx([w["val_acc"] for w in want], abs=1e-12)
+    assert [f["test_acc"] for f in res["folds"]] == pytest.approx([w["test_acc"] for w in want], abs=1e-12)
+    assert len({w["C"] for w in want}) > 1  # the folds do not all choose the same C: the grid decides
+    assert res["test_acc"] == pytest.approx(np.mean([w["test_acc"] for w in want]))
+    assert res["test_std"] == pytest.approx(np.std([w["test_acc"] for w in want]))
+    assert res["val_acc"] == pytest.approx(np.mean([w["val_acc"] for w in want]))
+
+
+def test_a_constant_embedding_gets_gamma_one_as_sklearn():
+    x = np.ones((40, 3))
+    assert svm._gamma(x) == 1.0 and svm._gamma(np.arange(6.0).reshape(3, 2)) == pytest.approx(1 / (2 * np.var(np.arange(6.0))))
