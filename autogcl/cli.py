@@ -515,6 +515,8 @@ def cmd_embed(args) -> int:
         raise write_failure(exc, Path(cfg.out), "the embeddings to ") from exc
     print(f"{len(res.index)} x {res.emb.shape[1]} embeddings of {res.source} ({res.model}) written to {out}"
           + (f"; {len(res.skipped)} row(s) skipped" if res.skipped else ""))
+    return 0
+
 
 def add_reproduce(sub) -> None:
     from .config import add_options

@@ -75,10 +75,11 @@ def select(rows: list[dict]) -> dict:
     if v is None:
         log.warning("no task has both classes in the validation part: no val selection (NaN)")
     nan = {"epoch": None, "auc": math.nan}
-    return {"val": nan | {"val_auc": math.nan, "score": math.nan} if v is None else
-            {"epoch": rows[v]["epoch"], "auc": rows[v]["test_auc"], "val_auc": rows[v]["val_auc"],
-             "score": rows[v]["val_auc"]},
-            "test_max": nan if t is None else {"epoch": rows[t]["epoch"], "auc": rows[t]["test_auc"]}}
+    val_rule, test_rule = {"criterion": "validation ROC-AUC"}, {"criterion": "best test ROC-AUC"}
+    return {"val": val_rule | (nan | {"val_auc": math.nan, "score": math.nan} if v is None else
+                               {"epoch": rows[v]["epoch"], "auc": rows[v]["test_auc"], "val_auc": rows[v]["val_auc"],
+                                "score": rows[v]["val_auc"]}),
+            "test_max": test_rule | (nan if t is None else {"epoch": rows[t]["epoch"], "auc": rows[t]["test_auc"]})}
 
 
 def unscored_tasks(dataset, split: dict) -> dict:
