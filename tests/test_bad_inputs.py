@@ -494,7 +494,7 @@ def test_a_last_batch_of_one_graph_is_dropped_not_a_crash(data_root, tmp_path):
                  "--batch-size", "17", "--data-root", str(data_root), "--out", str(tmp_path), "--no-progress"]) == 0
 
 
-def test_a_huge_jobs_count_starts_no_more_processes_than_folds(monkeypatch):
+def test_a_huge_jobs_count_starts_no_more_processes_than_fits(monkeypatch):
     import numpy as np
 
     from autogcl.eval import svm
@@ -505,10 +505,16 @@ def test_a_huge_jobs_count_starts_no_more_processes_than_folds(monkeypatch):
         def __init__(self, n_jobs):
             asked.append(n_jobs)
 
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
         def __call__(self, jobs):
             return [f(*a, **k) for f, a, k in jobs]
 
     monkeypatch.setattr(svm, "Parallel", Serial)
     rng = np.random.default_rng(0)
     res = svm.svm_evaluate(rng.normal(size=(40, 4)), np.arange(40) % 2, folds=4, inner_folds=2, n_jobs=100_000)
-    assert asked == [4] and 0 <= res["test_acc"] <= 1
+    assert asked == [4 * 2] and 0 <= res["test_acc"] <= 1  # one process per inner fit (4 outer x 2 inner) at most
