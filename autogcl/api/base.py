@@ -193,7 +193,7 @@ class Estimator(nn.Module):
                         "features": features, "recipe": recipe, "edge_dim": edge_dim, "lr": lr}
         self.history: list[dict] = []
         self._cache: list[tuple] = []
-        self._warned_edges = False
+        self._warned_edges = self._warned_int = False
 
     # ------------------------------------------------------------------ construction
     def _build(self, in_channels: int, edge_dim: int | None) -> None:
@@ -247,6 +247,11 @@ class Estimator(nn.Module):
             raise DataError(f"{what}: graph {i}: x must be a (nodes x features) matrix, got shape {tuple(x.shape)}")
         if x.dtype == torch.bool or x.is_complex():
             raise DataError(f"{what}: graph {i}: x has dtype {x.dtype}; give numeric features")
+        if not x.is_floating_point() and not self._warned_int:
+            self._warned_int = True
+            log.warning("%s: node features are integers (%s) and are read as numbers; if they are category ids "
+                        "(e.g. atom types), one-hot encode them first (torch.nn.functional.one_hot), or use the "
+                        "molecule encoder", what, x.dtype)
         x = x.float()
         bad = ~torch.isfinite(x).all(1)
         if bool(bad.any()):

@@ -102,13 +102,16 @@ def test_every_batch_a_loader_can_make_trains_including_one_one_node_graph():
 
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.int64, torch.int32])
-def test_int_and_float64_features_train(dtype):
+def test_int_and_float64_features_train(dtype, caplog):
     graphs = [ring(n, 3, dtype=dtype) for n in range(3, 9)]
     if not dtype.is_floating_point:
         for g in graphs:
             g.x = torch.randint(0, 5, (g.num_nodes, 3), dtype=dtype)
     model = small(add_mask=True)
-    model.fit(graphs, epochs=1, batch_size=3, seed=0, progress=False)
+    with caplog.at_level(logging.WARNING):
+        model.fit(graphs, epochs=1, batch_size=3, seed=0, progress=False)
+    said = "are integers" in caplog.text and "one-hot encode them" in caplog.text
+    assert said == (not dtype.is_floating_point)  # category ids read as numbers: said once
     assert model.embed(graphs).dtype == torch.float32
     d1, _ = model.inspect(graphs)
     assert d1.op.shape == (sum(g.num_nodes for g in graphs),)
