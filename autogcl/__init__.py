@@ -24,6 +24,10 @@ _EXPORTS = {
     # estimators
     "AutoGCL": "api", "GraphCL": "api", "ContrastiveLearner": "api", "load": "api",
     "SemiSupervised": "api", "Estimator": "api", "register_model_type": "api",
+    # molecules: SMILES to graphs, the shipped encoder, embeddings, fine-tuning
+    "from_smiles": "molecules", "smiles_to_graph": "molecules", "MoleculeEncoder": "molecules",
+    "MoleculePredictor": "molecules", "Molecules": "molecules", "load_encoder": "models.mol_gin",
+    "pretrained_encoders": "molecules",
     # data: features, datasets
     "NodeFeatures": "data.features", "parse_recipe": "data.features", "DEFAULT_RECIPE": "data.features",
     "load_tu": "data.datasets", "GraphDataset": "data.datasets",

@@ -23,18 +23,37 @@ def _umask() -> int:
 _MODE = 0o666 & ~_umask()  # what open() would give a new file (mkstemp gives 0600)
 
 
-def atomic_write_text(path: Path, text: str) -> None:
+def _write_atomically(path: Path, write) -> None:
+    """``write(binary file)`` into a temporary file beside ``path``, flushed to the disk, then
+    renamed over ``path``: a reader sees the old file or the new one, never a part. A failed
+    write (a full disk, ENOSPC; a file-size limit, EFBIG; no permission) leaves the old file as
+    it was, removes the temporary one and is a :class:`autogcl.errors.StorageError` naming the
+    file and why."""
+    from .errors import StorageError
+
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    tmp = None
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        with os.fdopen(fd, "wb") as f:
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
         os.chmod(tmp, _MODE)
         os.replace(tmp, path)
+    except OSError as exc:
+        kept = "the previous file is kept as it was" if path.is_file() else "nothing was written"
+        raise StorageError(f"cannot write {path} ({exc.strerror or exc}); {kept}", exc.errno, path,
+                           exc.strerror) from exc
     finally:
-        if os.path.exists(tmp):
+        if tmp is not None and os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    data = text.encode("utf-8")
+    _write_atomically(path, lambda f: f.write(data))
 
 
 def atomic_write_json(path: Path, obj) -> None:
@@ -87,17 +106,12 @@ def atomic_write_csv(path: Path, rows: list[dict]) -> None:
 
 
 def atomic_save(obj, path: Path) -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        torch.save(obj, tmp)
-        os.chmod(tmp, _MODE)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    """``torch.save`` atomically (:func:`_write_atomically`). The object is serialised in memory
+    first, so that a failed write reports the operating system's reason (torch's own writer
+    loses it)."""
+    buf = io.BytesIO()
+    torch.save(obj, buf)
+    _write_atomically(path, lambda f: f.write(buf.getbuffer()))
 
 
 def load_cache(path: Path, keys=("data", "slices")) -> dict | None:

@@ -17,7 +17,9 @@ import contextlib
 import logging
 from collections.abc import Callable, Iterator, Sequence
 
+from . import preempt
 from .errors import AutoGCLError, ConfigError
+from .runs import run_jobs, run_one
 
 __all__ = ["EXECUTORS", "RayExecutor", "SerialExecutor", "make_executor"]
 
@@ -55,12 +57,9 @@ class SerialExecutor:
         self.cpus_per_unit = cpus_per_unit
 
     def run(self, jobs: Sequence[Job], on_done: Callable, restart_damaged: bool = False) -> None:
-        from .runs import run_one
-
-        for unit, fn in jobs:
+        for job in jobs:
             with unit_threads(self.cpus_per_unit):
-                run_one(unit, fn, restart_damaged)
-            on_done(unit)
+                run_jobs([job], on_done, restart_damaged)
 
 
 #: seconds a Ray task waits for its unit's lock: a retried task's dead predecessor may hold it
@@ -73,8 +72,7 @@ def autogcl_unit(fn, unit, restart_damaged: bool, threads: int, log_level: int) 
     ``ray::autogcl <unit label>`` while it runs)."""
     import torch
 
-    from .runs import run_one
-
+    preempt.enabled = False  # the worker's signals are Ray's: it stops and retries tasks with them
     logging.basicConfig(level=log_level, format="%(levelname)s %(name)s: %(message)s")
     torch.set_num_threads(threads)
     run_one(unit, fn, restart_damaged, wait=RETRY_WAIT)
@@ -168,7 +166,8 @@ class RayExecutor:
                     shared[id(fn)], unit, restart_damaged, threads, level)
                 pending[ref] = unit
             while pending:
-                done, _ = ray.wait(list(pending), num_returns=1)
+                with preempt.deferring():  # a signal is acted on here, in Python, not inside Ray's wait
+                    done, _ = ray.wait(list(pending), num_returns=1, timeout=0.5)
                 for ref in done:
                     unit = pending.pop(ref)
                     self._get(ray, ref, unit)

@@ -48,6 +48,8 @@ def _one_way(s: torch.Tensor, offset: int, exclude_positive: bool) -> torch.Tens
     """Mean over the rows of ``-log softmax`` at the positive, row i's positive being column
     ``offset + i`` (``exclude_positive``: left out of the denominator)."""
     pos = s.diagonal(offset)
+    if exclude_positive and s.shape[1] == 1:  # one graph: no negative to contrast, nothing to learn
+        return s.sum() * 0.0
     if exclude_positive:
         s = s.diagonal_scatter(torch.full_like(pos, float("-inf")), offset)
     return (torch.logsumexp(s, dim=1) - pos).mean()

@@ -20,6 +20,7 @@ import shutil
 import socket
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+import contextlib
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -44,12 +45,15 @@ __all__ = [
     "atomic_write_json",
     "atomic_write_text",
     "check_resumable",
+    "checkpoint_state",
     "config_diff",
     "holding",
     "load_checkpoint",
     "publish",
     "read_json",
+    "restore_state",
     "rng_state",
+    "run_jobs",
     "run_one",
     "run_serial",
     "run_sweeps",
@@ -170,7 +174,8 @@ def check_resumable(units: Iterable[Unit], resume: bool) -> None:
 @contextmanager
 def holding(unit: Unit, wait: float = 30.0) -> Iterator[None]:
     """Hold ``unit``'s lock file while the block runs (and remove it after); a :class:`ConfigError`
-    naming the holder when another process still holds it after ``wait`` seconds. The lock is an OS file lock
+    naming the holder at once when it is a running process of this host, else when the lock is
+    still held after ``wait`` seconds. The lock is an OS file lock
     (``flock``), so a holder that dies, ``kill -9`` included, releases it: a killed run never
     leaves a stale lock (the wait covers forked children, such as data-loader workers, that
     outlive their parent by a few seconds). On NFS the server keeps a lost node's lock for its
@@ -224,13 +229,32 @@ def _acquire(f, unit: Unit, deadline: float, fcntl) -> bool:
             if not isinstance(exc, BlockingIOError):
                 f.close()
                 raise
-            if time.monotonic() >= deadline:
+            if time.monotonic() >= deadline or _live_holder(f):
                 f.seek(0)
                 holder = f.read().strip() or "another process"
                 f.close()
                 raise ConfigError(f"{unit.label or unit.dir} is being run by {holder} (lock {unit.lock}); "
                                   "let it finish, or stop it and rerun with --resume") from None
             time.sleep(0.2)
+
+
+def _live_holder(f) -> bool:
+    """Whether the lock file ``f`` names a process of this host that is running: it holds the
+    lock for real, so there is no point in waiting (a dead holder's forked children may still
+    hold it a few seconds)."""
+    import re
+
+    f.seek(0)
+    m = re.match(r"pid (\d+) on (\S+)", f.read())
+    if not m or m[2] != socket.gethostname() or int(m[1]) == os.getpid():
+        return False
+    try:
+        os.kill(int(m[1]), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, another user's
+        return True
+    return True
 
 
 def run_one(unit: Unit, fn: Callable[[Unit], dict], restart_damaged: bool = False, wait: float = 30.0) -> None:
@@ -262,13 +286,20 @@ def _run_restarting_damaged(unit: Unit, fn: Callable[[Unit], dict], restart_dama
 
 def run_serial(units: list[Unit], fn: Callable[[Unit], dict], progress=None,
                restart_damaged: bool = False) -> list[dict]:
-    """Run the unfinished units one after the other in this process (what
-    :class:`autogcl.executors.SerialExecutor` does); every unit's result."""
-    for u in units:
-        run_one(u, fn, restart_damaged)
-        if progress is not None:
-            progress.update(1)
+    """Run the unfinished units one after the other in this process; every unit's result."""
+    run_jobs([(u, fn) for u in units], lambda u: progress.update(1) if progress is not None else None,
+             restart_damaged)
     return [u.result() for u in units]
+
+
+def run_jobs(jobs: Sequence[tuple[Unit, Callable[[Unit], dict]]], on_done: Callable[[Unit], None],
+             restart_damaged: bool = False) -> None:
+    """Each ``(unit, fn)`` through :func:`run_one`, one after the other in this process, then
+    ``on_done(unit)``: the default executor of :func:`run_units` (an executor of
+    :mod:`autogcl.executors` runs the same jobs elsewhere)."""
+    for unit, fn in jobs:
+        run_one(unit, fn, restart_damaged)
+        on_done(unit)
 
 
 def start_work(unit: Unit, runtime: dict | None = None) -> Path:
@@ -300,13 +331,29 @@ def _as_dict(optimizers) -> dict:
     return optimizers if isinstance(optimizers, dict) else {"optimizer": optimizers}
 
 
+def checkpoint_state(modules: dict, optimizers, loader_gen: torch.Generator, **extra) -> dict:
+    """What :func:`save_checkpoint` writes: weights, optimizer states, every RNG state and
+    ``extra``; ``copy.deepcopy`` of it is a snapshot that later training leaves as it is."""
+    return {"modules": {k: m.state_dict() for k, m in modules.items()},
+            "optimizers": {k: o.state_dict() for k, o in _as_dict(optimizers).items()},
+            "rng": rng_state(loader_gen), **extra}
+
+
 def save_checkpoint(path: Path, modules: dict, optimizers, loader_gen: torch.Generator, **extra) -> None:
     """Weights, optimizer states, every RNG state and ``extra`` (progress so far: plain
     containers of numbers and strings), atomically. ``optimizers``: one or a name -> optimizer
     dict."""
-    atomic_save({"modules": {k: m.state_dict() for k, m in modules.items()},
-                 "optimizers": {k: o.state_dict() for k, o in _as_dict(optimizers).items()},
-                 "rng": rng_state(loader_gen), **extra}, path)
+    atomic_save(checkpoint_state(modules, optimizers, loader_gen, **extra), path)
+
+
+def restore_state(state: dict, modules: dict, optimizers, loader_gen: torch.Generator) -> dict:
+    """Load a :func:`checkpoint_state` into the modules, optimizers and RNGs; its extra entries."""
+    for name, mod in modules.items():
+        mod.load_state_dict(state["modules"][name])
+    for name, opt in _as_dict(optimizers).items():
+        opt.load_state_dict(state["optimizers"][name])
+    set_rng_state(state["rng"], loader_gen)
+    return {k: v for k, v in state.items() if k not in ("modules", "optimizers", "rng")}
 
 
 def load_checkpoint(path: Path, modules: dict, optimizers, loader_gen: torch.Generator) -> dict | None:
@@ -322,12 +369,7 @@ def load_checkpoint(path: Path, modules: dict, optimizers, loader_gen: torch.Gen
     except Exception as exc:  # torch raises many types for a damaged or unsafe file
         raise DamagedFileError(f"{path}: not a readable autogcl checkpoint ({type(exc).__name__}: "
                                f"{str(exc).splitlines()[0] if str(exc) else ''})") from exc
-    for name, mod in modules.items():
-        mod.load_state_dict(state["modules"][name])
-    for name, opt in _as_dict(optimizers).items():
-        opt.load_state_dict(state["optimizers"][name])
-    set_rng_state(state["rng"], loader_gen)
-    return {k: v for k, v in state.items() if k not in ("modules", "optimizers", "rng")}
+    return restore_state(state, modules, optimizers, loader_gen)
 
 
 def publish(unit: Unit, rows: list[dict], result: dict) -> dict:
@@ -374,16 +416,21 @@ def check_writable(folder: Path) -> None:
 
 def run_units(units: list[Unit], fn: Callable[[Unit], dict] | Sequence[Callable[[Unit], dict]], resume: bool,
               desc: str, what: str = "seed", show_progress: bool | None = None, restart_damaged: bool = False,
-              executor=None, on_done: Callable[[Unit], None] | None = None) -> list[dict]:
+              executor=None, on_done: Callable[[Unit], None] | None = None, lock_folder: bool = True) -> list[dict]:
     """Run a sweep's units with a progress bar counting finished units: check the output
     folders can be written, refuse to mix configurations or overwrite finished work
     (:func:`check_resumable`), drop stale partial work unless resuming, run the unfinished
     units on ``executor`` (default: :class:`autogcl.executors.SerialExecutor`) and return
     every unit's result. ``fn``: the function of every unit, or one per unit; ``on_done(unit)``
-    runs here as each unit finishes (its ``dir`` made absolute)."""
-    from tqdm.auto import tqdm
+    runs here as each unit finishes (its ``dir`` made absolute).
 
-    from .executors import SerialExecutor
+    The sweep's folder (the deepest one holding every unit) is locked while it runs
+    (:func:`autogcl.locks.exclusive`): the same command started twice on one ``--out`` stops at
+    once, naming the process that holds it (``lock_folder=False``: a one-unit run whose unit
+    folder is the ``--out`` itself, where the unit's own lock, :func:`holding`, is the run's). Where no progress bar is shown (output not a
+    terminal), each finished unit is one ``logging`` line with the time left."""
+
+    from .locks import exclusive
 
     fns = list(fn) if isinstance(fn, Sequence) else [fn] * len(units)
     if len(fns) != len(units):
@@ -392,6 +439,16 @@ def run_units(units: list[Unit], fn: Callable[[Unit], dict] | Sequence[Callable[
     units = [replace(u, dir=Path(u.dir).absolute()) for u in units]
     for folder in sorted({u.dir.parent for u in units}):
         check_writable(folder)
+    if not units:
+        return []
+    root = Path(os.path.commonpath([str(u.dir.parent) for u in units]))
+    with exclusive(root, f"--out {root}", folder=True) if lock_folder else contextlib.nullcontext():
+        return _run_units(units, fns, resume, desc, what, show_progress, restart_damaged, executor, on_done)
+
+
+def _run_units(units, fns, resume, desc, what, show_progress, restart_damaged, executor, on_done) -> list[dict]:
+    from tqdm.auto import tqdm
+
     check_resumable(units, resume)
     todo = [(u, f) for u, f in zip(units, fns) if not u.finished]
     if not resume:
@@ -401,13 +458,24 @@ def run_units(units: list[Unit], fn: Callable[[Unit], dict] | Sequence[Callable[
                     shutil.rmtree(u.partial)
     bar = tqdm(total=len(units), initial=len(units) - len(todo), desc=desc, unit=what,
                disable=None if show_progress is None else not show_progress)
+    t0, finished = time.monotonic(), []
+
     def done(unit: Unit) -> None:
         bar.update(1)
+        finished.append(unit)
+        if bar.disable:  # no bar: a log line per finished unit
+            left = len(todo) - len(finished)
+            eta = (time.monotonic() - t0) / len(finished) * left
+            log.info("%s: %s finished (%d of %d %ss done, about %.0f s left)", desc, unit.label or unit.dir.name,
+                     len(units) - left, len(units), what, eta)
         if on_done is not None:
             on_done(unit)
 
     try:
-        (executor or SerialExecutor()).run(todo, done, restart_damaged)
+        if executor is None:
+            run_jobs(todo, done, restart_damaged)
+        else:
+            executor.run(todo, done, restart_damaged)
     finally:
         bar.close()
     return [u.result() for u in units]

@@ -223,7 +223,7 @@ def test_ctrl_c_stops_a_ray_sweep_and_resume_finishes_it(serial_reference, data_
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 130, err[-2000:]
-    assert "rerun with --resume" in err
+    assert "stopped by SIGINT" in err and "resume with: autogcl unsupervised" in err
     time.sleep(1)
     assert unit_workers() == []
     assert list(out.glob("MUTAG-autogcl/.seed*.partial"))
@@ -233,6 +233,38 @@ def test_ctrl_c_stops_a_ray_sweep_and_resume_finishes_it(serial_reference, data_
     assert done.returncode == 0, err[-2000:]
     assert results(out) == serial_reference
     assert not list(out.glob("MUTAG-autogcl/.seed*.partial"))
+
+
+def test_a_killed_ray_driver_is_resumed_with_resume(serial_reference, data_root, tmp_path):
+    """kill -9 of the command while its Ray units train: the partial units and their checkpoints
+    stay, the run folder's lock is taken over, and --resume gives the uninterrupted results (a
+    unit worker still alive after a bounded wait is ended by the test)."""
+    if ray.is_initialized():
+        ray.shutdown()  # the command starts its own local cluster
+    out = tmp_path / "out"
+    proc = cli(["unsupervised", *UNIT_ARGS, "--data-root", data_root, "--out", out, "--executor", "ray"], tmp_path)
+    try:
+        t0 = time.time()
+        while time.time() - t0 < 300 and proc.poll() is None and not any(out.glob("*/.seed*.partial/checkpoint.pt")):
+            time.sleep(0.02)
+        assert proc.poll() is None, proc.communicate()[1][-2000:]
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    t0 = time.time()
+    while unit_workers() and time.time() - t0 < 60:
+        time.sleep(0.5)
+    for pid in unit_workers():  # bounded: a worker Ray left behind is the test's to end
+        os.kill(pid, signal.SIGKILL)
+    assert list(out.glob("MUTAG-autogcl/.seed*.partial/checkpoint.pt"))
+    done = cli(["unsupervised", *UNIT_ARGS, "--data-root", data_root, "--out", out, "--resume",
+                "--cpus-per-unit", "1"], tmp_path)
+    _, err = done.communicate(timeout=600)
+    assert done.returncode == 0, err[-2000:]
+    assert "taking over the lock of a run that ended without releasing it" in err
+    assert results(out) == serial_reference
 
 
 def test_ray_address_that_nothing_answers_is_refused_at_once(tmp_path):

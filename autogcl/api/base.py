@@ -479,7 +479,8 @@ def _state_mismatch(model: nn.Module, state: dict) -> str:
 
 
 def load(path: str | Path, device="cpu", map_location=None):
-    """Restore a model written by ``save`` (no rebuilding by the caller), on ``device``
+    """Restore a model written by ``save`` (no rebuilding by the caller), or a molecule encoder
+    or predictor (:mod:`autogcl.molecules`, e.g. the shipped encoder), on ``device``
     (``"cpu"``, ``"auto"``, ``"cuda"``, ``"cuda:N"``: as ``fit`` and ``embed`` take it).
     Read with ``torch.load(weights_only=True)``: the file cannot run code. ``map_location``
     is the former name of ``device``."""
@@ -497,6 +498,10 @@ def load(path: str | Path, device="cpu", map_location=None):
         blob = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # torch raises many types for a damaged or unsafe file
         raise DataError(f"{path}: not a readable autogcl model ({type(exc).__name__})") from exc
+    from .. import molecules  # molecule encoders and predictors (the shipped encoder) have their own classes
+
+    if isinstance(blob, dict) and blob.get("format") in molecules.FORMATS:
+        return molecules.load_file(path, dev)
     if isinstance(blob, dict) and blob and all(isinstance(v, torch.Tensor) for v in blob.values()):
         raise DataError(f"{path}: holds a bare state dict of {len(blob)} tensors (e.g. {next(iter(blob))!r}), "
                         f"not an autogcl model file (format {MODEL_FORMAT}, written by a model's save())")

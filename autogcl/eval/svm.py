@@ -75,6 +75,24 @@ def _outer_fold(x, d2, y, train, test, cs, inner_folds):
     return {"C": cs[best], "val_acc": val, "test_acc": _test_fit(x, d2, y, train, test, cs[best])}
 
 
+def _check_parts(y: np.ndarray, outer, inner_folds: int) -> None:
+    """A :class:`DataError` (with the class sizes) when a part the SVM is fitted on would hold a
+    single class, or a training part cannot be split for the inner search of C."""
+    from ..errors import DataError
+
+    sizes = dict(zip(*(v.tolist() for v in np.unique(y, return_counts=True))))
+    for k, (tr, _) in enumerate(outer):
+        fit_parts = [tr]
+        if np.unique(y[tr], return_counts=True)[1].max() >= inner_folds:
+            fit_parts += [tr[a] for a, _ in StratifiedKFold(n_splits=inner_folds).split(tr, y[tr])]
+        else:
+            fit_parts = []
+        if not fit_parts or any(len(np.unique(y[p])) < 2 for p in fit_parts):
+            raise DataError(f"the SVM protocol cannot be run on these labels: a part of outer fold {k} that an SVM "
+                            f"is fitted on holds a single class, or cannot be split {inner_folds} ways (class sizes "
+                            f"{sizes}); more graphs of the smaller classes are needed")
+
+
 def _available_memory() -> int | None:
     """Bytes of memory available to new processes (Linux), or None when unknown."""
     try:
@@ -130,8 +148,14 @@ def svm_evaluate(
 
         raise DataError(f"the SVM protocol needs at least two classes and {folds} graphs for its {folds}-fold CV; "
                         f"got {len(y)} graph(s) in {len(counts)} class(es)")
+    if counts.max() < folds:
+        from ..errors import DataError
+
+        raise DataError(f"the SVM protocol needs a class of at least {folds} graphs for its {folds}-fold CV; "
+                        f"the largest class has {counts.max()} of {len(y)} graph(s)")
     d2 = euclidean_distances(x, squared=True)
     outer = list(StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed).split(x, y))
+    _check_parts(y, outer, inner_folds)
     cs = list(cs)
     if n_jobs is None:
         n_jobs = auto_jobs(len(y), folds * inner_folds)

@@ -227,5 +227,31 @@ def load_encoder(path) -> tuple[dict, dict, dict]:
     if not isinstance(blob, dict) or blob.get("format") != ENCODER_FORMAT:
         raise DataError(f"{path}: not an autogcl molecule encoder (expected format {ENCODER_FORMAT}; "
                         "use the encoder.pt of an `autogcl transfer pretrain` run)")
+    missing = [k for k, kind in (("state_dict", dict), ("encoder", dict)) if not isinstance(blob.get(k), kind)]
+    arch = blob.get("encoder") or {}
+    if not missing and not all(isinstance(arch.get(k), int) and arch[k] > 0 for k in ("dim", "num_layers")):
+        missing.append("encoder dim and num_layers")
+    if missing or not all(isinstance(v, torch.Tensor) for v in blob["state_dict"].values()):
+        has = ", ".join(sorted(map(str, blob))) or "nothing"
+        raise DataError(f"{path}: a damaged molecule encoder (no {', '.join(missing) or 'tensors in state_dict'}; "
+                        f"it holds {has}); use the encoder.pt of an `autogcl transfer pretrain` run")
     state = {k: (v.float() if v.is_floating_point() else v) for k, v in blob["state_dict"].items()}
-    return state, blob["encoder"], blob.get("meta", {})
+    _check_shapes(path, state, arch)
+    return state, arch, blob.get("meta", {})
+
+
+def _check_shapes(path, state: dict, arch: dict) -> None:
+    """A :class:`DataError` naming the first weight whose shape is not the one of the
+    architecture the file records (``load_state_dict`` would say "size mismatch")."""
+    from ..data.molecules import VOCAB
+    from ..errors import DataError
+
+    try:
+        expected = MolEncoder(arch.get("vocab", VOCAB), arch["dim"], arch["num_layers"]).state_dict()
+    except (KeyError, TypeError, ValueError) as exc:
+        raise DataError(f"{path}: a damaged molecule encoder (its architecture {arch} cannot be built: {exc})") from exc
+    for name, value in state.items():
+        if name in expected and tuple(value.shape) != tuple(expected[name].shape):
+            raise DataError(f"{path} does not fit the molecule GIN it describes (dim {arch['dim']}, "
+                            f"{arch['num_layers']} layers): {name} has shape {tuple(value.shape)}, the model's is "
+                            f"{tuple(expected[name].shape)}")

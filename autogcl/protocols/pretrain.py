@@ -157,7 +157,7 @@ def pretrain(cfg: PretrainConfig, out: Path, data_root=None, resume: bool = Fals
     if ctx is not None:
         return _run_distributed(unit, fn, resume, restart_damaged, ctx)
     return runs.run_units([unit], fn, resume, f"pretrain {cfg.method}", what="run", show_progress=False,
-                          restart_damaged=restart_damaged, executor=executor)[0]
+                          restart_damaged=restart_damaged, executor=executor, lock_folder=False)[0]
 
 
 def _run_distributed(unit: runs.Unit, fn, resume: bool, restart_damaged: bool, ctx) -> dict:

@@ -87,12 +87,32 @@ def collect(run_dirs: list[Path]) -> list[dict]:
                 seen.add(key)
                 try:
                     out.append(check_summary(f, read_json(f)))
+                    if f.name == "summary.json":
+                        warn_damaged_units(f.parent)
                 except DataError as exc:
                     if f.name != "summary.json":  # a file named on the command line: not ours to rewrite
                         raise DataError(f"{exc}; give a run folder or its summary.json") from exc
                     log.warning("%s; rebuilding it from the results of its units", exc)
                     out.append(rebuild_summary(f.parent))
     return out
+
+
+def warn_damaged_units(folder: Path) -> list[Path]:
+    """A warning for each finished unit below a sweep's ``folder`` whose ``result.json`` cannot
+    be read back (cut, overwritten): the summary was made before, but the unit's record is lost
+    and a ``--resume`` would stop at it. The damaged units."""
+    damaged = []
+    for result in sorted(Path(folder).rglob("result.json")):
+        if any(p.startswith(".") for p in result.relative_to(folder).parts):
+            continue  # work in progress
+        try:
+            read_json(result)
+        except DataError as exc:
+            damaged.append(result.parent)
+            log.warning("%s: its result.json is damaged (%s); the table shows the sweep's summary.json, made before. "
+                        "Delete %s and rerun the sweep with --resume to run that unit again", result.parent, exc,
+                        result.parent)
+    return damaged
 
 
 def changed_options(cfg: dict) -> list[str]:
@@ -197,11 +217,11 @@ def render(summaries: list[dict]) -> str:
     semi = [s for s in summaries if s.get("protocol") == "semi"]
     transfer = [s for s in summaries if s.get("protocol") == "transfer"]
     if uns:
-        parts.append("## Unsupervised (SVM accuracy %, mean ± std over seeds)\n\n" + unsupervised_table(uns))
+        parts.append("## Unsupervised (SVM accuracy %, mean ± std over seeds, population std (ddof 0))\n\n" + unsupervised_table(uns))
     if semi:
-        parts.append("## Semi-supervised (accuracy %, mean ± std over seeds x folds)\n\n" + semi_table(semi))
+        parts.append("## Semi-supervised (accuracy %, mean ± std over the seed x fold results, sample std (ddof 1))\n\n" + semi_table(semi))
     if transfer:
-        parts.append("## Transfer (fine-tuning ROC-AUC %, mean ± std over seeds)\n\n" + transfer_table(transfer))
+        parts.append("## Transfer (fine-tuning ROC-AUC %, mean ± std over seeds, population std (ddof 0))\n\n" + transfer_table(transfer))
     if not parts:
         return "no finished runs (summary.json) found"
     parts.append("val: selection on data that is not the test fold (honest); "

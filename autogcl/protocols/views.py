@@ -288,4 +288,4 @@ def run(cfg: ViewsConfig, out_dir: Path, data_root=None, n_examples: int = 6, sh
         return result
 
     return runs.run_units([unit], fn, resume, f"views {cfg.dataset}", what="run", show_progress=False,
-                          restart_damaged=restart_damaged)[0]
+                          restart_damaged=restart_damaged, lock_folder=False)[0]

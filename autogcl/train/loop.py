@@ -11,6 +11,7 @@ uninterrupted one.
 from __future__ import annotations
 
 import contextlib
+import copy
 import logging
 import math
 import time
@@ -19,10 +20,10 @@ from pathlib import Path
 
 import torch
 
-from .. import runs
+from .. import preempt, runs
 from ..data.batching import to_device  # noqa: F401 (re-exported)
 from ..devices import Engine, resolve_device
-from ..errors import TrainingError
+from ..errors import OutOfMemory, Preempted, TrainingError
 
 log = logging.getLogger(__name__)
 
@@ -97,11 +98,14 @@ def run_epoch(loader, epoch: int, step_fn, terms, device: torch.device | None = 
     the device. A non-finite loss stops training at the end of the epoch, naming the batch.
     Batches that do not come from a checked store (:class:`autogcl.data.batching.GraphLoader`)
     have their features checked first. Errors are re-raised with the epoch and batch where
-    they happened."""
+    they happened; the device running out of memory is an :class:`OutOfMemory` that also gives
+    the batch's size. A SIGTERM or SIGINT noted by :mod:`autogcl.preempt` stops the epoch before
+    its next step (:class:`autogcl.errors.Preempted`)."""
     t0 = time.perf_counter()
     checked = getattr(loader, "validated", False)
     steps: list[tuple[int, dict]] = []
     for step, batch in enumerate(loader):
+        preempt.check()  # a noted signal: abandon the epoch here, between two steps
         batch = to_device(batch, device)
         try:
             if not checked:
@@ -109,10 +113,39 @@ def run_epoch(loader, epoch: int, step_fn, terms, device: torch.device | None = 
             vals = step_fn(batch, epoch, step)
         except TrainingError as exc:
             raise TrainingError(f"{exc} at epoch {epoch}, batch {step}") from exc
+        except torch.cuda.OutOfMemoryError as exc:
+            raise OutOfMemory(f"the device ran out of memory at epoch {epoch}, batch {step}, "
+                              f"{describe_batch(batch)}") from exc
         steps.append((int(batch.num_graphs), vals))
     out = read_terms(steps, terms, epoch, loss_name)
     out["time_s"] = time.perf_counter() - t0
     return out
+
+
+def describe_batch(batch) -> str:
+    """``a batch of G graphs, N nodes (largest graph: M nodes)`` of a PyG batch."""
+    graphs = int(getattr(batch, "num_graphs", 1) or 1)
+    nodes = int(getattr(batch, "num_nodes", 0) or 0)
+    owner = getattr(batch, "batch", None)
+    largest = int(torch.bincount(owner).max()) if owner is not None and owner.numel() else nodes
+    return f"a batch of {graphs} graphs, {nodes} nodes (largest graph: {largest} nodes)"
+
+
+#: where no progress bar is shown (output not a terminal: cluster logs, nohup), an epoch's log
+#: line is written when this many seconds have passed since the last one (and for the first
+#: and last epoch, and every evaluation)
+LOG_SECONDS = 30.0
+
+
+def _num_graphs(data) -> int | None:
+    n = getattr(data, "num_graphs", None)
+    if isinstance(n, int):
+        return n
+    ds = getattr(data, "dataset", None)
+    try:
+        return len(ds) if ds is not None else None
+    except TypeError:
+        return None
 
 
 def optimizer_covers(optimizer, *modules: torch.nn.Module) -> list[str]:
@@ -229,36 +262,133 @@ class Trainer:
         ends the fit early. ``extra`` is state of the caller's (plain containers) saved and
         restored with the checkpoint, in place (a key the checkpoint lacks keeps its value here).
         ``row_fields`` are put at the front of every row
-        (e.g. a phase name)."""
+        (e.g. a phase name).
+
+        SIGTERM or SIGINT (:mod:`autogcl.preempt`) stops the fit before its next step: the
+        modules are put back to the last finished epoch, which is in the checkpoint file when
+        there is one, and :class:`autogcl.errors.Preempted` is raised with the epoch and the
+        file. The device running out of memory keeps that checkpoint too (:class:`OutOfMemory`).
+        The checkpoint file is locked while the fit runs (:func:`autogcl.locks.exclusive`)."""
+        from ..locks import exclusive
+
+        lock = (exclusive(self.checkpoint, f"checkpoint {self.checkpoint}") if self.checkpoint is not None
+                else contextlib.nullcontext())
+        with lock, preempt.handling(), preempt.deferring():
+            return self._fit(data, epochs, evaluate, stop, {} if extra is None else extra, row_fields, start)
+
+    def _snapshot(self, rows: list[dict], epoch: int, extra: dict) -> dict:
+        """The state after ``epoch`` (what its checkpoint would hold), copied."""
+        return copy.deepcopy(runs.checkpoint_state(self.strategy.modules(), self.strategy.optimizers(),
+                                                   self.loader_gen, rows=rows, epoch=epoch, extra=extra))
+
+    def _back_to(self, snapshot: dict | None, last: int) -> None:
+        """Put the modules back to the last finished epoch ``last`` after a stop mid-epoch, and
+        make sure the checkpoint holds it."""
+        if snapshot is not None:
+            runs.restore_state(snapshot, self.strategy.modules(), self.strategy.optimizers(), self.loader_gen)
+            if self.checkpoint is not None:
+                runs.atomic_save(snapshot, self.checkpoint)
+                log.info("%s: checkpoint of epoch %d written to %s", self.desc or "training", last, self.checkpoint)
+        elif self.checkpoint is not None and self.checkpoint.is_file():
+            self.resume()  # the checkpoint already holds epoch `last`
+
+    def _fit(self, data, epochs, evaluate, stop, extra, row_fields, start) -> list[dict]:
         from tqdm.auto import tqdm
 
-        extra = {} if extra is None else extra
         rows = []
+        saved = None  # the last epoch whose state is in the checkpoint file
         resumed = self.resume()
         if resumed is not None:
-            rows, last, saved = resumed
+            rows, last, saved_extra = resumed
             log.info("%s: continues after epoch %d from %s", self.desc or "training", last, self.checkpoint)
-            extra.update(saved)  # a key the checkpoint lacks (an older one) keeps the caller's default
+            extra.update(saved_extra)  # a key the checkpoint lacks (an older one) keeps the caller's default
             start = max(start, last + 1)
+            saved = last
             if rows and stop is not None and stop(rows[-1]):
                 return rows
         self._saved_at = time.monotonic()
         bar = tqdm(range(start, epochs + 1), desc=self.desc, unit="epoch", leave=False,
                    disable=None if self.show_progress is None else not self.show_progress)
+        progress = _EpochLog(self.desc, start, epochs, _num_graphs(data), enabled=bool(bar.disable))
         for epoch in bar:
-            row = {**(row_fields or {}), "epoch": epoch, **self.strategy.train_epoch(data, epoch)}
-            reported = evaluate(epoch) if evaluate is not None else None
+            snapshot = None if saved == epoch - 1 else self._snapshot(rows, epoch - 1, extra)
+            try:
+                row = {**(row_fields or {}), "epoch": epoch, **self.strategy.train_epoch(data, epoch)}
+                reported = evaluate(epoch) if evaluate is not None else None
+            except Preempted as exc:
+                self._back_to(snapshot, epoch - 1)
+                bar.close()
+                raise exc.located(epoch - 1, self.checkpoint, self.desc) from None
+            except OutOfMemory as exc:
+                self._back_to(snapshot, epoch - 1)
+                bar.close()
+                kept = (f"the checkpoint of epoch {epoch - 1} is kept in {self.checkpoint}"
+                        if self.checkpoint is not None and epoch > 1 else "no epoch had finished")
+                raise OutOfMemory(f"{self.desc + ': ' if self.desc else ''}{exc}; {kept}. Use a smaller batch "
+                                  "size (--batch-size, or fit(batch_size=...)), or train on the CPU (--device cpu); "
+                                  "the graphs stay in host memory when they would take more than "
+                                  "autogcl.data.batching.DEVICE_BUDGET of the GPU's free memory") from exc
             if reported:
                 row.update({k: plain(v) for k, v in reported.items()})
             rows.append(row)
             if "loss" in row:
                 bar.set_postfix(loss=f"{row['loss']:.3f}")
+            progress.epoch(row, reported)
             done = stop is not None and stop(row)
             overdue = self.ckpt_seconds is not None and time.monotonic() - self._saved_at >= self.ckpt_seconds
+            stopping = preempt.requested() is not None
             if self.checkpoint is not None and (epoch % self.ckpt_every == 0 or (reported and self.ckpt_on_report)
-                                                or done or epoch == epochs or overdue):
+                                                or done or epoch == epochs or overdue or stopping):
                 self.save(rows, epoch, extra)
+                saved = epoch
+            if stopping:  # noted during the evaluation: this epoch is finished and saved
+                bar.close()
+                try:
+                    preempt.check()
+                except Preempted as exc:
+                    raise exc.located(epoch, self.checkpoint, self.desc) from None
             if done:
                 break
         bar.close()
         return rows
+
+
+class _EpochLog:
+    """One ``logging`` line per epoch where no progress bar is shown (cluster logs, ``nohup``),
+    at most one per :data:`LOG_SECONDS` (and always the first and last epoch), and one per
+    evaluation: loss, epoch time, throughput (graphs/s) and the time left."""
+
+    def __init__(self, desc: str, start: int, epochs: int, graphs: int | None, enabled: bool):
+        self.desc, self.start, self.epochs, self.graphs, self.enabled = desc or "train", start, epochs, graphs, enabled
+        self.t0 = self.last = time.monotonic()
+
+    def epoch(self, row: dict, reported: dict | None) -> None:
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        e = row["epoch"]
+        if reported:
+            shown = ", ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in reported.items()
+                              if isinstance(v, (int, float, str)))
+            log.info("%s: evaluation after epoch %d: %s", self.desc, e, shown)
+        if not (e in (self.start, self.epochs) or now - self.last >= LOG_SECONDS):
+            return
+        self.last = now
+        per_epoch = (now - self.t0) / max(e - self.start + 1, 1)
+        parts = [f"epoch {e}/{self.epochs}"]
+        if isinstance(row.get("loss"), float):
+            parts.append(f"loss {row['loss']:.4f}")
+        t = row.get("time_s")
+        if isinstance(t, float):
+            parts.append(f"{t:.2f} s")
+            if self.graphs and t > 0:
+                parts.append(f"{self.graphs / t:.0f} graphs/s")
+        parts.append(f"ETA {_duration(per_epoch * (self.epochs - e))}")
+        log.info("%s: %s", self.desc, ", ".join(parts))
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(round(seconds))
+    h, rest = divmod(seconds, 3600)
+    m, s = divmod(rest, 60)
+    return f"{h}h{m:02d}m" if h else f"{m}m{s:02d}s" if m else f"{s}s"

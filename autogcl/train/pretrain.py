@@ -16,8 +16,9 @@ from pathlib import Path
 
 import torch
 
-from .. import runs
+from .. import preempt, runs
 from ..data.batching import GraphLoader
+from ..errors import Preempted
 from .loop import Strategy
 
 log = logging.getLogger(__name__)
@@ -93,12 +94,26 @@ class ChunkedTrainer:
         """``(rows, stopped_early)``: a row per finished epoch (molecules, steps, time,
         throughput, mean loss terms, peak memory). ``max_steps`` stops after that many
         optimizer steps in total; ``on_epoch(rows)`` runs after every epoch (e.g. to write
-        the encoder)."""
+        the encoder). SIGTERM or SIGINT (:mod:`autogcl.preempt`; a single process) stops it
+        before the next step, keeping the checkpoint of the last finished chunk, with a
+        :class:`autogcl.errors.Preempted`."""
+        if self.dist is not None:  # every process must stop at the same step: not handled here
+            return self._fit(epochs, max_steps, on_epoch)
+        with preempt.handling(), preempt.deferring():
+            try:
+                return self._fit(epochs, max_steps, on_epoch)
+            except Preempted as exc:
+                state = torch.load(self.checkpoint, map_location="cpu", weights_only=True)
+                raise exc.located(state["epoch"] - 1, self.checkpoint,
+                                  f"{self.desc}, at chunk {state['pos'] + 1} of epoch {state['epoch']}") from None
+
+    def _fit(self, epochs, max_steps, on_epoch):
         from tqdm.auto import tqdm
 
         strat, dist = self.strategy, self.dist
         world = 1 if dist is None else dist.world_size
         state = runs.load_checkpoint(self.checkpoint, strat.modules(), strat.optimizers(), self.loader_gen)
+        fresh = state is None
         if state is None:
             state = {"rows": [], "epoch": 1, "pos": 0, "order": None, "acc": None}
         else:
@@ -114,6 +129,9 @@ class ChunkedTrainer:
                                      rows=rows, epoch=epoch, pos=pos, order=order, acc=acc, **extra)
             if dist is not None:
                 dist.barrier()  # every process goes on only once the checkpoint is written
+
+        if fresh:
+            save()  # a stop in the first chunk keeps the start (saving draws no random number)
 
         disable = None if self.show_progress is None else not self.show_progress
         steps = sum(r["steps"] for r in rows) + (acc["steps"] if acc else 0)

@@ -1,0 +1,101 @@
+"""Stopping cleanly on SIGTERM and SIGINT.
+
+SLURM and Kubernetes preempt a job with SIGTERM (and SIGKILL some seconds later); Ctrl-C sends
+SIGINT. While :func:`handling` is active (the command line, :meth:`autogcl.train.Trainer.fit`),
+both signals are caught:
+
+* inside a training loop (:func:`deferring`), the signal is noted and the loop stops before its
+  next step (:func:`requested`); the trainer then writes the checkpoint of the last finished
+  epoch and raises :class:`autogcl.errors.Preempted`, which names the signal, the epoch and the
+  checkpoint;
+* elsewhere (reading data, an evaluation between epochs, a second signal), it raises
+  :class:`~autogcl.errors.Preempted` at once, as Python raises ``KeyboardInterrupt``.
+
+The command line turns the exception into "stopped by SIGTERM after epoch E; resume with: ..."
+and the shell's exit code (143 for SIGTERM, 130 for SIGINT).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import signal
+import threading
+from collections.abc import Iterator
+
+from .errors import Preempted
+
+__all__ = ["SIGNALS", "check", "deferring", "handling", "requested"]
+
+log = logging.getLogger(__name__)
+
+SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+_pending: int | None = None  # the signal noted while deferring, not yet acted on
+_deferring = 0  # nesting depth of deferring()
+_installed = False
+#: False in processes whose signals belong to someone else (a Ray worker's)
+enabled = True
+
+
+def _handler(signum, frame) -> None:
+    global _pending
+    if _deferring and _pending is None:
+        _pending = signum
+        log.warning("%s received: stopping before the next training step, keeping the last finished epoch "
+                    "(send it again to stop at once)", signal.Signals(signum).name)
+        return
+    raise Preempted(signum)
+
+
+@contextlib.contextmanager
+def handling() -> Iterator[None]:
+    """Catch SIGTERM and SIGINT while the block runs (then the handlers before it are back).
+    Only the main thread can set handlers: elsewhere, or nested, or when disabled, a no-op. A
+    signal the process was started ignoring (SIGINT of a background job) stays ignored."""
+    global _installed, _pending
+    if _installed or not enabled or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = {s: signal.getsignal(s) for s in SIGNALS}
+    for s in SIGNALS:
+        if old[s] is not signal.SIG_IGN:
+            signal.signal(s, _handler)
+    _installed = True
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h if h is not None else signal.SIG_DFL)
+        _installed = False
+        _pending = None
+
+
+@contextlib.contextmanager
+def deferring() -> Iterator[None]:
+    """A training loop: a signal is noted (:func:`requested`) instead of interrupting the step.
+    A signal still noted when the outermost block ends normally is raised then, so it is never
+    lost."""
+    global _deferring
+    _deferring += 1
+    ok = False
+    try:
+        yield
+        ok = True
+    finally:
+        _deferring -= 1
+        if ok and not _deferring:
+            check()
+
+
+def requested() -> int | None:
+    """The signal noted while deferring, if any (a loop stops before its next step)."""
+    return _pending
+
+
+def check() -> None:
+    """Raise :class:`~autogcl.errors.Preempted` for a noted signal (and forget it)."""
+    global _pending
+    if _pending is not None:
+        signum, _pending = _pending, None
+        raise Preempted(signum)

@@ -1,0 +1,146 @@
+"""Preemption: SIGTERM (how SLURM and Kubernetes stop a job) and SIGINT (Ctrl-C) in the middle
+of an epoch stop training before the next step, keep a checkpoint of the last finished epoch,
+say how to continue, and the continued run gives the numbers of an unbroken one."""
+
+import csv
+import json
+import os
+import re
+import shlex
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+
+from autogcl.errors import Preempted
+
+from .common import ENV, cli, same_weights, small_fit, untimed, weights
+
+
+def kill_self(sig):
+    return lambda: os.kill(os.getpid(), sig)
+
+
+@pytest.mark.parametrize("sig, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_signal_mid_epoch_keeps_the_last_epoch_and_resume_matches_an_unbroken_fit(data_root, tmp_path, sig, code):
+    ref, ref_rows = small_fit(data_root)
+    ckpt = tmp_path / "ckpt.pt"
+    with pytest.raises(Preempted) as info:  # the signal arrives inside epoch 3's second step
+        small_fit(data_root, ckpt, at=(3, 1), action=kill_self(sig))
+    stop = info.value
+    assert (stop.epoch, stop.checkpoint, stop.exit_code) == (2, ckpt, code)
+    assert f"stopped by {signal.Signals(sig).name} after epoch 2" in str(stop) and str(ckpt) in str(stop)
+    assert torch.load(ckpt, weights_only=True)["epoch"] == 2  # written at the stop (ckpt_every=10)
+    assert signal.getsignal(sig) is not None and not str(signal.getsignal(sig)).startswith("<function _handler")
+    resumed, rows = small_fit(data_root, ckpt)
+    assert untimed(rows) == untimed(ref_rows)
+    assert same_weights(weights(resumed), weights(ref))
+
+
+def test_a_fit_without_checkpoint_is_put_back_to_its_last_finished_epoch(data_root):
+    two, _ = small_fit(data_root, epochs=2)
+    made = []
+    with pytest.raises(Preempted, match="after epoch 2.*no checkpoint was asked for") as info:
+        small_fit(data_root, epochs=4, at=(3, 1), action=kill_self(signal.SIGTERM), made=made)
+    assert info.value.checkpoint is None
+    assert same_weights(weights(made[0]), weights(two))  # epoch 2, not the half-trained epoch 3
+
+
+def test_a_signal_between_steps_of_the_last_epoch_is_not_lost(data_root, tmp_path):
+    """A signal in the last step of the last epoch: the fit ends, saves, and still stops."""
+    ckpt = tmp_path / "ckpt.pt"
+    with pytest.raises(Preempted, match="after epoch 2"):
+        small_fit(data_root, ckpt, epochs=2, at=(2, 2), action=kill_self(signal.SIGTERM))
+    assert torch.load(ckpt, weights_only=True)["epoch"] == 2
+
+
+def test_sigterm_to_the_command_mid_training_then_the_printed_resume_command(data_root, tmp_path):
+    args = ["unsupervised", "--dataset", "MUTAG", "--epochs", "6", "--eval-epochs", "2,6", "--seeds", "1",
+            "--jobs", "1", "--data-root", data_root, "--no-progress"]
+    ref = cli(args + ["--out", tmp_path / "ref"], tmp_path)
+    assert ref.returncode == 0, ref.stderr[-2000:]
+    out = tmp_path / "cut"
+    proc = subprocess.Popen([sys.executable, "-m", "autogcl", *map(str, args), "--out", str(out)], cwd=tmp_path,
+                            env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        ckpt = out / "MUTAG-autogcl" / ".seed0.partial" / "checkpoint.pt"
+        t0 = time.time()
+        while proc.poll() is None and not ckpt.is_file() and time.time() - t0 < 300:
+            time.sleep(0.01)
+        assert proc.poll() is None, "the run ended before its first checkpoint"
+        proc.send_signal(signal.SIGTERM)  # after epoch 2's checkpoint: in epoch 3
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 143, err[-2000:]
+    m = re.search(r"stopped by SIGTERM after epoch (\d+) \(MUTAG-autogcl seed 0\); checkpoint (\S+); "
+                  r"resume with: (autogcl .*)", err)
+    assert m, err[-2000:]
+    assert int(m[1]) >= 2 and os.path.samefile(m[2], ckpt)
+    assert torch.load(ckpt, weights_only=True)["epoch"] == int(m[1])
+    command = shlex.split(m[3])
+    assert command[-1] == "--resume"
+    done = cli(command[1:], tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    a, b = (tmp_path / d / "MUTAG-autogcl" / "seed0" for d in ("ref", "cut"))
+
+    def read(u):
+        with open(u / "metrics.csv") as f:
+            return untimed(list(csv.DictReader(f)))
+    assert read(a) == read(b)
+    assert json.loads((a / "result.json").read_text())["selections"] == \
+        json.loads((b / "result.json").read_text())["selections"]
+
+
+def test_sigterm_outside_training_stops_at_once_with_the_resume_command(tmp_path):
+    """Outside a training loop (reading data, between units) SIGTERM raises at once."""
+    from autogcl.preempt import handling
+
+    with pytest.raises(Preempted, match="stopped by SIGTERM") as info:
+        with handling():
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(5)  # interrupted by the handler
+    assert info.value.exit_code == 143 and info.value.epoch is None
+
+
+def test_sigterm_to_molecule_pretraining_keeps_its_last_chunk_and_resumes(data_root, tmp_path):
+    """Pre-training checkpoints after every chunk: SIGTERM in a later chunk keeps the last
+    finished one, and the printed command ends with the encoder of an unbroken run."""
+    lines = (data_root / "moleculenet" / "bbbp.csv").read_text().splitlines()
+    corpus = tmp_path / "mols.csv"
+    corpus.write_text("\n".join(lines[:1] + lines[1:121] + lines[-120:]) + "\n")
+    args = ["transfer", "pretrain", "--corpus", corpus, "--smiles-col", "smiles", "--chunk-size", "60",
+            "--epochs", "2", "--batch-size", "16", "--workers", "1", "--no-progress"]
+    ref = cli(args + ["--out", tmp_path / "ref"], tmp_path)
+    assert ref.returncode == 0, ref.stderr[-2000:]
+    out = tmp_path / "cut"
+    ckpt = tmp_path / ".cut.partial" / "checkpoint.pt"
+    proc = subprocess.Popen([sys.executable, "-m", "autogcl", *map(str, args), "--out", str(out)], cwd=tmp_path,
+                            env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        t0 = time.time()
+        while proc.poll() is None and time.time() - t0 < 300:
+            try:
+                if torch.load(ckpt, weights_only=True)["pos"] >= 1:  # a chunk has finished
+                    break
+            except (FileNotFoundError, RuntimeError, EOFError):
+                pass
+            time.sleep(0.02)
+        assert proc.poll() is None, "the run ended before its first chunk checkpoint"
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 143, err[-2000:]
+    m = re.search(r"stopped by SIGTERM after epoch \d+ \(pretrain autogcl, at chunk \d+ of epoch \d+\); "
+                  r"checkpoint \S+; resume with: (autogcl .*)", err)
+    assert m, err[-2000:]
+    done = cli(shlex.split(m[1])[1:], tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    a, b = (torch.load(tmp_path / d / "encoder.pt", weights_only=True)["state_dict"] for d in ("ref", "cut"))
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
