@@ -193,7 +193,7 @@ class Estimator(nn.Module):
                         "features": features, "recipe": recipe, "edge_dim": edge_dim, "lr": lr}
         self.history: list[dict] = []
         self._cache: list[tuple] = []
-        self._warned_edges = False
+        self._warned_edges = self._warned_int = False
 
     # ------------------------------------------------------------------ construction
     def _build(self, in_channels: int, edge_dim: int | None) -> None:
@@ -247,6 +247,11 @@ class Estimator(nn.Module):
             raise DataError(f"{what}: graph {i}: x must be a (nodes x features) matrix, got shape {tuple(x.shape)}")
         if x.dtype == torch.bool or x.is_complex():
             raise DataError(f"{what}: graph {i}: x has dtype {x.dtype}; give numeric features")
+        if not x.is_floating_point() and not self._warned_int:
+            self._warned_int = True
+            log.warning("%s: node features are integers (%s) and are read as numbers; if they are category ids "
+                        "(e.g. atom types), one-hot encode them first (torch.nn.functional.one_hot), or use the "
+                        "molecule encoder", what, x.dtype)
         x = x.float()
         bad = ~torch.isfinite(x).all(1)
         if bool(bad.any()):
@@ -264,6 +269,9 @@ class Estimator(nn.Module):
         for k, ref, prepared in self._cache:
             if k == key:
                 return prepared
+        fast = self._prepare_in_memory(data)
+        if fast is not None:
+            return self._remember(key, data, fast)
         graphs, what = _graphs_of(data)
         n_graphs = len(graphs)
         if n_graphs == 0:
@@ -323,10 +331,65 @@ class Estimator(nn.Module):
             store = GraphStore.from_dataset(out, name=what)
         except DataError as exc:
             raise DataError(str(exc)) from exc
-        prepared = Prepared(store, torch.tensor(labels, dtype=torch.long), bad_label)
+        return self._remember(key, data, Prepared(store, torch.tensor(labels, dtype=torch.long), bad_label))
+
+    def _remember(self, key, data, prepared: Prepared) -> Prepared:
         key = (key[0], self.hparams["in_channels"], self.hparams["edge_dim"])  # as the next call will see them
         self._cache = [c for c in self._cache if c[0] != key][-3:] + [(key, data, prepared)]
         return prepared
+
+    def _prepare_in_memory(self, data) -> Prepared | None:
+        """The fast path for a PyG in-memory dataset whose graphs the model reads as they are
+        (no transform, float32 ``x`` of the model's width, integer class labels or none, no
+        edge features to read): its tensors become the store without a Python pass over the
+        graphs, and the checks run on them at once. ``None`` where the general path is needed."""
+        if isinstance(data, TorchDataLoader):
+            data = data.dataset
+        inner = getattr(data, "_data", None)
+        if not isinstance(data, InMemoryDataset) or data.transform is not None or inner is None \
+                or self.hparams["features"] not in ("auto", None) or self.hparams["edge_dim"] not in (None,):
+            return None
+        x, y = getattr(inner, "x", None), getattr(inner, "y", None)
+        width = self.hparams["in_channels"]
+        if not isinstance(x, torch.Tensor) or x.dtype != torch.float32 or x.dim() != 2 or len(data) == 0 \
+                or (width is not None and x.shape[1] != width):
+            return None
+        if y is not None and (not isinstance(y, torch.Tensor) or y.is_floating_point() or y.dtype == torch.bool):
+            return None
+        what = f"dataset {data.name}" if isinstance(getattr(data, "name", None), str) else "the dataset"
+        store = GraphStore.from_dataset(data, name=what)  # checks x finite, naming graph and node
+        batch = store.batch(torch.arange(len(store)))
+        if batch.y is not None and batch.y.numel() != len(store):
+            return None
+        sizes = batch.ptr[1:] - batch.ptr[:-1]
+        if bool((sizes == 0).any()):
+            raise DataError(f"{what}: graph {int((sizes == 0).nonzero()[0])} has no nodes; remove empty graphs first")
+        ei = batch.edge_index
+        if ei.numel():
+            if ei.is_floating_point() or ei.dim() != 2 or ei.shape[0] != 2:
+                return None
+            edge_ptr = batch._slice_dict["edge_index"]
+            owner = torch.repeat_interleave(torch.arange(len(store)), edge_ptr[1:] - edge_ptr[:-1])
+            lo, hi = batch.ptr[owner], batch.ptr[owner + 1]
+            bad = ((ei < lo) | (ei >= hi)).any(0)
+            if bool(bad.any()):
+                e = int(bad.nonzero()[0])
+                g = int(owner[e])
+                node = int(ei[0, e] if not lo[e] <= ei[0, e] < hi[e] else ei[1, e]) - int(lo[e])
+                raise DataError(f"{what}: graph {g}: edge_index refers to node {node}, but the graph has "
+                                f"{int(sizes[g])} node(s) (indices 0..{int(sizes[g]) - 1})")
+        if batch.x.numel() and float(batch.x.abs().max()) > MAX_FEATURE:
+            return None  # the general path names the graph
+        labels = torch.full((len(store),), -1, dtype=torch.long) if batch.y is None else batch.y.view(-1).long()
+        bad_label = None
+        if bool((labels < -1).any()):
+            bad_label = f"{what}: graph {int((labels < -1).nonzero()[0])}: a negative label other than -1"
+            labels = labels.clamp(min=-1)
+        if getattr(batch, "edge_attr", None) is not None and not self._warned_edges:
+            self._warned_edges = True
+            log.warning("%s: edge_attr is ignored (give the estimator edge_dim='auto' to use it)", what)
+        self._ensure_built(int(x.shape[1]), None)
+        return Prepared(store, labels, bad_label)
 
     def loader(self, data, batch_size: int, shuffle: bool = False, generator=None, indices=None,
                device=None) -> GraphLoader:

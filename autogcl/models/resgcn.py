@@ -3,7 +3,9 @@ as used by the GraphCL/AutoGCL semi-supervised experiments (docs/method.md).
 
 BatchNorm on the input features, one GCN feature layer, ``num_conv_layers`` blocks of
 BN -> GCNConv -> ReLU, sum pooling, ``num_fc_layers - 1`` blocks of BN -> Linear -> ReLU,
-BN, the class layer and log-softmax.
+BN, the class layer and log-softmax. Its BatchNorms take a single row in training (a batch
+of one graph, or of one 1-node graph) with the running statistics
+(:class:`autogcl.augment.ops.RowBatchNorm`), so every batch a loader makes trains.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch_geometric.nn import GCNConv, global_add_pool
 
+from ..augment.ops import RowBatchNorm
 from .embed import embed
 
 
@@ -24,17 +27,17 @@ class ResGCN(nn.Module):
                  num_fc_layers: int = 2, dropout: float = 0.0):
         super().__init__()
         self.out_dim = hidden
-        self.bn_feat = nn.BatchNorm1d(in_dim)
+        self.bn_feat = RowBatchNorm(in_dim)
         self.conv_feat = GCNConv(in_dim, hidden)
-        self.bns_conv = nn.ModuleList(nn.BatchNorm1d(hidden) for _ in range(num_conv_layers))
+        self.bns_conv = nn.ModuleList(RowBatchNorm(hidden) for _ in range(num_conv_layers))
         self.convs = nn.ModuleList(GCNConv(hidden, hidden) for _ in range(num_conv_layers))
-        self.bns_fc = nn.ModuleList(nn.BatchNorm1d(hidden) for _ in range(num_fc_layers - 1))
+        self.bns_fc = nn.ModuleList(RowBatchNorm(hidden) for _ in range(num_fc_layers - 1))
         self.lins = nn.ModuleList(nn.Linear(hidden, hidden) for _ in range(num_fc_layers - 1))
-        self.bn_hidden = nn.BatchNorm1d(hidden)
+        self.bn_hidden = RowBatchNorm(hidden)
         self.lin_class = nn.Linear(hidden, num_classes)
         self.dropout = dropout
         for m in self.modules():  # BN initialisation of the reference implementation
-            if isinstance(m, nn.BatchNorm1d):
+            if isinstance(m, RowBatchNorm):
                 nn.init.constant_(m.weight, 1.0)
                 nn.init.constant_(m.bias, 1e-4)
 

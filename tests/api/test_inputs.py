@@ -102,13 +102,16 @@ def test_every_batch_a_loader_can_make_trains_including_one_one_node_graph():
 
 
 @pytest.mark.parametrize("dtype", [torch.float64, torch.int64, torch.int32])
-def test_int_and_float64_features_train(dtype):
+def test_int_and_float64_features_train(dtype, caplog):
     graphs = [ring(n, 3, dtype=dtype) for n in range(3, 9)]
     if not dtype.is_floating_point:
         for g in graphs:
             g.x = torch.randint(0, 5, (g.num_nodes, 3), dtype=dtype)
     model = small(add_mask=True)
-    model.fit(graphs, epochs=1, batch_size=3, seed=0, progress=False)
+    with caplog.at_level(logging.WARNING):
+        model.fit(graphs, epochs=1, batch_size=3, seed=0, progress=False)
+    said = "are integers" in caplog.text and "one-hot encode them" in caplog.text
+    assert said == (not dtype.is_floating_point)  # category ids read as numbers: said once
     assert model.embed(graphs).dtype == torch.float32
     d1, _ = model.inspect(graphs)
     assert d1.op.shape == (sum(g.num_nodes for g in graphs),)
@@ -227,3 +230,39 @@ def test_autogcl_takes_an_augmentation_of_ones_own_for_either_view(tmp_path):
         autogcl.AutoGCL(view1=mine, sim_loss="mse")
     with pytest.raises(ConfigError, match="learnable generator; it takes no augmentation"):
         back.set_views(view1=mine)
+
+
+def test_an_in_memory_dataset_is_prepared_without_a_pass_over_its_graphs_and_the_same(data_root):
+    from autogcl.data import load_tu
+
+    ds = load_tu("MUTAG", data_root)
+    torch.manual_seed(0)
+    model = small()
+    fast = model.prepare(ds)
+    assert model._prepare_in_memory(ds) is not None  # the fast path took it
+    slow = model.prepare([ds[i] for i in range(len(ds))])  # a list: the general path
+    a, b = fast.store.batch(torch.arange(188)), slow.store.batch(torch.arange(188))
+    for key in ("x", "edge_index", "batch", "ptr"):
+        assert torch.equal(a[key], b[key]), key
+    assert torch.equal(fast.labels, slow.labels) and torch.equal(a.y.view(-1), b.y.view(-1))
+    assert torch.equal(model.embed(ds), model.embed([ds[i] for i in range(len(ds))]))
+    part = ds[10:30]  # a subset of a dataset: its graphs only
+    assert torch.equal(model.embed(part), model.embed(ds)[10:30])
+
+
+def test_the_fast_path_checks_what_the_general_one_checks(data_root):
+    from autogcl.data import load_tu
+
+    ds = load_tu("MUTAG", data_root)
+    broken = ds.copy()
+    broken._data.edge_index = broken._data.edge_index.clone()
+    broken._data.edge_index[0, 40] = 50  # graph 0 has 17 nodes; edge 40 is graph 1's first
+    with pytest.raises(DataError, match="graph 1: edge_index refers to node 50, but the graph has 13 node"):
+        small().embed(broken)
+    nan = ds.copy()
+    nan._data.x = nan._data.x.clone()
+    nan._data.x[20, 3] = float("nan")  # node 3 of graph 1
+    with pytest.raises(DataError, match="graph 1 has a non-finite node feature \\(node 3"):
+        small().embed(nan)
+    with pytest.raises(DataError, match="node features, the model expects 5"):
+        autogcl.AutoGCL(5, hidden=8, num_layers=1).embed(ds)

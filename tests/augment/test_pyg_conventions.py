@@ -135,3 +135,16 @@ def test_gine_encoder_reads_edge_features():
 
 def graph_copy(g):
     return Data(x=g.x, edge_index=g.edge_index)
+
+
+def test_resgcn_trains_on_a_batch_of_one_graph():
+    from autogcl.models.resgcn import ResGCN
+
+    torch.manual_seed(0)
+    model = ResGCN(3, 2, hidden=8).train()
+    for graphs in ([graph(5)], [Data(x=torch.rand(1, 3), edge_index=torch.empty(2, 0, dtype=torch.long))]):
+        batch = Batch.from_data_list(graphs)
+        out = model(batch)
+        out.sum().backward()
+        assert out.shape == (1, 2) and torch.isfinite(out).all()
+    assert isinstance(model.bn_hidden, nn.BatchNorm1d)  # the same parameters and state dict as before
