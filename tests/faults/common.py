@@ -4,6 +4,7 @@ model, strategy and loader), with a hook that sends a signal or raises inside a 
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 import subprocess
 import sys
 
@@ -16,7 +17,24 @@ from autogcl.protocols.configs import UnsupervisedConfig
 from autogcl.protocols.unsupervised import build_strategy
 from autogcl.train import Trainer
 
-ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
+class _Env(Mapping):
+    """The environment of a child process, read when the child starts (not at import), so it
+    carries the test's private cache (``AUTOGCL_CACHE``, set per test by ``conftest.py``)."""
+
+    def _now(self) -> dict:
+        return {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
+
+    def __getitem__(self, key):
+        return self._now()[key]
+
+    def __iter__(self):
+        return iter(self._now())
+
+    def __len__(self):
+        return len(self._now())
+
+
+ENV = _Env()
 
 
 def small_fit(data_root, checkpoint=None, epochs=4, at=None, action=None, ckpt_every=10, seed=0, made=None,
