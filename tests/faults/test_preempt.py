@@ -144,3 +144,12 @@ def test_sigterm_to_molecule_pretraining_keeps_its_last_chunk_and_resumes(data_r
     assert done.returncode == 0, done.stderr[-2000:]
     a, b = (torch.load(tmp_path / d / "encoder.pt", weights_only=True)["state_dict"] for d in ("ref", "cut"))
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_the_processes_of_a_torchrun_job_keep_their_default_signal_handling():
+    code = ("import signal\nfrom autogcl import preempt\nwith preempt.handling():\n"
+            "    print(preempt.enabled, signal.getsignal(signal.SIGTERM) is signal.SIG_DFL)\n")
+    for world, expected in (("2", "False True"), ("1", "True False")):
+        done = subprocess.run([sys.executable, "-c", code], env={**ENV, "WORLD_SIZE": world}, capture_output=True,
+                              text=True, timeout=120)
+        assert done.stdout.strip() == expected, done.stderr[-2000:]
