@@ -32,7 +32,7 @@ def test_signal_mid_epoch_keeps_the_last_epoch_and_resume_matches_an_unbroken_fi
         small_fit(data_root, ckpt, at=(3, 1), action=kill_self(sig))
     stop = info.value
     assert (stop.epoch, stop.checkpoint, stop.exit_code) == (2, ckpt, code)
-    assert f"stopped by {signal.Signals(sig).name} after epoch 2" in str(stop) and str(ckpt) in str(stop)
+    assert str(stop) == f"stopped by {signal.Signals(sig).name} after epoch 2 (train; checkpoint {ckpt})"
     assert torch.load(ckpt, weights_only=True)["epoch"] == 2  # written at the stop (ckpt_every=10)
     assert signal.getsignal(sig) is not None and not str(signal.getsignal(sig)).startswith("<function _handler")
     resumed, rows = small_fit(data_root, ckpt)
@@ -77,12 +77,12 @@ def test_sigterm_to_the_command_mid_training_then_the_printed_resume_command(dat
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 143, err[-2000:]
-    m = re.search(r"stopped by SIGTERM after epoch (\d+) \(MUTAG-autogcl seed 0\); checkpoint (\S+); "
-                  r"resume with: (autogcl .*)", err)
+    m = re.search(r"autogcl: stopped by SIGTERM after epoch (\d+); resume with: (autogcl .*)\n"
+                  r"autogcl: \(MUTAG-autogcl seed 0; checkpoint (\S+)\)", err)
     assert m, err[-2000:]
-    assert int(m[1]) >= 2 and os.path.samefile(m[2], ckpt)
+    assert int(m[1]) >= 2 and os.path.samefile(m[3], ckpt)
     assert torch.load(ckpt, weights_only=True)["epoch"] == int(m[1])
-    command = shlex.split(m[3])
+    command = shlex.split(m[2])
     assert command[-1] == "--resume"
     done = cli(command[1:], tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -137,8 +137,8 @@ def test_sigterm_to_molecule_pretraining_keeps_its_last_chunk_and_resumes(data_r
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 143, err[-2000:]
-    m = re.search(r"stopped by SIGTERM after epoch \d+ \(pretrain autogcl, at chunk \d+ of epoch \d+\); "
-                  r"checkpoint \S+; resume with: (autogcl .*)", err)
+    m = re.search(r"stopped by SIGTERM after epoch \d+; resume with: (autogcl .*)\n"
+                  r"autogcl: \(pretrain autogcl, at chunk \d+ of epoch \d+; checkpoint \S+\)", err)
     assert m, err[-2000:]
     done = cli(shlex.split(m[1])[1:], tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
