@@ -23,6 +23,11 @@ __version__ = "0.1.0"
 _EXPORTS = {
     # estimators
     "AutoGCL": "api", "GraphCL": "api", "ContrastiveLearner": "api", "load": "api",
+    "SemiSupervised": "api", "Estimator": "api", "register_model_type": "api",
+    # molecules: SMILES to graphs, the shipped encoder, embeddings, fine-tuning
+    "from_smiles": "molecules", "smiles_to_graph": "molecules", "MoleculeEncoder": "molecules",
+    "MoleculePredictor": "molecules", "Molecules": "molecules", "load_encoder": "models.mol_gin",
+    "pretrained_encoders": "molecules",
     # data: features, datasets
     "NodeFeatures": "data.features", "parse_recipe": "data.features", "DEFAULT_RECIPE": "data.features",
     "load_tu": "data.datasets", "GraphDataset": "data.datasets",
@@ -32,9 +37,11 @@ _EXPORTS = {
     "MoleculeViewGenerator": "augment.learnable", "OPERATIONS": "augment.learnable",
     "RandomAugmentor": "augment.random", "AUGMENTATIONS": "augment.random",
     "node_drop": "augment.random", "edge_pert": "augment.random", "subgraph": "augment.random",
-    "attr_mask": "augment.random",
+    "attr_mask": "augment.random", "Compose": "augment.random", "RandomChoice": "augment.random",
+    "GeneratedView": "augment.learnable", "FixedView": "augment.learnable",
     # models
     "GINEncoder": "models.gin", "ProjectionHead": "models.gin", "ContrastModel": "models.gin",
+    "GINClassifier": "models.gin",
     "ResGCN": "models.resgcn", "MolEncoder": "models.mol_gin", "MolPredictor": "models.mol_gin",
     # losses
     "NTXent": "losses", "SimilarityLoss": "losses", "ClassificationLoss": "losses", "MaskedBCE": "losses",
@@ -47,6 +54,7 @@ _EXPORTS = {
     # evaluation
     "svm_evaluate": "eval.svm", "svm_protocol": "eval.svm", "select_epoch": "eval.svm",
     "accuracy": "eval.metrics", "roc_auc": "eval.metrics",
+    "SVMEvaluator": "eval.evaluators", "LinearProbe": "eval.evaluators",
     # runtime
     "resolve_device": "devices", "runtime_info": "devices", "seed_everything": "runs",
     # where sweeps run (serial or Ray)

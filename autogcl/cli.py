@@ -9,6 +9,7 @@ defaults, choices, help and validation are the same from Python and here.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import logging
 import sys
 from pathlib import Path
@@ -33,6 +34,8 @@ HELP = {
     "visualize": "figures: generated views, learning curves, t-SNE of embeddings",
     "ablate": "augmentation ablations of the GraphCL rows",
     "transfer": "molecules: contrastive pre-training and MoleculeNet fine-tuning (paper Table 4)",
+    "embed": "graph embeddings of a TU dataset, a SMILES file or a saved dataset, to .npy or .csv",
+    "reproduce": "run the paper's cells that have no committed run yet (docs/results/gpu_queue.md)",
 }
 
 
@@ -80,7 +83,7 @@ def cmd_unsupervised(args) -> int:
     cfg = from_args(UnsupervisedConfig, args)  # validated before any data is read
     points = expand(cfg, run.grid)
     dataset = load_tu(cfg.dataset, run.data_root, cfg.feat, download=run.fetch)
-    cfg = from_args(UnsupervisedConfig, args, dataset=dataset.name)
+    cfg = dataclasses.replace(cfg, dataset=dataset.name)  # not from args again: its warnings were said once
     points = expand(cfg, run.grid)
     log.info("%s: %d graphs, %d features, %d classes; writing to %s", dataset.name, len(dataset),
              dataset.num_features, dataset.num_classes, Path(run.out))
@@ -127,7 +130,7 @@ def cmd_semi(args) -> int:
     for c in cfgs:
         expand(c, run.grid)
     dataset = load_tu(cfgs[0].dataset, run.data_root, cfgs[0].feat, download=run.fetch)
-    cfgs = [from_args(SemiConfig, args, row=r, dataset=dataset.name) for r in rows]
+    cfgs = [dataclasses.replace(c, dataset=dataset.name) for c in cfgs]  # its warnings were said once
     plans = [(c, name, pc) for c in cfgs for name, pc in expand(c, run.grid)]
     sweeps = [plan(pc, dataset, run.seed_list, grid_out(run.out, name), run.resume, run.fold_limit, run.progress,
                    run.save_embeddings, run.engine) for _, name, pc in plans]
@@ -477,6 +480,78 @@ def cmd_finetune(args) -> int:
     return 0
 
 
+def add_embed(sub) -> None:
+    from dataclasses import fields
+
+    from .config import add_options
+    from .protocols.configs import EmbedConfig
+
+    p = _parser(sub, "embed", HELP["embed"],
+                "Embed graphs with a trained model and write one row per graph: a TU dataset with a model.pt "
+                "of `autogcl unsupervised` (--model), a SMILES file with a molecule encoder (--encoder; default the "
+                "shipped autogcl-moses-fullx1), or a saved list of PyG Data (.pt) with either. SMILES that do not "
+                "parse are skipped and reported by file line; a .csv output keeps each row's input index.")
+    p.add_argument("data", metavar="DATA", help=next(f for f in fields(EmbedConfig) if f.name == "data").metadata["help"])
+    add_options(p, EmbedConfig)
+    _run_options(p, ("device", "data_root", "download", "workers", "no_progress"))
+    p.set_defaults(func=cmd_embed)
+
+
+def cmd_embed(args) -> int:
+    from .config import from_args
+    from .protocols.embed import EmbedConfig, embed, write
+
+    run = _run(args)
+    cfg = from_args(EmbedConfig, args)
+    res = embed(cfg, run.data_root, run.fetch, run.engine, run.workers, run.progress)
+    if res.skipped:
+        shown = "\n".join(f"  line {s['line']} (row {s['index']}): {s['smiles']!r}: {s['reason']}"
+                           for s in res.skipped[:20])
+        more = f"\n  ... and {len(res.skipped) - 20} more" if len(res.skipped) > 20 else ""
+        print(f"skipped {len(res.skipped)} of {res.num_input} rows of {res.source}:\n{shown}{more}", file=sys.stderr)
+    try:
+        out = write(res, cfg.out)
+    except OSError as exc:
+        raise write_failure(exc, Path(cfg.out), "the embeddings to ") from exc
+    print(f"{len(res.index)} x {res.emb.shape[1]} embeddings of {res.source} ({res.model}) written to {out}"
+          + (f"; {len(res.skipped)} row(s) skipped" if res.skipped else ""))
+    return 0
+
+
+def add_reproduce(sub) -> None:
+    from .config import add_options
+    from .protocols.paper import ReproduceConfig
+
+    p = _parser(sub, "reproduce", HELP["reproduce"],
+                "Run the command of every cell of the manifest of published tables (autogcl/protocols/paper.py) "
+                "that is not done, once per distinct command, on the chosen executor; copy each finished summary "
+                "and its units into the committed folder the manifest names. Cells done are skipped, and with "
+                "--resume interrupted units continue, so the same command resumes an interrupted reproduce.")
+    add_options(p, ReproduceConfig)
+    _run_options(p, ("resume", "device", "data_root", "executor", "ray_address", "cpus_per_unit", "gpus_per_unit"))
+    p.set_defaults(func=cmd_reproduce)
+
+
+def cmd_reproduce(args) -> int:
+    from .config import from_args
+    from .protocols.paper import CELLS, ReproduceConfig, reproduce
+
+    cfg = from_args(ReproduceConfig, args)
+    if not cfg.missing:
+        raise ConfigError("say what to run: --missing (every cell the manifest lists as not done)")
+    from .config import RunOptions
+
+    run = from_args(RunOptions, args, device="auto")  # the device is checked by each command that trains
+    extra = ["--executor", run.executor]
+    extra += ["--ray-address", run.ray_address] if run.ray_address else []
+    extra += ["--cpus-per-unit", str(run.cpus_per_unit)] if run.cpus_per_unit else []
+    extra += ["--gpus-per-unit", str(run.gpus_per_unit)] if run.gpus_per_unit else []
+    extra += ["--device", args.device] if args.device != "auto" else []
+    cells = [c for c in CELLS if cfg.compute in ("all", c.compute)]
+    reproduce(cells, Path(cfg.root), data_root=run.data_root, extra=extra, resume=run.resume, dry_run=cfg.dry_run)
+    return 0
+
+
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     """The whole parser, or (given the command line ``argv``) one whose only fully built
     command is the invoked one: the others are listed by name and help alone."""
@@ -490,7 +565,8 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     sub.required = True
     chosen = None if argv is None else next((a for a in argv if not a.startswith("-")), "")
     adders = {"unsupervised": add_unsupervised, "semi": add_semi, "report": add_report,
-              "visualize": add_visualize, "ablate": add_ablate, "transfer": add_transfer}
+              "visualize": add_visualize, "ablate": add_ablate, "transfer": add_transfer,
+              "embed": add_embed, "reproduce": add_reproduce}
     for name, add in adders.items():
         if chosen is None or chosen == name:
             add(sub)

@@ -77,8 +77,9 @@ def add_options(parser: argparse.ArgumentParser, cls, only=None, skip=(), defaul
             parser.add_argument(flag, default=default, type=meta.get("type") or str, nargs="+", action="extend",
                                 metavar=meta.get("metavar"), **kw)
             continue
-        if default is None and "default" in (kw["help"] or ""):
-            kw["help"] += "%(default).0s"  # the help says what None resolves to; no "(default: None)"
+        if default in (None, "") and "default" in (kw["help"] or ""):
+            # the help says what None or "" resolves to; no "(default: None)" or "(default: )"
+            kw["help"] += "%(default).0s"
         kind = meta.get("type")
         if kind is None:
             kind = type(default) if default is not None and not isinstance(default, (list, tuple)) else str

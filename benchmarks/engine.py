@@ -177,8 +177,37 @@ def child_ops(spec) -> dict:
     for e in events:
         by_name[e.name] = by_name.get(e.name, 0) + 1
     top = sorted(by_name.items(), key=lambda kv: -kv[1])[:8]
-    return {"ops_per_step": len(events) / steps,
-            "most_frequent": ", ".join(f"{k} {v / steps:.0f}" for k, v in top)}
+    calls: dict = {}  # the operations the program itself issues (no parent event), before their expansion
+    for e in events:
+        if e.cpu_parent is None:
+            calls[e.name] = calls.get(e.name, 0) + 1
+    top_calls = sorted(calls.items(), key=lambda kv: -kv[1])[:8]
+    params = sum(p.numel() > 0 for m in strategy.modules().values() for p in m.parameters()) \
+        if hasattr(strategy, "modules") else None
+    phases = _ops_by_phase(strategy, it) if hasattr(strategy, "losses") else {}
+    return {"ops_per_step": len(events) / steps, "top_level_per_step": sum(calls.values()) / steps,
+            "parameter_tensors": params, **phases,
+            "most_frequent": ", ".join(f"{k} {v / steps:.0f}" for k, v in top),
+            "top_level_most_frequent": ", ".join(f"{k.replace('autograd::engine::evaluate_function: ', 'bwd ')} "
+                                                 f"{v / steps:.0f}" for k, v in top_calls)}
+
+
+def _ops_by_phase(strategy, it) -> dict:
+    """Profiler events of each part of one step: batching, forward, backward, optimizer."""
+    from torch.profiler import ProfilerActivity, profile
+
+    def count(fn):
+        with profile(activities=[ProfilerActivity.CPU]) as prof:
+            out = fn()
+        return len(prof.events()), out
+
+    got = {}
+    got["ops_batching"], batch = count(lambda: next(it))
+    strategy.opt.zero_grad()
+    got["ops_forward"], terms = count(lambda: strategy.losses(batch, strategy.draw_views()))
+    got["ops_backward"], _ = count(lambda: terms["loss"].backward())
+    got["ops_optimizer"], _ = count(strategy.opt.step)
+    return got
 
 
 def child_split(spec) -> dict:
@@ -367,6 +396,10 @@ def pretrain_specs(args) -> list[dict]:
     return specs
 
 
+THROUGHPUT_NOTE = ("batch 256, the first {} MOSES molecules as one chunk; molecules per second over the timed "
+                   "steps, batching included")
+
+
 def section_throughput(args) -> None:
     rows = []
     for spec in pretrain_specs(args):
@@ -379,11 +412,11 @@ def section_throughput(args) -> None:
                    "compile": bool(spec.get("compile")), **res}
             show(row)
             rows.append(row)
+            write(args, "pretrain_throughput", rows, THROUGHPUT_NOTE.format(args.molecules))  # kept if cut short
     cmd_row = None if args.chunk_file else command_throughput(args)
     if cmd_row:
         rows.append(cmd_row)
-    write(args, "pretrain_throughput", rows, f"batch 256, the first {args.molecules} MOSES molecules as one chunk; "
-          "molecules per second over the timed steps, batching included")
+    write(args, "pretrain_throughput", rows, THROUGHPUT_NOTE.format(args.molecules))
 
 
 def command_throughput(args) -> dict | None:
@@ -407,6 +440,10 @@ def command_throughput(args) -> dict | None:
     return row
 
 
+OPS_NOTE = ("torch.profiler events per pre-training step (nested ones included), batching included; mean over 12 "
+            "steps; top_level: the events without a parent, the operations the program issues itself")
+
+
 def section_ops(args) -> None:
     rows = []
     for width in (8, 300):
@@ -416,6 +453,7 @@ def section_ops(args) -> None:
             row = {"code": code, "width": width, **run_child("ops", spec, path, args.threads)}
             show(row)
             rows.append(row)
+            write(args, "pretrain_ops", rows, OPS_NOTE)  # kept if cut short
     write(args, "pretrain_ops", rows, "torch.profiler events per pre-training step (nested ones included), "
           "batching included; mean over 12 steps")
 
@@ -428,6 +466,10 @@ def section_split(args) -> None:
         show(row)
         rows.append(row)
     write(args, "pretrain_step_split", rows, "median milliseconds of each part of one step (batch 256)")
+
+
+EPOCHS_NOTE = ("seconds per unsupervised epoch (batch 128) after a warm-up epoch; plain: a supervised 5-layer GIN "
+               "with a linear head, timed before and after the others (their mean)")
 
 
 def section_epochs(args) -> None:
@@ -447,6 +489,7 @@ def section_epochs(args) -> None:
                        "plain_epochs": r["s_per_epoch"] / plain, "peak_mem_mb": r["peak_mem_mb"]}
                 show(row)
                 rows.append(row)
+        write(args, "tu_epochs", rows, EPOCHS_NOTE)  # kept if cut short
     write(args, "tu_epochs", rows, "seconds per unsupervised epoch (batch 128) after a warm-up epoch; plain: a "
           "supervised 5-layer GIN with a linear head, timed before and after the others (their mean)")
 
@@ -501,8 +544,8 @@ def section_svm(args) -> None:
         row = {"dataset": ds, **res}
         show(row)
         rows.append(row)
-    write(args, "svm_eval", rows, "one evaluation: outer stratified 10-fold CV, C by inner 5-fold search over 7 "
-          "values, the fits in parallel processes (jobs); embeddings of an untrained 5 x 128 GIN encoder")
+        write(args, "svm_eval", rows, "one evaluation: outer stratified 10-fold CV, C by inner 5-fold search over 7 "
+              "values, the fits in parallel processes (jobs); embeddings of an untrained 5 x 128 GIN encoder")
 
 
 SECTIONS = {"throughput": section_throughput, "ops": section_ops, "split": section_split, "epochs": section_epochs,
@@ -536,6 +579,9 @@ def main() -> int:
         torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "1")))
         print(json.dumps(CHILDREN[args._child](json.loads(args._spec))))
         return 0
+    for name in ("chunk_file", "data_root", "embeddings_dir"):  # the children run in a temporary folder
+        if getattr(args, name):
+            setattr(args, name, str(Path(getattr(args, name)).resolve()))
     for s in args.sections:
         print(f"== {s}", flush=True)
         SECTIONS[s](args)

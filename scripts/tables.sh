@@ -12,8 +12,8 @@
 #
 # After each sweep the finished units (config.json, metrics.csv, result.json: no checkpoints)
 # and the summaries are copied under docs/results/units/ and docs/results/summaries/, the
-# tables are rebuilt from all committed summaries (autogcl report) into
-# docs/results/unsupervised.md and docs/results/semi.md, and every command's wall time is
+# tables are rebuilt from all committed summaries (python scripts/docs.py: docs/results.md,
+# docs/results/unsupervised.md, docs/results/semi.md, the queue, ...), and every command's wall time is
 # appended to docs/results/commands.tsv. A fresh clone restores the committed units into the
 # run folder first, so a table begun in one checkout resumes in another without redoing them
 # (the rows that predate unit-keeping, listed in docs/results/README.md, have only summaries:
@@ -82,10 +82,8 @@ publish() {  # finished units and summaries under docs/results/, tables from all
       (cd "$OUT" && cp "${f%/result.json}"/{config.json,metrics.csv,result.json} "$units/${f%/result.json}/")
     done < <(cd "$OUT" && find "$kind" -name result.json -not -path '*.partial*')
     (cd "$OUT" && find "$kind" -name summary.json -exec cp --parents {} "$summaries/" \;)
-    if [ -z "$SET" ] && [ -d "$SUMMARIES/$kind" ]; then
-      .venv/bin/autogcl report "$RESULTS/summaries/$kind" --out "$RESULTS/$kind.md" > /dev/null
-    fi
   done
+  if [ -z "$SET" ]; then .venv/bin/python scripts/docs.py > /dev/null; fi  # every generated table
 }
 
 restore

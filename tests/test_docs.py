@@ -21,3 +21,104 @@ def test_api_example_runs(index, data_root, monkeypatch, capsys):
     exec(compile(code, f"{DOC.name} example {index + 1}", "exec"), {"__name__": f"docs_example_{index}"})
     assert capsys.readouterr().out.strip(), "every example prints what it shows"
 
+
+
+# ------------------------------------------------------------------ generated tables (scripts/docs.py)
+
+import importlib.util  # noqa: E402
+import json  # noqa: E402
+import shutil  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+
+
+def _docs_script():
+    spec = importlib.util.spec_from_file_location("docs_script", REPO / "scripts" / "docs.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture
+def checkout(tmp_path):
+    """A copy of what the generator reads and writes: the README, docs/ and the benchmark files."""
+    shutil.copy2(REPO / "README.md", tmp_path / "README.md")
+    shutil.copytree(REPO / "docs", tmp_path / "docs", ignore=shutil.ignore_patterns("*.png", "*.svg"))
+    return tmp_path
+
+
+def test_committed_docs_match_their_regeneration():
+    out = subprocess.run([sys.executable, str(REPO / "scripts" / "docs.py"), "--check"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr
+
+
+def test_a_doctored_table_fails_the_check_and_is_rewritten(checkout, capsys):
+    docs = _docs_script()
+    doc = checkout / "docs" / "results.md"
+    text = doc.read_text(encoding="utf-8")
+    row = next(line for line in text.splitlines() if line.startswith("| MUTAG | autogcl |"))
+    doctored = row.replace(row.split(" | ")[3], "99.99 ± 0.01")  # the val figure, typed by hand
+    assert doctored != row
+    doc.write_text(text.replace(row, doctored), encoding="utf-8")
+    assert docs.main(["--check", "--root", str(checkout)]) == 1
+    assert "docs/results.md" in capsys.readouterr().err
+    assert docs.main(["--root", str(checkout)]) == 0
+    assert docs.main(["--check", "--root", str(checkout)]) == 0
+    assert "99.99" not in doc.read_text(encoding="utf-8") and row in doc.read_text(encoding="utf-8")
+
+
+def test_a_cell_without_its_run_says_not_run_and_names_it(checkout):
+    from autogcl.protocols.paper import regenerate
+
+    folder = "docs/results/summaries/unsupervised/MUTAG-autogcl"
+    shutil.rmtree(checkout / folder)
+    readme = regenerate(checkout)["README.md"][1]
+    row = next(line for line in readme.splitlines() if line.startswith("| MUTAG | autogcl |"))
+    assert "not run" in row and folder in row
+    assert "88.91" not in row  # the figure of the removed run is gone with it
+
+
+def test_a_document_without_its_markers_is_named(checkout):
+    from autogcl.errors import DataError
+    from autogcl.protocols.paper import regenerate
+
+    doc = checkout / "docs" / "results" / "gpu_queue.md"
+    doc.write_text(doc.read_text(encoding="utf-8").replace("<!-- autogcl:end queue -->", ""), encoding="utf-8")
+    with pytest.raises(DataError, match="gpu_queue.md.*queue"):
+        regenerate(checkout)
+
+
+def _perf(root, name, device, rows):
+    folder = root / "docs" / "results" / "perf"
+    folder.mkdir(parents=True, exist_ok=True)
+    doc = {"benchmark": name, "command": f"python benchmarks/engine.py --sections {name}", "machine": "test box",
+           "device": device, "threads": 1, "torch": "2.x", "date": "2026-11-25 12:00", "rows": rows}
+    (folder / f"{name}_{device}.json").write_text(json.dumps(doc), encoding="utf-8")
+
+
+def test_goals_read_the_benchmark_files(checkout):
+    from autogcl.protocols.paper import GOALS
+
+    goal = {g.name: g for g in GOALS}
+    protein = goal["CPU AutoGCL epoch on PROTEINS, plain GIN epochs"]
+    nci1 = goal["CPU AutoGCL epoch on NCI1, plain GIN epochs"]
+    base = goal["CPU full-size throughput against 881293c, molecules/s"]
+    assert protein.measure(checkout)[2] == "not measured"
+    _perf(checkout, "tu_epochs", "cpu", [
+        {"code": "this", "dataset": "PROTEINS", "method": "autogcl", "plain_epochs": 1.5},
+        {"code": "baseline", "dataset": "PROTEINS", "method": "autogcl", "plain_epochs": 3.5},
+        {"code": "this", "dataset": "NCI1", "method": "autogcl", "plain_epochs": 2.5}])
+    _perf(checkout, "pretrain_throughput", "cpu", [
+        {"code": "this", "width": 300, "precision": "fp32", "compile": False, "molecules_per_s": 90.0},
+        {"code": "baseline", "width": 300, "precision": "fp32", "compile": False, "molecules_per_s": 100.0}])
+    value, limit, status = protein.measure(checkout)
+    assert status == "reached" and value.startswith("1.5") and limit == "<= 2"  # the baseline row is not read
+    assert nci1.measure(checkout)[2] == "missing"
+    value, limit, status = base.measure(checkout)
+    assert status == "missing" and limit == ">= 100"
+    assert goal["DD AutoGCL epoch on a GPU, s"].measure(checkout)[2] == "not measured"  # a CPU file is not a GPU's
+    from autogcl.protocols.paper import regenerate
+
+    page = regenerate(checkout)["docs/performance.md"][1]
+    assert "test box" in page and "python benchmarks/engine.py --sections tu_epochs" in page
+    assert "| CPU AutoGCL epoch on NCI1, plain GIN epochs | 2.5" in page

@@ -1,7 +1,11 @@
-"""View generators: the learnable AutoGCL generator and GraphCL's random augmentations."""
+"""View generators: the learnable AutoGCL generator and GraphCL's random augmentations, all
+usable on a PyG ``Data`` or ``Batch`` and as PyG transforms, and composable into one's own
+views (:class:`Compose`, :class:`RandomChoice`)."""
 
-from .learnable import OPERATIONS, MoleculeViewGenerator, ViewDecision, ViewGenerator
-from .random import AUGMENTATIONS, RandomAugmentor
+from .learnable import OPERATIONS, FixedView, GeneratedView, MoleculeViewGenerator, ViewDecision, ViewGenerator
+from .ops import RowBatchNorm
+from .random import AUGMENTATIONS, Compose, RandomAugmentor, RandomChoice, attr_mask, edge_pert, node_drop, subgraph
 
-__all__ = ["AUGMENTATIONS", "OPERATIONS", "MoleculeViewGenerator", "RandomAugmentor", "ViewDecision",
-           "ViewGenerator"]
+__all__ = ["AUGMENTATIONS", "OPERATIONS", "Compose", "FixedView", "GeneratedView", "MoleculeViewGenerator", "RandomAugmentor",
+           "RandomChoice", "RowBatchNorm", "ViewDecision", "ViewGenerator", "attr_mask", "edge_pert", "node_drop",
+           "subgraph"]

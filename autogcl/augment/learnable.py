@@ -16,9 +16,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 from torch_geometric.nn import GINConv
+from torch_geometric.transforms import BaseTransform
 
 from ..errors import ConfigError, DataError, TrainingError
-from .ops import first_argmax_per_group, isolate_nodes, keep_nodes
+from .ops import RowBatchNorm, as_batch, first_argmax_per_group, isolate_nodes, keep_nodes, unbatch
+__all__ = ["DROPPED_MODES", "MASK_TOKENS", "OPERATIONS", "FixedView", "GeneratedView", "GeometryKeepingGenerator",
+           "MoleculeViewGenerator", "NodeScorer", "ViewDecision", "ViewGenerator", "shared_first_aggregate"]
+
 
 KEEP, DROP, MASK = 0, 1, 2
 #: operation names by column of a generator's sample matrix
@@ -51,17 +55,17 @@ class NodeScorer(nn.Module):
             d_out = out_dim if i == num_layers - 1 else hidden
             mlp = nn.Sequential(nn.Linear(d_in, hidden), nn.ReLU(inplace=True), nn.Linear(hidden, d_out))
             self.convs.append(GINConv(mlp))
-            self.bns.append(nn.BatchNorm1d(d_out))
+            self.bns.append(RowBatchNorm(d_out))  # BatchNorm1d that also trains on a 1-node batch
 
     def first_aggregate(self, data) -> torch.Tensor:
         """The first layer's neighbour sum, ``sum_j x_j`` (what two scorers of the same batch share)."""
-        x = data.x
+        x = data.x.float()  # integer or float64 features are read as float32, as the encoder reads them
         return self.convs[0].propagate(data.edge_index, x=(x, x), size=None)
 
     def forward(self, data, first: torch.Tensor | None = None) -> torch.Tensor:
         """Logits of every node; ``first``: :meth:`first_aggregate` of ``data``, when already
         computed (the result is the same, bit for bit)."""
-        x = data.x
+        x = data.x.float()
         for i, (conv, bn) in enumerate(zip(self.convs, self.bns)):
             if i == 0 and first is not None:  # GINConv.forward with its neighbour sum given
                 h = conv.nn(first + (1 + conv.eps) * x)
@@ -143,8 +147,9 @@ class ViewGenerator(nn.Module):
         return logits
 
     def probabilities(self, data) -> torch.Tensor:
-        """Per-node operation probabilities (nodes x operations; columns keep, drop[, mask])."""
-        return self.scores(data, check=True).softmax(-1)
+        """Per-node operation probabilities (nodes x operations; columns keep, drop[, mask]) of a
+        ``Batch`` or a single ``Data``."""
+        return self.scores(as_batch(data, "ViewGenerator")[0], check=True).softmax(-1)
 
     def sample(self, data, deterministic: bool = False, logits: torch.Tensor | None = None) -> torch.Tensor:
         """One-hot operation per node (``N x num_ops``) with straight-through gradients, and
@@ -173,13 +178,16 @@ class ViewGenerator(nn.Module):
     @torch.no_grad()
     def inspect(self, data, deterministic: bool = False) -> ViewDecision:
         """The operation chosen for every node of ``data`` (a sampled draw, or the argmax with
-        ``deterministic``) and the per-node operation probabilities; no gradients."""
+        ``deterministic``) and the per-node operation probabilities; no gradients. ``data``: a
+        ``Batch`` or a single ``Data``."""
+        data = as_batch(data, "ViewGenerator")[0]
         logits = self.scores(data, check=True)
         sample = self.sample(data, deterministic, logits)
         return ViewDecision(sample.argmax(-1), logits.softmax(-1), sample, OPERATIONS[: self.num_ops])
 
-    def apply(self, data, sample: torch.Tensor):
-        """Apply a sample matrix to a batch; differentiable w.r.t. ``sample``."""
+    def make_view(self, data, sample: torch.Tensor):
+        """Apply a sample matrix to a batch; differentiable w.r.t. ``sample``. (Named so that it
+        does not shadow ``nn.Module.apply``: ``gen.apply(init_fn)`` initialises weights.)"""
         keep = sample[:, KEEP]
         if self.add_mask:
             keep = keep + sample[:, MASK]
@@ -198,9 +206,58 @@ class ViewGenerator(nn.Module):
         return base.mean() if self.mask_token == "scalar" else base.mean(0, keepdim=True)
 
     def forward(self, data, deterministic: bool = False):
-        """``(view, sample)``: the augmented batch and the one-hot operation matrix."""
+        """``(view, sample)``: the augmented batch (a ``Data`` for a single ``Data``) and the
+        one-hot operation matrix."""
+        data, single = as_batch(data, "ViewGenerator")
         sample = self.sample(data, deterministic)
-        return self.apply(data, sample), sample
+        return unbatch(self.make_view(data, sample), single), sample
+
+    def as_transform(self, deterministic: bool = False) -> GeneratedView:
+        """This generator as a PyG transform (:class:`GeneratedView`): ``view = t(data)``."""
+        return GeneratedView(self, deterministic)
+
+
+class FixedView(nn.Module):
+    """A fixed (not learned) augmentation in the place of a view generator:
+    ``(view, None)`` = ``FixedView(aug)(batch)``, so that one view of AutoGCL's naive
+    strategy can be an augmentation of one's own (:class:`autogcl.augment.Compose`, a
+    :class:`autogcl.RandomAugmentor`, any callable). It has no parameters and no operation
+    sample (L_sim, which compares two generators' samples, is then left out)."""
+
+    def __init__(self, augmentation=None):
+        super().__init__()
+        self.augmentation = augmentation
+
+    def forward(self, data, deterministic: bool = False):
+        if self.augmentation is None:
+            raise ConfigError("this view's augmentation is not known (a loaded model records its repr only); "
+                              "give it again with model.set_views(...)")
+        return self.augmentation(data), None
+
+    def extra_repr(self) -> str:
+        return repr(self.augmentation)
+
+
+class GeneratedView(BaseTransform):
+    """A :class:`ViewGenerator` as a PyG ``BaseTransform``: ``view = GeneratedView(gen)(data)``
+    gives the generator's view of a ``Data`` or ``Batch`` (in eval mode, without gradients;
+    ``deterministic``: every node's most probable operation), e.g. as a dataset's ``transform``
+    or inside :class:`autogcl.augment.Compose`."""
+
+    def __init__(self, generator: ViewGenerator, deterministic: bool = False):
+        self.generator, self.deterministic = generator, deterministic
+
+    def forward(self, data):
+        was = self.generator.training
+        self.generator.eval()
+        try:
+            with torch.no_grad():
+                return self.generator(data, self.deterministic)[0]
+        finally:
+            self.generator.train(was)
+
+    def __repr__(self) -> str:
+        return f"GeneratedView({type(self.generator).__name__}, deterministic={self.deterministic})"
 
 
 class GeometryKeepingGenerator(ViewGenerator):
@@ -218,7 +275,7 @@ class GeometryKeepingGenerator(ViewGenerator):
         super().__init__(in_dim, *args, dropped="isolate" if dropped == "weight" else dropped, **kwargs)
         self.dropped, self.geometry = dropped, list(geometry)
 
-    def apply(self, data, sample: torch.Tensor):
+    def make_view(self, data, sample: torch.Tensor):
         keep = sample[:, KEEP] + (sample[:, MASK] if self.add_mask else 0)
         keep_bool = keep.detach() > 0
         if self.dropped == "weight":
@@ -229,7 +286,7 @@ class GeometryKeepingGenerator(ViewGenerator):
                 x = x * (1.0 - m) + self._token(data) * m
             view.node_weight = keep
         else:
-            view = super().apply(data, sample)
+            view = super().make_view(data, sample)
             x = view.x
         geo = data.x[:, self.geometry].float()
         if self.dropped == "remove":
@@ -262,7 +319,7 @@ class MoleculeViewGenerator(ViewGenerator):
                  tau: float = 1.0):
         super().__init__(0, add_mask=add_mask, dropped=dropped, tau=tau, scorer=scorer)
 
-    def apply(self, data, sample: torch.Tensor):
+    def make_view(self, data, sample: torch.Tensor):
         keep_w = sample[:, KEEP]
         mask_w = sample[:, MASK] if self.add_mask else torch.zeros_like(keep_w)
         retained = (keep_w + mask_w).detach() > 0

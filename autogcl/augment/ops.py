@@ -3,9 +3,30 @@
 from __future__ import annotations
 
 import copy
+import functools
 
 import torch
+import torch.nn.functional as F
+from torch import nn
+from torch_geometric.data import Batch, Data
 from torch_geometric.utils import scatter, subgraph
+
+from ..errors import DataError
+__all__ = ["RowBatchNorm", "as_batch", "first_argmax_per_group", "graph_or_batch", "graph_sizes", "isolate_nodes",
+           "keep_nodes", "rank_within_group", "unbatch"]
+
+
+
+class RowBatchNorm(nn.BatchNorm1d):
+    """``nn.BatchNorm1d`` (same parameters, buffers and state dict) that also trains on a
+    single row: a batch holding one 1-node graph has no batch statistics (its variance is 0),
+    so that row is normalised with the running statistics, which it leaves unchanged, instead
+    of failing ("Expected more than 1 value per channel when training")."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not self.training or x.shape[0] > 1 or self.running_mean is None:
+            return super().forward(x)
+        return F.batch_norm(x, self.running_mean, self.running_var, self.weight, self.bias, False, 0.0, self.eps)
 
 
 def graph_sizes(batch: torch.Tensor, num_graphs: int) -> torch.Tensor:
@@ -75,3 +96,35 @@ def isolate_nodes(data, keep: torch.Tensor, x: torch.Tensor):
     if getattr(data, "edge_attr", None) is not None:
         out.edge_attr = edge_attr
     return out
+
+
+def as_batch(data, what: str = "the augmentation"):
+    """``(batch, single)``: ``data`` as a batch (a ``Data`` becomes a batch of one graph,
+    ``single`` true) after checking that it has node features."""
+    if not isinstance(data, Data):
+        raise DataError(f"{what}: expected a PyG Data or Batch, got {type(data).__name__}")
+    if getattr(data, "x", None) is None:
+        raise DataError(f"{what}: the graph has no node features (x is None); give it some first, e.g. "
+                        "with autogcl.NodeFeatures('deg+odeg100')")
+    if isinstance(data, Batch) or getattr(data, "batch", None) is not None:
+        return data, False
+    return Batch.from_data_list([data]), True
+
+
+def unbatch(view, single: bool):
+    """The view as the caller gave the graph: a ``Data`` (without ``batch``/``ptr``) for a
+    single graph, else the batch itself."""
+    if not single:
+        return view
+    return Data(**{k: v for k, v in view.to_dict().items() if k not in ("batch", "ptr")})
+
+
+def graph_or_batch(fn):
+    """Let a batch augmentation ``fn(batch, *args)`` also take a single ``Data`` (and return one)."""
+
+    @functools.wraps(fn)
+    def wrapper(data, *args, **kwargs):
+        batch, single = as_batch(data, fn.__name__)
+        return unbatch(fn(batch, *args, **kwargs), single)
+
+    return wrapper

@@ -1,21 +1,34 @@
 """GraphCL's random augmentations (You et al. 2020), applied to a whole batch at once, on the
 batch's device.
 
-Each takes a PyG ``Batch`` and a ratio and returns a new batch; graphs never lose all of
-their nodes. ``RandomAugmentor("random4")`` picks one of the four at every call, so the
-two views of a mini-batch get two independently drawn augmentations.
+Each takes a PyG ``Batch`` (or a single ``Data``, returned as a ``Data``) and a ratio and
+returns a new one; graphs never lose all of their nodes. ``RandomAugmentor("random4")``
+picks one of the four at every call, so the two views of a mini-batch get two
+independently drawn augmentations.
+
+:class:`RandomAugmentor`, :class:`Compose` and :class:`RandomChoice` are PyG
+``BaseTransform`` objects: they can be a dataset's ``transform``, and combine into one's own
+views (``Compose([RandomAugmentor("node_drop", 0.1), RandomAugmentor("attr_mask", 0.3)])``),
+which ``autogcl.GraphCL(aug=...)`` takes for either view. Random draws come from torch's
+global generator (``autogcl.seed_everything`` fixes them).
 """
 
 from __future__ import annotations
 
 import copy
 
+from collections.abc import Callable, Sequence
+
 import torch
+from torch_geometric.transforms import BaseTransform
 from torch_geometric.utils import scatter
 
 from ..choices import AUGMENTATIONS as AUGMENTATION_NAMES
 from ..errors import ConfigError
-from .ops import graph_sizes, keep_nodes, rank_within_group
+from .ops import as_batch, graph_or_batch, graph_sizes, keep_nodes, rank_within_group, unbatch
+__all__ = ["AUGMENTATIONS", "RANDOM4", "Compose", "RandomAugmentor", "RandomChoice", "attr_mask", "edge_pert",
+           "identity", "node_drop", "node_drop_mask", "subgraph"]
+
 
 
 def _count(n: torch.Tensor, ratio: float) -> torch.Tensor:
@@ -30,11 +43,13 @@ def node_drop_mask(data, ratio: float = 0.2) -> torch.Tensor:
     return rank_within_group(data.batch, g) >= k[data.batch]
 
 
+@graph_or_batch
 def node_drop(data, ratio: float = 0.2):
     """Remove ``floor(n * ratio)`` random nodes of each graph (at least one stays)."""
     return keep_nodes(data, node_drop_mask(data, ratio))
 
 
+@graph_or_batch
 def edge_pert(data, ratio: float = 0.2):
     """Remove ``floor(E * ratio)`` random (directed) edges of each graph and add as many
     random node pairs of the same graph."""
@@ -58,6 +73,7 @@ def edge_pert(data, ratio: float = 0.2):
     return out
 
 
+@graph_or_batch
 def subgraph(data, ratio: float = 0.2):
     """Keep a connected subgraph of ``max(1, floor(n * (1 - ratio)))`` nodes grown from a
     random centre by random breadth-first expansion (one tensor step per hop)."""
@@ -85,6 +101,7 @@ def subgraph(data, ratio: float = 0.2):
     return keep_nodes(data, in_set)
 
 
+@graph_or_batch
 def attr_mask(data, ratio: float = 0.2):
     """Replace the features of ``floor(n * ratio)`` random nodes of each graph by the
     graph's mean feature vector. Categorical (integer) features, such as atom ids, are
@@ -117,9 +134,10 @@ AUGMENTATIONS = {
 RANDOM4 = ("node_drop", "subgraph", "edge_pert", "attr_mask")
 
 
-class RandomAugmentor:
-    """Callable augmentation by name: one of :data:`AUGMENTATIONS` or ``random4`` (which
-    draws one of the four for every call, from the CPU generator); ``view = aug(batch)``."""
+class RandomAugmentor(BaseTransform):
+    """Augmentation by name, a PyG transform: one of :data:`AUGMENTATIONS` or ``random4``
+    (which draws one of the four for every call, from torch's global generator);
+    ``view = aug(batch)`` or ``view = aug(data)``."""
 
     names = AUGMENTATION_NAMES  # AUGMENTATIONS and random4 (tests/test_choices.py)
 
@@ -130,11 +148,62 @@ class RandomAugmentor:
             raise ConfigError(f"augmentation ratio must be in [0, 1), got {ratio}")
         self.name, self.ratio = name, ratio
 
-    def __call__(self, data):
+    def forward(self, data):
+        batch, single = as_batch(data, f"augmentation {self.name}")
         name = self.name
         if name == "random4":
             name = RANDOM4[int(torch.randint(len(RANDOM4), (1,)))]
-        return AUGMENTATIONS[name](data, self.ratio)
+        return unbatch(AUGMENTATIONS[name](batch, self.ratio), single)
 
     def __repr__(self) -> str:
         return f"RandomAugmentor({self.name!r}, ratio={self.ratio})"
+
+
+def _check_augmentations(augs, what: str) -> list:
+    augs = list(augs)
+    if not augs:
+        raise ConfigError(f"{what} needs at least one augmentation")
+    bad = [a for a in augs if not callable(a)]
+    if bad:
+        raise ConfigError(f"{what}: {bad[0]!r} is not an augmentation (a callable taking a graph or batch)")
+    return augs
+
+
+class Compose(BaseTransform):
+    """Apply augmentations one after another: ``Compose([a, b])(batch) == b(a(batch))``.
+
+    Each is a :class:`RandomAugmentor`, another ``Compose`` / :class:`RandomChoice`, or any
+    callable taking a ``Batch`` and returning its view (PyG transforms too)."""
+
+    def __init__(self, augmentations: Sequence[Callable]):
+        self.augmentations = _check_augmentations(augmentations, "Compose")
+
+    def forward(self, data):
+        batch, single = as_batch(data, "Compose")
+        for aug in self.augmentations:
+            batch = aug(batch)
+        return unbatch(batch, single)
+
+    def __repr__(self) -> str:
+        return f"Compose([{', '.join(map(repr, self.augmentations))}])"
+
+
+class RandomChoice(BaseTransform):
+    """Apply ``num_choices`` of the augmentations, drawn without replacement at every call
+    (in the order they are given), to the whole batch."""
+
+    def __init__(self, augmentations: Sequence[Callable], num_choices: int = 1):
+        self.augmentations = _check_augmentations(augmentations, "RandomChoice")
+        if not 1 <= num_choices <= len(self.augmentations):
+            raise ConfigError(f"RandomChoice: num_choices must be in [1, {len(self.augmentations)}], got {num_choices}")
+        self.num_choices = num_choices
+
+    def forward(self, data):
+        batch, single = as_batch(data, "RandomChoice")
+        picks = torch.randperm(len(self.augmentations))[: self.num_choices].sort().values.tolist()
+        for i in picks:
+            batch = self.augmentations[i](batch)
+        return unbatch(batch, single)
+
+    def __repr__(self) -> str:
+        return f"RandomChoice([{', '.join(map(repr, self.augmentations))}], num_choices={self.num_choices})"

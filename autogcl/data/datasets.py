@@ -12,6 +12,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -57,8 +58,10 @@ class GraphDataset(InMemoryDataset):
         return f"{self.name}({len(self)}, feat={self.meta.get('feat')})"
 
 
-def canonical_name(name: str, roots: list[Path]) -> str:
-    """The TU name to look for: known names case-insensitively, else a name found on disk."""
+def canonical_name(name: str, roots: list[Path], downloadable: bool = False) -> str:
+    """The TU name to look for: known names case-insensitively, else a name found on disk,
+    else (``downloadable``: a download is allowed) the name as given, for the TU collection
+    to supply (e.g. ENZYMES, which the offline mirror does not hold)."""
     if not name.strip() or "/" in name or "\\" in name or name.startswith("."):
         raise DataError(f"{name!r} is not a dataset name (a TU name such as MUTAG, not a path; a dataset of your "
                         "own goes in DATA_ROOT/TU/NAME/raw/)")
@@ -68,6 +71,8 @@ def canonical_name(name: str, roots: list[Path]) -> str:
     for root in roots:
         if (root / "TU" / name / "raw").is_dir():
             return name
+    if downloadable and re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name):
+        return name
     known = ", ".join(k for k in KNOWN_TU_DATASETS if k != "github_stargazers")
     raise DataError(f"unknown dataset {name!r}; known datasets: {known}")
 
@@ -176,11 +181,11 @@ def load_tu(
     ``$AUTOGCL_DATA``): a named root that lacks the dataset is an error saying where it looked."""
     recipe = parse_recipe(feat)  # validate before touching any file
     roots = paths.data_roots(data_root)
-    name = canonical_name(name, roots)
+    if download is None:
+        download = not paths.explicit_root(data_root)
+    name = canonical_name(name, roots, downloadable=download)
     raw_dir = _raw_dir(name, roots)
     if raw_dir is None:
-        if download is None:
-            download = not paths.explicit_root(data_root)
         if not download:
             looked = ", ".join(str(r / "TU" / name / "raw") for r in roots)
             raise DataError(f"dataset {name} not found; looked in {looked} (pass --download to fetch it "

@@ -1,5 +1,5 @@
 """Encoders and heads."""
 
-from .gin import ContrastModel, GINEncoder, ProjectionHead, xavier_init
+from .gin import ContrastModel, GINClassifier, GINEncoder, ProjectionHead, xavier_init
 
-__all__ = ["ContrastModel", "GINEncoder", "ProjectionHead", "xavier_init"]
+__all__ = ["ContrastModel", "GINClassifier", "GINEncoder", "ProjectionHead", "xavier_init"]

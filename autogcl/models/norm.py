@@ -1,17 +1,19 @@
 """Batch normalisation over segments of the rows: the statistics of each segment apart, as if
 each segment went through the layer in its own forward pass (running statistics updated once
 per segment, in order). Lets an encoder read two views of a batch in one pass (half the
-operations) with the numbers of two passes."""
+operations) with the numbers of two passes. A one-row segment (a batch holding one 1-node
+graph) is normalised with the running statistics (:class:`autogcl.augment.ops.RowBatchNorm`)."""
 
 from __future__ import annotations
 
 import torch
-from torch import nn
+
+from ..augment.ops import RowBatchNorm
 
 __all__ = ["SegmentBatchNorm"]
 
 
-class SegmentBatchNorm(nn.BatchNorm1d):
+class SegmentBatchNorm(RowBatchNorm):
     """``nn.BatchNorm1d`` (the same parameters, buffers and state dict) whose forward takes
     ``segments``: the row counts of consecutive segments normalised apart (``None``: all rows
     together, plain BatchNorm)."""

@@ -381,3 +381,40 @@ class ViewsConfig(Config):
             raise ConfigError("dropped='weight' needs a classifier that reads node weights (relpos)")
         if self.max_epochs < 1 or self.warmup_epochs < 0:
             raise ConfigError("max_epochs must be at least 1 and warmup_epochs at least 0")
+
+
+# embed
+EMBED_SUFFIXES = (".npy", ".csv")
+
+
+@dataclass
+class EmbedConfig(Config):
+    """What ``autogcl embed`` reads, with which model, and where it writes."""
+
+    data: str = option("", "a TU dataset name (with --model), a SMILES file (.csv, .smi, plain or .gz; with "
+                       "--encoder), or a saved dataset (.pt holding a list of PyG Data; with --model or --encoder)",
+                       cli=False)
+    model: str | None = option(None, "model.pt of `autogcl unsupervised` or of AutoGCL/GraphCL.save (any file "
+                               "autogcl.load reads)", type=str)
+    encoder: str | None = option(None, "molecule encoder: a shipped encoder's name or an encoder.pt (default for "
+                                 "a SMILES file: autogcl-moses-fullx1)", type=str)
+    smiles_col: str = option("smiles", "SMILES column of a CSV (matched ignoring case)")
+    feat: str | None = option(None, "node-feature recipe of a TU dataset (default: the one in config.json beside "
+                              "--model, else deg+odeg100)", type=str)
+    out: str = option("embeddings.npy", "file to write: .npy (the embeddings of the graphs read, in input order) or "
+                      ".csv (with each row's input index, SMILES or label)")
+    batch_size: int = option(256, "graphs per forward pass", low=1)
+
+    def __post_init__(self):
+        self.check_choices()
+        if not str(self.data).strip():
+            raise ConfigError("name the data to embed: a TU dataset name, a SMILES file or a saved dataset (.pt)")
+        if not str(self.out).strip():
+            raise ConfigError("--out is an empty string; name a .npy or .csv file")
+        if not str(self.out).lower().endswith(EMBED_SUFFIXES):
+            raise ConfigError(f"--out {self.out}: name a .npy or .csv file (the suffix picks the format)")
+        if self.model is not None and self.encoder is not None:
+            raise ConfigError("give --model or --encoder, not both")
+        for name in ("model", "encoder"):
+            if getattr(self, name) is not None and not getattr(self, name).strip():
+                raise ConfigError(f"--{name} is an empty string")

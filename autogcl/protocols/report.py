@@ -217,11 +217,11 @@ def render(summaries: list[dict]) -> str:
     semi = [s for s in summaries if s.get("protocol") == "semi"]
     transfer = [s for s in summaries if s.get("protocol") == "transfer"]
     if uns:
-        parts.append("## Unsupervised (SVM accuracy %, mean ± std over seeds)\n\n" + unsupervised_table(uns))
+        parts.append("## Unsupervised (SVM accuracy %, mean ± std over seeds, population std (ddof 0))\n\n" + unsupervised_table(uns))
     if semi:
-        parts.append("## Semi-supervised (accuracy %, mean ± std over seeds x folds)\n\n" + semi_table(semi))
+        parts.append("## Semi-supervised (accuracy %, mean ± std over the seed x fold results, sample std (ddof 1))\n\n" + semi_table(semi))
     if transfer:
-        parts.append("## Transfer (fine-tuning ROC-AUC %, mean ± std over seeds)\n\n" + transfer_table(transfer))
+        parts.append("## Transfer (fine-tuning ROC-AUC %, mean ± std over seeds, population std (ddof 0))\n\n" + transfer_table(transfer))
     if not parts:
         return "no finished runs (summary.json) found"
     parts.append("val: selection on data that is not the test fold (honest); "

@@ -144,6 +144,7 @@ def run_fold(unit: runs.Unit, dataset, split: SemiSplit, show_progress: bool | N
                       show_progress=show_progress)
     rows += trainer.fit(train_data, cfg.epochs, evaluate=evaluate, row_fields={"phase": "train"})
 
+    write_outputs(work, strat, cfg, dataset, split, eval_l["test"])
     train_rows = [r for r in rows if r["phase"] == "train"]
     sel = select(train_rows)
     result = {
@@ -152,9 +153,53 @@ def run_fold(unit: runs.Unit, dataset, split: SemiSplit, show_progress: bool | N
         "time_s": float(sum(r["time_s"] for r in rows)),
         "sizes": {k: len(getattr(split, k)) for k in ("labeled", "unlabeled", "val", "test")},
         "runtime": runtime_info(engine),
+        "outputs": {"model.pt": f"the classifier after the last epoch ({cfg.epochs}): protocols.semi.load_model",
+                    "predictions.csv": "that model's class probabilities for every test graph, and its label"},
     }
     (work / "checkpoint-pretrain.pt").unlink(missing_ok=True)
     return runs.publish(unit, rows, result)
+
+
+MODEL_FORMAT = "autogcl-semi-classifier-1"
+
+
+def write_outputs(work: Path, strat, cfg: SemiConfig, dataset, split: SemiSplit, test_loader) -> None:
+    """``model.pt`` (the ResGCN classifier, and the view generators of the rows that have them;
+    :func:`load_model`) and ``predictions.csv`` (per test graph: dataset index, label, predicted
+    class, each class's probability), both written atomically."""
+    from ..models.embed import embed
+
+    modules = strat.modules()
+    model = modules["model"]
+    state = {name: {k: v.detach().cpu() for k, v in m.state_dict().items()} for name, m in modules.items()}
+    runs.atomic_save({"format": MODEL_FORMAT, "class": "ResGCN", "config": cfg.to_dict(),
+                      "hparams": {"in_dim": dataset.num_features, "num_classes": dataset.num_classes,
+                                  "hidden": cfg.hidden},
+                      "state_dict": state.pop("model"), "generators": state, "fold": split.fold}, work / "model.pt")
+    logp, y = embed(model, test_loader)
+    probs = logp.double().exp().numpy()
+    rows = []
+    for k, i in enumerate(split.test):
+        row = {"index": int(i), "label": int(y[k]), "pred": int(probs[k].argmax())}
+        row.update({f"prob_{c}": f"{probs[k, c]:.6g}" for c in range(probs.shape[1])})
+        rows.append(row)
+    runs.atomic_write_csv(work / "predictions.csv", rows)
+
+
+def load_model(path) -> ResGCN:
+    """The classifier of a semi-supervised unit's ``model.pt`` (read with ``weights_only=True``),
+    in eval mode: ``model(batch)`` gives log-probabilities."""
+    path = Path(path)
+    try:
+        blob = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # torch raises many types for a missing, damaged or unsafe file
+        raise DataError(f"{path}: not a readable model file ({type(exc).__name__})") from exc
+    if not isinstance(blob, dict) or blob.get("format") != MODEL_FORMAT:
+        raise DataError(f"{path}: not a semi-supervised classifier (expected format {MODEL_FORMAT})")
+    hp = blob["hparams"]
+    model = ResGCN(int(hp["in_dim"]), int(hp["num_classes"]), int(hp["hidden"]))
+    model.load_state_dict(blob["state_dict"])
+    return model.eval()
 
 
 def summarize(results: list[dict]) -> dict:

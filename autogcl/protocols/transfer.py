@@ -75,10 +75,11 @@ def select(rows: list[dict]) -> dict:
     if v is None:
         log.warning("no task has both classes in the validation part: no val selection (NaN)")
     nan = {"epoch": None, "auc": math.nan}
-    return {"val": nan | {"val_auc": math.nan, "score": math.nan} if v is None else
-            {"epoch": rows[v]["epoch"], "auc": rows[v]["test_auc"], "val_auc": rows[v]["val_auc"],
-             "score": rows[v]["val_auc"]},
-            "test_max": nan if t is None else {"epoch": rows[t]["epoch"], "auc": rows[t]["test_auc"]}}
+    val_rule, test_rule = {"criterion": "validation ROC-AUC"}, {"criterion": "best test ROC-AUC"}
+    return {"val": val_rule | (nan | {"val_auc": math.nan, "score": math.nan} if v is None else
+                               {"epoch": rows[v]["epoch"], "auc": rows[v]["test_auc"], "val_auc": rows[v]["val_auc"],
+                                "score": rows[v]["val_auc"]}),
+            "test_max": test_rule | (nan if t is None else {"epoch": rows[t]["epoch"], "auc": rows[t]["test_auc"]})}
 
 
 def unscored_tasks(dataset, split: dict) -> dict:
@@ -153,19 +154,31 @@ def run_unit(unit: runs.Unit, dataset, split: dict, show_progress: bool | None =
     val_loader = GraphLoader(store, batch_size=256, indices=part("valid"))
     test_loader = GraphLoader(store, batch_size=256, indices=part("test"))
 
+    # the weights of the epoch the val selection reports (first best validation ROC-AUC), kept
+    # with the checkpoint so that a resumed unit saves the same model
+    # (a resumed fit replaces extra["best"] by the checkpoint's)
+    extra = {"best": {"epoch": None, "val_auc": -math.inf, "state": None}}
+
     def evaluate(epoch):
         t0 = time.perf_counter()
         val_auc, n_val = roc_auc(*predict(model, val_loader))
         test_auc, n_test = roc_auc(*predict(model, test_loader))
+        best = extra["best"]
+        if val_auc > best["val_auc"]:  # NaN never wins
+            best.update(epoch=epoch, val_auc=val_auc,
+                        state={k: v.detach().cpu().clone() for k, v in model.state_dict().items()})
         return {"val_auc": val_auc, "test_auc": test_auc, "val_tasks": n_val, "test_tasks": n_test,
                 "eval_time_s": time.perf_counter() - t0}
 
     trainer = Trainer(FinetuneStrategy(model, opt), device=engine, checkpoint=work / "checkpoint.pt",
                       loader_gen=loader_gen, ckpt_every=ckpt_every, ckpt_on_report=False, desc=unit.label,
                       show_progress=show_progress)
-    rows = trainer.fit(train_loader, cfg.epochs, evaluate=evaluate)
-
-    sel = select(rows)
+    rows = trainer.fit(train_loader, cfg.epochs, evaluate=evaluate, extra=extra)
+    sel, best = select(rows), extra["best"]
+    if best["state"] is not None:  # the model the val selection reports, else the last epoch's
+        model.load_state_dict(best["state"])
+    model_epoch = best["epoch"] if best["state"] is not None else rows[-1]["epoch"]
+    write_outputs(work, model, dataset, split, test_loader, cfg, enc_meta)
     result = {
         "protocol": "transfer", "dataset": cfg.dataset, "seed": unit.seed,
         "pretrained": cfg.checkpoint is not None, "checkpoint": cfg.checkpoint,
@@ -174,8 +187,36 @@ def run_unit(unit: runs.Unit, dataset, split: dict, show_progress: bool | None =
         "num_tasks": num_tasks, "tasks_scored": {"val": rows[-1]["val_tasks"], "test": rows[-1]["test_tasks"]},
         "split_sizes": {k: len(split[k]) for k in ("train", "valid", "test")},
         "train_time_s": float(sum(r["time_s"] for r in rows)), "runtime": runtime_info(engine),
+        "model_epoch": model_epoch,
+        "outputs": {"model.pt": f"the predictor of epoch {model_epoch} (best validation ROC-AUC, the val selection's; "
+                                "the last epoch when no epoch has one): autogcl.MoleculePredictor.load",
+                    "predictions.csv": "that model's probability per task for every test molecule, and its labels"},
     }
     return runs.publish(unit, rows, result)
+
+
+def write_outputs(work: Path, model: MolPredictor, dataset, split: dict, test_loader, cfg: FinetuneConfig,
+                  enc_meta: dict) -> None:
+    """``model.pt`` (``model``, the fine-tuned predictor, as :class:`autogcl.MoleculePredictor`) and
+    ``predictions.csv`` (per test molecule: dataset index, file row, SMILES, each task's
+    probability and label, empty where missing), both written atomically."""
+    from ..molecules import MoleculePredictor
+
+    tasks = [str(t) for t in (dataset.meta.get("tasks") or range(model.head.out_features))]
+    meta = {"encoder": enc_meta, "encoder_source": cfg.checkpoint, "dataset": cfg.dataset}
+    MoleculePredictor.wrap(model, tasks, meta, cfg.dropout).save(work / "model.pt")
+    y, logits = predict(model, test_loader)
+    probs = 1.0 / (1.0 + np.exp(-logits.astype(np.float64)))
+    index = [int(i) for i in split["test"]]
+    smiles, lines = dataset.meta.get("smiles"), dataset.meta.get("rows")
+    out = []
+    for k, i in enumerate(index):
+        row = {"index": i, "row": lines[i] if lines else "", "smiles": smiles[i] if smiles else ""}
+        for t, name in enumerate(tasks):
+            row[f"prob_{name}"] = f"{probs[k, t]:.6g}"
+            row[f"label_{name}"] = "" if np.isnan(y[k, t]) else int(y[k, t])
+        out.append(row)
+    runs.atomic_write_csv(work / "predictions.csv", out)
 
 
 def summarize(results: list[dict]) -> dict:

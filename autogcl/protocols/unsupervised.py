@@ -30,7 +30,9 @@ log = logging.getLogger(__name__)
 
 def build_model(cfg: UnsupervisedConfig, num_features: int) -> AutoGCL | GraphCL:
     """The model of one run (its features are prepared by the dataset's recipe already)."""
-    common = {"features": None, "lr": cfg.lr, "tau": cfg.temperature, "cl_variant": cfg.cl_variant}
+    # features=None: the dataset's x is used as it is; recipe: what built it (saved with the model, so
+    # that it applies to raw graphs such as PyG's own TUDataset when the model is loaded)
+    common = {"features": None, "recipe": cfg.feat, "lr": cfg.lr, "tau": cfg.temperature, "cl_variant": cfg.cl_variant}
     if cfg.method == "autogcl":
         return AutoGCL(num_features, cfg.hidden, cfg.layers, add_mask=cfg.add_mask, dropped=cfg.dropped,
                        mask_token=cfg.mask_token, sim_loss=cfg.sim_loss, view_sampling=cfg.view_sampling,

@@ -51,6 +51,9 @@ class NaiveStrategy(Strategy):
         encode: maps a batch to the vectors that are contrasted (default: ``model``; for a
             classifier, e.g. ``ResGCN.represent``).
         sim_weight: weight of L_sim added to the loss (0 = published; 1 = released).
+        gen1, gen2: :class:`ViewGenerator` modules, or any module ``gen(batch) -> (view,
+            sample)``; a ``sample`` of ``None`` (a fixed augmentation,
+            :class:`autogcl.augment.FixedView`) leaves L_sim out of the step.
         view_sampling: ``"replacement"`` (released: two draws from {x, x1, x2} with
             replacement) or ``"generated"`` (always x1 and x2).
     """
@@ -117,7 +120,7 @@ class NaiveStrategy(Strategy):
                 with torch.set_grad_enabled(torch.is_grad_enabled() and (i in picks or self.sim_weight > 0)):
                     samples[i] = gen.sample(batch, logits=gen.scores(batch, first))
             for i in set(picks) - {0}:
-                views[i] = gens[i].apply(batch, samples[i])
+                views[i] = gens[i].make_view(batch, samples[i])
         else:
             for i, gen in gens.items():
                 views[i], samples[i] = gen(batch)
@@ -127,6 +130,8 @@ class NaiveStrategy(Strategy):
             z1, z2 = encode_two(self.model, self.encode, views[picks[0]], views[picks[1]])
         cl = nt_xent(z1, z2, self.tau, **cl_kwargs(self.cl_variant, "autogcl"), gather=self.gather)
         loss = cl
+        if samples[1] is None or samples[2] is None:  # a fixed augmentation as a view: no L_sim
+            return {"cl_loss": cl, "loss": loss}
         sim = similarity_loss(samples[1], samples[2], self.sim_kind)
         if self.sim_weight > 0:
             loss = loss + self.sim_weight * sim

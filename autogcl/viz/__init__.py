@@ -4,6 +4,8 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+__all__ = ["save_figure"]  # the figures themselves: autogcl.viz.curves, .tsne, .views
+
 
 def save_figure(fig, out, dpi: int = 130) -> list:
     """Write ``fig`` as ``out`` with .png and .svg suffixes, close it, return both paths. The same

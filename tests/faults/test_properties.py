@@ -92,16 +92,12 @@ def test_the_learnable_generator_gives_a_valid_view_of_any_batch(batch, add_mask
     assert torch.isfinite(decision.probs).all() and decision.op.shape == (batch.num_nodes,)
 
 
-@pytest.mark.xfail(reason="issue 36 point 2: BatchNorm of a training batch with one node (the library helper's fix)",
-                   strict=False)
 def test_the_learnable_generator_trains_on_a_batch_of_one_node():
     batch = Batch.from_data_list([Data(x=torch.ones(1, 3), edge_index=torch.empty(2, 0, dtype=torch.long))])
     gen = ViewGenerator(3, hidden=8).train()
     check_view(gen(batch)[0], batch)
 
 
-@pytest.mark.xfail(reason="issue 37 point 7: float64 features crash in the generator (the library helper's fix)",
-                   strict=False)
 def test_the_learnable_generator_takes_float64_features():
     batch = Batch.from_data_list([Data(x=torch.rand(3, 2, dtype=torch.float64),
                                        edge_index=torch.tensor([[0, 1], [1, 2]]))] * 2)

@@ -1,5 +1,6 @@
-"""End to end: every row of the semi-supervised protocol on MUTAG, 1 epoch, 2 folds."""
+"""End to end: every row of the semi-supervised protocol on MUTAG, 3 epochs, 2 folds."""
 
+import csv
 import json
 
 import pytest
@@ -13,12 +14,29 @@ from tests.conftest import break_at
 def test_every_row_runs_and_writes_results(data_root, tmp_path):
     out = tmp_path / "semi"
     ds = load_tu("MUTAG", data_root)
+    varied = 0  # folds whose validation accuracy changed over the epochs: the selection had a choice
     for row in S.ROWS:
-        cfg = S.SemiConfig(dataset="MUTAG", row=row, epochs=1, pretrain_epochs=1)
+        cfg = S.SemiConfig(dataset="MUTAG", row=row, epochs=3, pretrain_epochs=2)
         summary = S.run_sweep(cfg, ds, [0], out, fold_limit=2, show_progress=False)
         assert summary["row"] == row and summary["n_folds"] == 2
+        folds = [json.loads((out / f"MUTAG-{row}" / "seed0" / f"fold{k}" / "result.json").read_text()) for k in (0, 1)]
+        for k, r in enumerate(folds):
+            with open(out / f"MUTAG-{row}" / "seed0" / f"fold{k}" / "metrics.csv") as f:
+                rows = list(csv.DictReader(f))
+            assert [x["phase"] for x in rows].count("pretrain") == (2 if row in ("graphcl_cl", "naive") else 0)
+            train = [x for x in rows if x["phase"] == "train"]
+            assert [int(x["epoch"]) for x in train] == [1, 2, 3]
+            assert all(float(x["loss"]) == float(x["loss"]) for x in rows)  # finite losses
+            # both selections, recomputed from the per-epoch accuracies beside them (first best on ties)
+            val, test = [float(x["val_acc"]) for x in train], [float(x["test_acc"]) for x in train]
+            assert r["selections"]["val"]["epoch"] == 1 + val.index(max(val))
+            assert r["selections"]["val"]["acc"] == test[val.index(max(val))] == r["acc"]
+            assert r["selections"]["test_max"]["acc"] == max(test)
+            varied += len(set(val)) > 1
+        assert summary["val"]["values"] == [100 * r["selections"]["val"]["acc"] for r in folds]
+        assert summary["test_max"]["values"] == [100 * r["selections"]["test_max"]["acc"] for r in folds]
         fold = out / f"MUTAG-{row}" / "seed0" / "fold1"
-        res = json.loads((fold / "result.json").read_text())
+        res = folds[1]
         assert res["row"] == row and set(res["selections"]) == {"val", "test_max"}
         assert res["sizes"] == {"labeled": 18, "unlabeled": 132, "val": 19, "test": 19}
         assert res["runtime"]["device"] == "cpu" and res["runtime"]["torch_threads"] >= 1
@@ -27,6 +45,7 @@ def test_every_row_runs_and_writes_results(data_root, tmp_path):
         header = (fold / "metrics.csv").read_text().splitlines()[0].split(",")
         assert {"loss", "labeled_acc", "val_acc", "test_acc", "time_s"} <= set(header)
         assert not list(fold.glob("checkpoint*.pt"))  # a finished fold keeps no checkpoint
+    assert varied >= len(S.ROWS)  # at least half the folds
     splits = json.loads((out / "MUTAG-joint" / "seed0" / "splits.json").read_text())
     assert splits["fold_seed"] == 12345 and len(splits["folds"]) == 2
 

@@ -26,8 +26,8 @@ def test_selections_use_val_by_default_and_record_test_max():
     rows = [{"epoch": 1, "val_auc": 0.6, "test_auc": 0.9}, {"epoch": 2, "val_auc": 0.8, "test_auc": 0.7},
             {"epoch": 3, "val_auc": float("nan"), "test_auc": 0.5}]
     sel = T.select(rows)
-    assert sel["val"] == {"epoch": 2, "auc": 0.7, "val_auc": 0.8, "score": 0.8}
-    assert sel["test_max"] == {"epoch": 1, "auc": 0.9}
+    assert sel["val"] == {"epoch": 2, "auc": 0.7, "val_auc": 0.8, "score": 0.8, "criterion": "validation ROC-AUC"}
+    assert sel["test_max"] == {"epoch": 1, "auc": 0.9, "criterion": "best test ROC-AUC"}
 
 
 @pytest.fixture

@@ -17,25 +17,33 @@ def read_rows(path):
 
 def test_cli_run_writes_result_files(data_root, tmp_path, capsys):
     out = tmp_path / "runs"
-    argv = ["unsupervised", "--dataset", "MUTAG", "--epochs", "2", "--seeds", "1",
+    argv = ["unsupervised", "--dataset", "MUTAG", "--epochs", "2", "--eval-epochs", "1,2", "--seeds", "1",
             "--data-root", str(data_root), "--out", str(out), "--no-progress", "--jobs", "1"]
     assert main(argv) == 0
     unit = out / "MUTAG-autogcl" / "seed0"
     cfg = json.loads((unit / "config.json").read_text())
     res = json.loads((unit / "result.json").read_text())
     rows = read_rows(unit / "metrics.csv")
-    assert cfg["dataset"] == "MUTAG" and cfg["epochs"] == 2 and cfg["eval_epochs"] == [2]
+    assert cfg["dataset"] == "MUTAG" and cfg["epochs"] == 2 and cfg["eval_epochs"] == [1, 2]
     assert res["selection"] == "val" and set(res["selections"]) == {"val", "test_max"}
     assert 0.5 < res["selections"]["val"]["acc"] <= 1.0
-    assert res["selections"]["test_max"]["acc"] >= res["selections"]["val"]["acc"]
     assert [r["epoch"] for r in rows] == ["1", "2"]
-    assert {"loss", "cl_loss", "sim_loss", "time_s", "svm_test_acc"} <= set(rows[0])
-    assert float(rows[1]["svm_test_acc"]) == res["selections"]["test_max"]["acc"]
+    assert {"loss", "cl_loss", "sim_loss", "time_s", "svm_val_acc", "svm_test_acc"} <= set(rows[0])
+    # both selections, recomputed from the per-epoch scores written beside them (first best on ties)
+    val = [float(r["svm_val_acc"]) for r in rows]
+    test = [float(r["svm_test_acc"]) for r in rows]
+    assert res["selections"]["val"]["epoch"] == 1 + val.index(max(val))
+    assert res["selections"]["val"]["acc"] == test[val.index(max(val))] == res["acc"]
+    assert res["selections"]["test_max"]["epoch"] == 1 + test.index(max(test))
+    assert res["selections"]["test_max"]["acc"] == max(test)
+    assert res["evaluations"]["1"]["val_acc"] == val[0] and res["evaluations"]["2"]["test_acc"] == test[1]
     assert (unit / "model.pt").is_file() and not (unit.parent / ".seed0.partial").exists()
     summary = json.loads((out / "MUTAG-autogcl" / "summary.json").read_text())
     assert summary["n_seeds"] == 1
     table = capsys.readouterr().out
-    assert "| MUTAG | autogcl (epochs=2) | 1 |" in table and "88.64 ± 1.08" in table  # the non-default option named
+    v, m = 100 * res["selections"]["val"]["acc"], 100 * res["selections"]["test_max"]["acc"]
+    # the non-default options named; both selections' figures; the paper's beside them
+    assert f"| MUTAG | autogcl (epochs=2, eval_epochs=[1, 2]) | 1 | {v:.2f} ± 0.00 | {m:.2f} ± 0.00 | 88.64 ± 1.08 |" in table
 
     # a second run without --resume refuses to overwrite; with --resume it redoes nothing
     assert main(argv) == 2

@@ -1,0 +1,455 @@
+"""The base every estimator shares: hyper-parameters, how graphs are prepared (feature rule,
+checks, labels) and cached as a device-resident :class:`autogcl.data.batching.GraphStore`,
+devices, ``save``, and the registry that :func:`load` reads model files with."""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import NamedTuple
+
+import torch
+from torch import nn
+from torch.utils.data import DataLoader as TorchDataLoader
+from torch_geometric.data import Batch, Data, InMemoryDataset
+
+from .. import __version__, runs
+from ..data.batching import GraphLoader, GraphStore
+from ..data.features import DEFAULT_RECIPE, NodeFeatures
+from ..devices import resolve_device
+from ..errors import ConfigError, DataError, TrainingError
+from ..models.embed import module_device
+
+log = logging.getLogger(__name__)
+
+__all__ = ["MAX_FEATURE", "MODEL_FORMAT", "MODEL_TYPES", "Estimator", "Prepared", "load", "register_model_type"]
+
+#: the format tag of every model file
+MODEL_FORMAT = "autogcl-model-1"
+
+#: class name written in a model file -> the class that loads it (:func:`register_model_type`)
+MODEL_TYPES: dict[str, type] = {}
+
+#: the largest absolute node-feature value accepted: beyond it float32 sums of squares in the
+#: encoder's BatchNorm overflow and would leave non-finite running statistics
+MAX_FEATURE = 1e15
+
+
+def register_model_type(cls: type | None = None, *, name: str | None = None):
+    """Register a model class for :func:`load` (a decorator, or a call). A file whose
+    ``"class"`` is ``name`` (default: the class's name) is restored by ``cls.from_saved(blob,
+    path)`` on the CPU, then moved to the device asked for; :class:`Estimator` provides one
+    (rebuild from ``hparams``, check and load the weights). Re-registering a name replaces it."""
+
+    def add(c: type) -> type:
+        if not callable(getattr(c, "from_saved", None)):
+            raise ConfigError(f"{c.__name__} cannot be registered: it has no from_saved(blob, path)")
+        MODEL_TYPES[name or c.__name__] = c
+        return c
+
+    return add if cls is None else add(cls)
+
+
+@contextmanager
+def eval_mode(*modules: nn.Module):
+    """Modules in eval mode inside the block, their own mode restored after it."""
+    was = [m.training for m in modules]
+    for m in modules:
+        m.eval()
+    try:
+        yield
+    finally:
+        for m, w in zip(modules, was):
+            m.train(w)
+
+
+class Prepared(NamedTuple):
+    """Graphs as an estimator reads them: the store (``x`` float32 of the model's width,
+    ``edge_index``, ``edge_attr`` where the encoder reads it, ``y`` the class label or -1),
+    the labels (-1: none), and the first label that is not a class index, if any."""
+
+    store: GraphStore
+    labels: torch.Tensor
+    bad_label: str | None
+
+
+def _graphs_of(data):
+    """``(sequence of graphs, what to call them)`` for any input the estimators take."""
+    if isinstance(data, TorchDataLoader):  # PyG's DataLoader is one: its dataset is the graphs
+        return _graphs_of(data.dataset)
+    if isinstance(data, Batch):
+        return data.to_data_list(), "the batch"
+    if isinstance(data, Data):
+        return [data], "the graph"
+    name = getattr(data, "name", None)
+    what = f"dataset {name}" if isinstance(name, str) and name else "the data"
+    if isinstance(data, (str, bytes)) or not (isinstance(data, Sequence) or hasattr(data, "__getitem__")):
+        raise DataError(f"expected a PyG dataset, a list of Data, a Data, a Batch or a DataLoader, "
+                        f"got {type(data).__name__}")
+    if not hasattr(data, "__len__"):
+        raise DataError(f"{type(data).__name__} has no length; pass a list of Data")
+    return data, what
+
+
+def _cache_key(data):
+    if isinstance(data, TorchDataLoader):
+        data = data.dataset
+    if isinstance(data, InMemoryDataset):
+        return ("dataset", id(data), len(data), id(getattr(data, "_data", None)), id(data.transform))
+    if isinstance(data, list | tuple):
+        return ("list", id(data), tuple(map(id, data)))
+    return ("other", id(data))
+
+
+def _label(y) -> tuple[int, str | None]:
+    """``(class index or -1, problem)`` of a graph's ``y``: missing, ``None``, -1 or NaN is
+    unlabeled; a single non-negative integer value is a class."""
+    if y is None:
+        return -1, None
+    try:
+        t = torch.as_tensor(y)
+    except (TypeError, ValueError, RuntimeError):
+        return -1, f"y={y!r} is not a number"
+    if t.numel() != 1:
+        return -1, f"y has {t.numel()} values (shape {tuple(t.shape)}), not one class index"
+    if t.dtype == torch.bool or t.is_complex():
+        return -1, f"y={y!r} is not a class index"
+    v = t.item()
+    if isinstance(v, float):
+        if math.isnan(v):
+            return -1, None
+        if not v.is_integer():
+            return -1, f"y={v} is not a class index (an integer)"
+    v = int(v)
+    if v == -1:
+        return -1, None
+    if v < 0:
+        return -1, f"y={v} is negative (use -1 or no y for an unlabeled graph)"
+    return v, None
+
+
+def check_edges(ei, n: int, where: str) -> torch.Tensor:
+    """``edge_index`` of a graph of ``n`` nodes checked (a long 2 x E tensor of node indices in
+    range), or a :class:`DataError` naming ``where``."""
+    if ei is None:
+        return torch.empty(2, 0, dtype=torch.long)
+    if not isinstance(ei, torch.Tensor):
+        raise DataError(f"{where}: edge_index must be a torch tensor, got {type(ei).__name__}")
+    if ei.is_floating_point() or ei.is_complex() or ei.dtype == torch.bool:
+        raise DataError(f"{where}: edge_index must hold integer node indices, got dtype {ei.dtype}")
+    if ei.dim() != 2 or ei.shape[0] != 2:
+        raise DataError(f"{where}: edge_index must have shape 2 x E, got {tuple(ei.shape)}")
+    if ei.numel():
+        lo, hi = int(ei.min()), int(ei.max())
+        if lo < 0 or hi >= n:
+            raise DataError(f"{where}: edge_index refers to node {lo if lo < 0 else hi}, but the graph has "
+                            f"{n} node(s) (indices 0..{n - 1})")
+    return ei.long()
+
+
+class Estimator(nn.Module):
+    """Shared base of the estimators (:class:`autogcl.AutoGCL`, :class:`autogcl.GraphCL`,
+    :class:`autogcl.SemiSupervised`).
+
+    Args:
+        in_channels: node feature size; ``None`` reads it off the first data seen (``fit``,
+            ``embed``, ``predict``: any of them builds the model).
+        features: how graphs get ``x``: ``"auto"`` (default) keeps a graph's ``x`` and gives a
+            graph without one the ``deg+odeg100`` degree features; a recipe string (e.g.
+            ``"deg+odeg100"``, ``"constant"``; see :class:`autogcl.NodeFeatures`) applies it to
+            every graph; ``None`` uses ``x`` as it is.
+        recipe: the recipe the training graphs' ``x`` was built with, when it was built before
+            (``autogcl.data.load_tu(feat=...)``; the command line records it): a graph whose
+            ``x`` has another width gets it applied first, so a model trained on the project's
+            MUTAG reads PyG's own ``TUDataset("MUTAG")``.
+        edge_dim: ``None`` (default) ignores ``edge_attr`` (said once in the log when the
+            graphs have one); ``"auto"`` reads its width off the data (ignored when the graphs
+            have none); an int uses GINE convolutions over ``edge_attr`` of that width.
+
+    Graphs are checked once (nodes present, ``edge_index`` a 2 x E integer tensor within the
+    graph, ``x`` finite and of the model's width; integer and float64 features are read as
+    float32) and kept, prepared, as a :class:`autogcl.data.batching.GraphStore` on the
+    device; the next call with the same dataset or list of graphs reuses it (call
+    :meth:`clear_cache` after changing graphs in place).
+    """
+
+    def __init__(self, in_channels: int | None = None, hidden: int = 128, num_layers: int = 5, *,
+                 features: str | None = "auto", recipe: str | None = None, edge_dim: int | str | None = None,
+                 lr: float = 0.001):
+        super().__init__()
+        if hidden < 1 or num_layers < 1:
+            raise ConfigError(f"hidden and num_layers must be at least 1 (got {hidden}, {num_layers})")
+        if not lr > 0:
+            raise ConfigError(f"lr must be positive, got {lr}")
+        for rule in (features, recipe):
+            if rule not in (None, "auto"):
+                NodeFeatures(rule)  # validates the recipe now
+        if not (edge_dim is None or edge_dim == "auto" or (isinstance(edge_dim, int) and edge_dim >= 1)):
+            raise ConfigError(f"edge_dim must be None, 'auto' or a positive int, got {edge_dim!r}")
+        self.hparams = {"in_channels": in_channels, "hidden": hidden, "num_layers": num_layers,
+                        "features": features, "recipe": recipe, "edge_dim": edge_dim, "lr": lr}
+        self.history: list[dict] = []
+        self._cache: list[tuple] = []
+        self._warned_edges = False
+
+    # ------------------------------------------------------------------ construction
+    def _build(self, in_channels: int, edge_dim: int | None) -> None:
+        """Create the modules (subclasses; in the order that fixes their seeded initial weights)."""
+        raise NotImplementedError
+
+    def _ensure_built(self, in_channels: int, edge_dim: int | None) -> None:
+        if not self.built:
+            self.hparams["in_channels"] = int(in_channels)
+            if self.hparams["edge_dim"] == "auto":
+                self.hparams["edge_dim"] = edge_dim
+            self._build(int(in_channels), self.hparams["edge_dim"])
+
+    @property
+    def built(self) -> bool:
+        return self.hparams["in_channels"] is not None and hasattr(self, "encoder")
+
+    @property
+    def device(self) -> torch.device:
+        return module_device(self)
+
+    def clear_cache(self) -> None:
+        """Forget the prepared graphs (after changing graphs in place)."""
+        self._cache.clear()
+
+    # ------------------------------------------------------------------ data
+    def _feature_transforms(self):
+        rule, recipe = self.hparams["features"], self.hparams["recipe"]
+        auto = NodeFeatures(DEFAULT_RECIPE) if rule == "auto" else None
+        forced = NodeFeatures(rule) if rule not in (None, "auto") else None
+        return auto, forced, (NodeFeatures(recipe) if recipe else None)
+
+    def _x_of(self, g: Data, i: int, what: str, transforms, width: int | None):
+        auto, forced, recipe = transforms
+        has_x = getattr(g, "x", None) is not None
+        if forced is not None:
+            g = forced(g)
+        elif not has_x:
+            if auto is None and recipe is None:
+                raise DataError(f"{what}: graph {i} has no node features (x is None); use features='auto' or "
+                                "a recipe such as 'deg+odeg100'")
+            g = (recipe or auto)(g)
+        elif recipe is not None and width is not None and g.x.dim() == 2 and g.x.shape[1] != width:
+            g = recipe(g)  # raw features (e.g. PyG's one-hot node labels) -> the recipe's
+        x = g.x
+        if not isinstance(x, torch.Tensor):
+            raise DataError(f"{what}: graph {i}: x must be a tensor, got {type(x).__name__}")
+        if x.dim() == 1:
+            x = x.view(-1, 1)
+        if x.dim() != 2:
+            raise DataError(f"{what}: graph {i}: x must be a (nodes x features) matrix, got shape {tuple(x.shape)}")
+        if x.dtype == torch.bool or x.is_complex():
+            raise DataError(f"{what}: graph {i}: x has dtype {x.dtype}; give numeric features")
+        x = x.float()
+        bad = ~torch.isfinite(x).all(1)
+        if bool(bad.any()):
+            raise DataError(f"{what}: graph {i} has a non-finite node feature (node {int(bad.nonzero()[0])})")
+        if x.numel() and float(x.abs().max()) > MAX_FEATURE:
+            raise DataError(f"{what}: graph {i} has node features up to {float(x.abs().max()):.3g}; scale them "
+                            f"(e.g. standardise) below {MAX_FEATURE:.0e}: the encoder's float32 statistics "
+                            "would overflow")
+        return x
+
+    def prepare(self, data) -> Prepared:
+        """The graphs as the model reads them (see the class docstring), cached. Accepts a PyG
+        dataset, a list of ``Data``, one ``Data``, a ``Batch`` or a PyG ``DataLoader``."""
+        key = (_cache_key(data), self.hparams["in_channels"], self.hparams["edge_dim"])
+        for k, ref, prepared in self._cache:
+            if k == key:
+                return prepared
+        graphs, what = _graphs_of(data)
+        n_graphs = len(graphs)
+        if n_graphs == 0:
+            raise DataError(f"{what}: no graphs given (an empty dataset)")
+        transforms = self._feature_transforms()
+        width, edge_dim = self.hparams["in_channels"], self.hparams["edge_dim"]
+        out, labels, bad_label, has_edge_attr = [], [], None, 0
+        for i in range(n_graphs):
+            g = graphs[i]
+            if not isinstance(g, Data):
+                raise DataError(f"{what}: item {i} is a {type(g).__name__}, not a PyG Data")
+            n = g.num_nodes
+            if not n:
+                raise DataError(f"{what}: graph {i} has no nodes; remove empty graphs first")
+            ei = check_edges(getattr(g, "edge_index", None), n, f"{what}: graph {i}")
+            x = self._x_of(g, i, what, transforms, width)
+            if x.shape[0] != n:
+                raise DataError(f"{what}: graph {i}: x has {x.shape[0]} rows for {n} nodes")
+            if width is None:
+                width = int(x.shape[1])
+            elif x.shape[1] != width:
+                raise DataError(f"{what}: graph {i} has {x.shape[1]} node features, the model expects {width}")
+            label, problem = _label(getattr(g, "y", None))
+            if problem and bad_label is None:
+                bad_label = f"{what}: graph {i}: {problem}"
+            labels.append(label)
+            item = Data(x=x, edge_index=ei, y=torch.tensor([label]), num_nodes=n)
+            attr = getattr(g, "edge_attr", None)
+            if attr is not None:
+                has_edge_attr += 1
+                attr = torch.as_tensor(attr).float()
+                attr = attr.view(attr.shape[0], -1) if attr.dim() else attr.view(1, 1)
+                if attr.shape[0] != ei.shape[1]:
+                    raise DataError(f"{what}: graph {i}: edge_attr has {attr.shape[0]} rows for "
+                                    f"{ei.shape[1]} edges")
+                if edge_dim == "auto":
+                    edge_dim = int(attr.shape[1])
+                if edge_dim is not None:
+                    if attr.shape[1] != edge_dim:
+                        raise DataError(f"{what}: graph {i}: edge_attr has {attr.shape[1]} columns, the model "
+                                        f"expects edge_dim={edge_dim}")
+                    item.edge_attr = attr
+            elif edge_dim not in (None, "auto"):
+                raise DataError(f"{what}: graph {i} has no edge_attr; the model reads edge features "
+                                f"(edge_dim={edge_dim})")
+            out.append(item)
+        if edge_dim == "auto":
+            edge_dim = None
+        if 0 < has_edge_attr < n_graphs and edge_dim is not None:
+            raise DataError(f"{what}: {has_edge_attr} of {n_graphs} graphs have edge_attr; the model reads edge "
+                            "features, so every graph needs them")
+        if has_edge_attr and edge_dim is None and not self._warned_edges:
+            self._warned_edges = True
+            log.warning("%s: edge_attr is ignored (give the estimator edge_dim='auto' to use it)", what)
+        self._ensure_built(width, edge_dim)
+        try:
+            store = GraphStore.from_dataset(out, name=what)
+        except DataError as exc:
+            raise DataError(str(exc)) from exc
+        prepared = Prepared(store, torch.tensor(labels, dtype=torch.long), bad_label)
+        key = (key[0], self.hparams["in_channels"], self.hparams["edge_dim"])  # as the next call will see them
+        self._cache = [c for c in self._cache if c[0] != key][-3:] + [(key, data, prepared)]
+        return prepared
+
+    def loader(self, data, batch_size: int, shuffle: bool = False, generator=None, indices=None,
+               device=None) -> GraphLoader:
+        """Batches of the prepared ``data`` on ``device`` (default: the model's)."""
+        if not isinstance(batch_size, int) or batch_size < 1:
+            raise ConfigError(f"batch_size must be a positive int, got {batch_size!r}")
+        store = self.prepare(data).store
+        return GraphLoader(store, batch_size, shuffle=shuffle, generator=generator, indices=indices,
+                           device=self.device if device is None else device)
+
+    @staticmethod
+    def _batch_size(data, batch_size: int | None, default: int) -> int:
+        """The batch size asked for, else a DataLoader's own, else ``default``."""
+        if batch_size is not None:
+            return batch_size
+        own = getattr(data, "batch_size", None) if isinstance(data, TorchDataLoader) else None
+        return own or default
+
+    @staticmethod
+    def _generator(seed: int | None) -> torch.Generator:
+        if seed is not None:
+            return runs.seed_everything(seed)
+        return torch.Generator().manual_seed(int(torch.randint(2**31 - 1, (1,))))
+
+    def _to(self, device) -> torch.device:
+        """Move the model to ``device`` (``None``: stay) and return where it is."""
+        if device is not None:
+            dev = resolve_device(device)
+            self.to(dev)
+            return dev
+        return self.device
+
+    def _check_trained(self, what: str = "fit") -> None:
+        """A :class:`TrainingError` when a weight or a BatchNorm statistic is not finite."""
+        for name, t in [*self.named_parameters(), *self.named_buffers()]:
+            if t.is_floating_point() and not bool(torch.isfinite(t).all()):
+                raise TrainingError(f"after {what}, {name} is not finite (diverged training: lower lr, or scale "
+                                    "the node features)")
+
+    # ------------------------------------------------------------------ files
+    def save(self, path: str | Path) -> Path:
+        """Write the whole model (class, hyper-parameters, feature rule, weights on the CPU,
+        history) atomically; :func:`autogcl.load` restores it."""
+        if not self.built:
+            raise ConfigError("nothing to save yet: the model has no weights (give in_channels, or fit it)")
+        state = {k: v.detach().cpu() for k, v in self.state_dict().items()}
+        runs.atomic_save({"format": MODEL_FORMAT, "class": type(self).__name__, "hparams": dict(self.hparams),
+                          "state_dict": state, "history": list(self.history), "autogcl": __version__}, path)
+        return Path(path)
+
+    @classmethod
+    def from_saved(cls, blob: dict, path: Path) -> Estimator:
+        """Rebuild from a model file's ``hparams`` and load its weights (on the CPU)."""
+        hp = dict(blob["hparams"])
+        try:
+            model = cls(**hp)
+        except TypeError as exc:
+            raise DataError(f"{path}: its hyper-parameters do not fit {cls.__name__} ({exc})") from exc
+        if not model.built:
+            raise DataError(f"{path}: the file records no in_channels; it holds no trained {cls.__name__}")
+        incompatible = _state_mismatch(model, blob["state_dict"])
+        if incompatible:
+            raise DataError(f"{path}: its weights are not those of a {cls.__name__} with the recorded "
+                            f"hyper-parameters ({incompatible}); the file holds another architecture")
+        model.load_state_dict(blob["state_dict"])
+        model.history = list(blob.get("history", []))
+        return model
+
+
+def _state_mismatch(model: nn.Module, state: dict) -> str:
+    """What keeps ``state`` from loading into ``model`` ('' when nothing)."""
+    if not isinstance(state, dict):
+        return "no state dict"
+    own = model.state_dict()
+    missing = [k for k in own if k not in state]
+    extra = [k for k in state if k not in own]
+    shapes = [k for k in own if k in state and hasattr(state[k], "shape") and tuple(state[k].shape) != tuple(own[k].shape)]
+    parts = []
+    if missing:
+        parts.append(f"{len(missing)} missing, e.g. {missing[0]!r}")
+    if extra:
+        parts.append(f"{len(extra)} unexpected, e.g. {extra[0]!r}")
+    if shapes:
+        k = shapes[0]
+        parts.append(f"{k!r} has shape {tuple(state[k].shape)}, expected {tuple(own[k].shape)}")
+    return "; ".join(parts)
+
+
+def load(path: str | Path, device="cpu", map_location=None):
+    """Restore a model written by ``save`` (no rebuilding by the caller), or a molecule encoder
+    or predictor (:mod:`autogcl.molecules`, e.g. the shipped encoder), on ``device``
+    (``"cpu"``, ``"auto"``, ``"cuda"``, ``"cuda:N"``: as ``fit`` and ``embed`` take it).
+    Read with ``torch.load(weights_only=True)``: the file cannot run code. ``map_location``
+    is the former name of ``device``."""
+    if map_location is not None:
+        device = map_location
+    try:
+        dev = resolve_device(device)
+    except ConfigError as exc:
+        raise ConfigError(f"load(device={device!r}): {exc}".replace("use --device cpu or auto",
+                                                                  "use device='cpu' or 'auto'")) from exc
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"{path}: no such model file")
+    try:
+        blob = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:  # torch raises many types for a damaged or unsafe file
+        raise DataError(f"{path}: not a readable autogcl model ({type(exc).__name__})") from exc
+    from .. import molecules  # molecule encoders and predictors (the shipped encoder) have their own classes
+
+    if isinstance(blob, dict) and blob.get("format") in molecules.FORMATS:
+        return molecules.load_file(path, dev)
+    if isinstance(blob, dict) and blob and all(isinstance(v, torch.Tensor) for v in blob.values()):
+        raise DataError(f"{path}: holds a bare state dict of {len(blob)} tensors (e.g. {next(iter(blob))!r}), "
+                        f"not an autogcl model file (format {MODEL_FORMAT}, written by a model's save())")
+    if not isinstance(blob, dict) or blob.get("format") != MODEL_FORMAT:
+        raise DataError(f"{path}: not an autogcl model file (expected format {MODEL_FORMAT})")
+    cls = MODEL_TYPES.get(blob.get("class"))
+    if cls is None:
+        raise DataError(f"{path}: holds a model of type {blob.get('class')!r}, which this autogcl cannot load "
+                        f"(known: {', '.join(sorted(MODEL_TYPES))})")
+    for key in ("hparams", "state_dict"):
+        if not isinstance(blob.get(key), dict):
+            raise DataError(f"{path}: the model file has no {key}")
+    return cls.from_saved(blob, path).to(dev)
+

@@ -1,0 +1,57 @@
+"""A sweep (``--grid``) chooses its configuration by the mean validation score of the ``val``
+selection alone; the test figures of both selections are shown and never decide."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from autogcl.errors import ConfigError
+from autogcl.protocols.grid import grid_report, validation_score
+
+
+def unit(score, val_test, test_max, shape="semi"):
+    """A unit result of one protocol's shape, whose val selection scored ``score``."""
+    key = "auc" if shape == "transfer" else "acc"
+    return {"selections": {"val": {"epoch": 2, key: val_test, "score": score, "criterion": "validation"},
+                           "test_max": {"epoch": 3, key: test_max, "criterion": "test"}}}
+
+
+def entry(name, scores, val_tests, test_maxes, shape="semi"):
+    results = [unit(s, v, t, shape) for s, v, t in zip(scores, val_tests, test_maxes)]
+    mean = lambda xs: 100 * sum(xs) / len(xs)  # noqa: E731
+    summary = {"val": {"mean": mean(val_tests), "std": 0.0}, "test_max": {"mean": mean(test_maxes), "std": 0.0}}
+    return name, summary, results
+
+
+@pytest.mark.parametrize("shape", ["semi", "unsupervised", "transfer"])
+def test_the_best_mean_validation_score_is_chosen_whatever_the_test_figures(shape):
+    # "a" has the best validation score; "b" the best test figure under both selections; "c"
+    # the best single validation score of any unit but a worse mean
+    entries = [entry("a", [0.80, 0.82], [0.60, 0.62], [0.70, 0.71], shape),
+               entry("b", [0.70, 0.71], [0.90, 0.91], [0.99, 0.99], shape),
+               entry("c", [0.95, 0.55], [0.80, 0.80], [0.90, 0.90], shape)]
+    text, record = grid_report("toy", entries)
+    assert record["chosen"] == "a" and record["criterion"] == "mean validation score of the val selection"
+    assert [r["validation_score"] for r in record["rows"]] == pytest.approx([81.0, 70.5, 75.0])
+    assert [line.endswith("**chosen** |") for line in text.splitlines() if line.startswith("| ")][1:] == [
+        True, False, False]
+
+
+def test_ties_go_to_the_first_configuration_and_missing_scores_never_win():
+    entries = [entry("nan", [math.nan], [0.99], [0.99]), entry("first", [0.8], [0.5], [0.6]),
+               entry("second", [0.8], [0.9], [0.9])]
+    assert grid_report("tie", entries)[1]["chosen"] == "first"
+    mixed = [entry("part", [math.nan, 0.6], [0.9, 0.9], [0.9, 0.9]), entry("full", [0.5, 0.5], [0.5, 0.5], [0.5, 0.5])]
+    _, record = grid_report("mixed", mixed)  # a NaN unit is left out of its configuration's mean
+    assert record["rows"][0]["validation_score"] == pytest.approx(60.0) and record["chosen"] == "part"
+    below_zero = [entry("x", [-0.5], [0.9], [0.9]), entry("y", [-0.2], [0.1], [0.1])]
+    assert grid_report("neg", below_zero)[1]["chosen"] == "y"
+
+
+def test_validation_score_is_the_val_selections_score_not_its_test_figure():
+    assert validation_score(unit(0.7, 0.2, 0.9)) == 0.7
+    assert math.isnan(validation_score({"selections": {"test_max": {"acc": 0.9}}}))
+    with pytest.raises(ConfigError, match="no unit recorded a validation score"):
+        grid_report("released", [("a", {"val": {}, "test_max": {}}, [{"selections": {"test_max": {"acc": 0.9}}}])])

@@ -1,0 +1,61 @@
+"""The scores the selections read: accuracy over a loader (semi-supervised validation and
+test folds) and the mean ROC-AUC over tasks (transfer)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from sklearn.metrics import roc_auc_score
+from torch_geometric.loader import DataLoader
+
+from autogcl.eval.metrics import accuracy, roc_auc
+from tests.conftest import make_batch
+
+
+class ByMode(torch.nn.Module):
+    """Predicts each graph's label in eval mode and the other class in train mode; the
+    second class wins ties of the logits never (argmax takes the first)."""
+
+    def forward(self, batch):
+        y = batch.y.view(-1)
+        right = y if not self.training else 1 - y
+        return torch.nn.functional.one_hot(right, 2).float()
+
+
+class FirstGraphWrong(torch.nn.Module):
+    def forward(self, batch):
+        y = batch.y.view(-1).clone()
+        y[0] = 1 - y[0]  # the first graph of every batch is wrong
+        return torch.nn.functional.one_hot(y, 2).float()
+
+
+def graphs(n=7):
+    base = make_batch().to_data_list()
+    return [base[i % len(base)] for i in range(n)]
+
+
+def test_accuracy_is_in_eval_mode_and_counts_graphs_not_batches():
+    model = ByMode().train()
+    assert accuracy(model, DataLoader(graphs(), batch_size=3)) == 1.0 and not model.training
+    # batches of 3, 3, 1: one wrong graph in each, 3 of 7 wrong (a mean over batches would say 1/3 + ...)
+    assert accuracy(FirstGraphWrong(), DataLoader(graphs(), batch_size=3)) == pytest.approx(4 / 7)
+    assert accuracy(FirstGraphWrong(), DataLoader(graphs(), batch_size=7), torch.device("cpu")) == pytest.approx(6 / 7)
+    assert accuracy(FirstGraphWrong(), []) == 0.0  # nothing to score
+
+
+def test_roc_auc_is_the_mean_over_the_tasks_with_both_classes():
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 2, size=(40, 4)).astype(float)
+    s = rng.normal(size=(40, 4)) + y
+    y[rng.random((40, 4)) < 0.3] = np.nan  # missing labels are left out per task
+    y[:, 3] = np.where(np.isnan(y[:, 3]), np.nan, 1.0)  # task 3: one class among its labels
+    auc, n = roc_auc(y, s)
+    want = [roc_auc_score(y[~np.isnan(y[:, t]), t], s[~np.isnan(y[:, t]), t]) for t in range(3)]
+    assert n == 3 and auc == pytest.approx(np.mean(want))
+    y[:, 1] = np.nan  # a task without labels
+    assert roc_auc(y, s) == (pytest.approx(np.mean([want[0], want[2]])), 2)
+    assert roc_auc(y[:, 3:], s[:, 3:])[1] == 0 and math.isnan(roc_auc(y[:, 3:], s[:, 3:])[0])
+    assert roc_auc(np.array([[0.0], [1.0]]), np.array([[0.9], [0.1]])) == (0.0, 1)  # scores are not flipped

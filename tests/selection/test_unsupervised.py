@@ -1,0 +1,42 @@
+"""The unsupervised protocol reports the epoch its selection names: ``val`` by the SVM's
+inner-CV accuracy alone, ``test_max`` by the outer test accuracy."""
+
+from __future__ import annotations
+
+import pytest
+
+from autogcl.data import load_tu
+from autogcl.protocols import unsupervised as U
+from tests.selection.tables import EPOCHS, ROW_TEST_MAX_EPOCH, ROW_VAL_EPOCH, TEST_MAX, VAL_TEST, Scripted
+
+
+def scripted_svm():
+    scores = [{"val_acc": v, "test_acc": t, "test_std": 0.0, "folds": []} for v, t in EPOCHS.values()]
+    return Scripted(["svm"], {"svm": scores})
+
+
+@pytest.mark.parametrize("select", ["val", "test_max"])
+def test_a_seed_reports_the_epoch_its_selection_names(data_root, tmp_path, monkeypatch, select):
+    monkeypatch.setattr(U, "svm_evaluate", scripted_svm())  # the SVM's scores at epochs 1..4 are the table's
+    n = len(EPOCHS)
+    cfg = U.UnsupervisedConfig(dataset="MUTAG", method="graphcl", epochs=n, eval_epochs=list(range(1, n + 1)),
+                               select=select)
+    summary = U.run_sweep(cfg, load_tu("MUTAG", data_root), [0], tmp_path, show_progress=False)
+    res = U.make_units(cfg, [0], tmp_path)[0].result()
+    assert res["selection"] == summary["selection"] == select
+    # the result records the rule behind its figure: each selection names its criterion
+    assert all(sel["criterion"] for sel in res["selections"].values())
+    assert "test" not in res["selections"]["val"]["criterion"]
+    assert res["selections"]["val"]["epoch"] == ROW_VAL_EPOCH and res["selections"]["val"]["acc"] == VAL_TEST
+    assert res["selections"]["test_max"]["epoch"] == ROW_TEST_MAX_EPOCH
+    assert res["acc"] == (VAL_TEST if select == "val" else TEST_MAX)
+    assert summary["val"]["values"] == [pytest.approx(100 * VAL_TEST)]
+    assert summary["test_max"]["values"] == [pytest.approx(100 * TEST_MAX)]
+
+
+def test_summarize_keeps_each_selection_apart():
+    rs = [{"seed": i, "train_time_s": 1.0, "eval_time_s": 2.0, "selections": {"val": {"acc": v}, "test_max": {"acc": t}}}
+          for i, (v, t) in enumerate([(0.6, 0.9), (0.7, 0.95)])]
+    s = U.summarize(rs)
+    assert s["val"]["mean"] == pytest.approx(65.0) and s["val"]["std"] == pytest.approx(5.0)  # ddof=0
+    assert s["test_max"]["mean"] == pytest.approx(92.5)

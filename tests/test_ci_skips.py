@@ -1,0 +1,50 @@
+"""CI cannot pass by skipping: with AUTOGCL_REQUIRE_DATA set (as .ci/run sets it), a skip for
+anything but a named optional dependency, or a missing data mirror, fails the session."""
+
+import os
+import subprocess
+import sys
+
+from tests.conftest import REPO
+
+SKIPS = '''
+import pytest
+
+def test_ok():
+    pass
+
+def test_needs_cuda():
+    pytest.skip("no CUDA device visible")
+'''
+
+
+def _pytest(tmp_path, body, **env):
+    (tmp_path / "test_sample.py").write_text(body, encoding="utf-8")
+    environ = {**os.environ, "PYTHONPATH": str(REPO), "AUTOGCL_REQUIRE_DATA": "1", **env}
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-rs", "-p", "tests.conftest", "-p", "no:cacheprovider",
+                           "--rootdir", str(tmp_path), str(tmp_path / "test_sample.py")],
+                          capture_output=True, text=True, env=environ, cwd=tmp_path)
+
+
+def test_a_skip_for_missing_data_fails_the_session(tmp_path, data_root):
+    body = SKIPS + '''
+def test_needs_data():
+    pytest.skip("offline data mirror not found at /nowhere")
+'''
+    out = _pytest(tmp_path, body, AUTOGCL_TEST_DATA=str(data_root))
+    assert out.returncode == 1, out.stdout
+    assert "test_needs_data: Skipped: offline data mirror not found" in out.stdout
+    assert "test_needs_cuda" not in out.stdout.split("skips not allowed")[1].split("short test summary")[0]
+    assert "SKIPPED" in out.stdout  # -rs: the summary of every skip
+
+
+def test_a_skip_for_a_named_optional_dependency_passes(tmp_path, data_root):
+    out = _pytest(tmp_path, SKIPS, AUTOGCL_TEST_DATA=str(data_root))
+    assert out.returncode == 0, out.stdout
+
+
+def test_a_missing_data_mirror_fails_even_without_skips(tmp_path):
+    out = _pytest(tmp_path, "def test_ok():\n    pass\n", AUTOGCL_TEST_DATA=str(tmp_path / "no-mirror"))
+    assert out.returncode == 1, out.stdout
+    assert "the data mirror is missing" in out.stdout
+
