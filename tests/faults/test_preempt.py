@@ -153,3 +153,31 @@ def test_the_processes_of_a_torchrun_job_keep_their_default_signal_handling():
         done = subprocess.run([sys.executable, "-c", code], env={**ENV, "WORLD_SIZE": world}, capture_output=True,
                               text=True, timeout=120)
         assert done.stdout.strip() == expected, done.stderr[-2000:]
+
+
+def test_the_estimators_fit_stops_with_its_checkpoint_and_a_second_fit_continues(data_root, tmp_path):
+    """The public estimator: SIGTERM during ``AutoGCL.fit`` (here while its evaluation hook runs)
+    raises Preempted with the checkpoint; the same call on a new estimator continues from it and
+    ends with the embeddings of an unbroken fit."""
+    import autogcl
+    from autogcl.data import load_tu
+
+    graphs = list(load_tu("MUTAG", data_root))[:64]
+
+    def model():
+        autogcl.seed_everything(0)
+        return autogcl.AutoGCL(hidden=16, num_layers=2)
+
+    ref = model()
+    ref.fit(graphs, epochs=3, batch_size=32, device="cpu", seed=1, progress=False)
+    ckpt = tmp_path / "fit.ckpt"
+    stopped = model()
+    with pytest.raises(Preempted) as info:
+        stopped.fit(graphs, epochs=3, batch_size=32, device="cpu", seed=1, progress=False, checkpoint=ckpt,
+                    evaluate=lambda e: os.kill(os.getpid(), signal.SIGTERM) if e == 1 else None)
+    assert (info.value.epoch, info.value.checkpoint, info.value.exit_code) == (1, ckpt, 143)
+    again = model()
+    rows = again.fit(graphs, epochs=3, batch_size=32, device="cpu", seed=1, progress=False, checkpoint=ckpt)
+    assert [r["epoch"] for r in rows] == [1, 2, 3]
+    assert untimed(rows) == untimed(ref.history)
+    assert torch.equal(again.embed(graphs), ref.embed(graphs))
