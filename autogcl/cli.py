@@ -588,7 +588,9 @@ def main(argv: list[str] | None = None) -> int:
         with handling():  # SIGTERM (preemption) and SIGINT stop training cleanly, with a checkpoint
             return args.func(args)
     except Preempted as exc:
-        print(f"autogcl: {exc}; resume with: {resume_command(argv)}", file=sys.stderr)
+        print(f"autogcl: {exc.headline}; resume with: {resume_command(argv)}", file=sys.stderr)
+        if exc.details:
+            print(f"autogcl: ({exc.details})", file=sys.stderr)
         return exc.exit_code
     except AutoGCLError as exc:
         print(f"autogcl: error: {exc}", file=sys.stderr)

@@ -62,13 +62,21 @@ class Preempted(AutoGCLError):
         self.exit_code = 128 + signum
         super().__init__(self._message())
 
-    def _message(self) -> str:
-        after = "" if self.epoch is None else f" after epoch {self.epoch}"
-        what = f" ({self.where})" if self.where else ""
-        kept = (f"; checkpoint {self.checkpoint}" if self.checkpoint is not None
-                else "; no checkpoint was asked for (pass checkpoint= to make the fit resumable)"
+    @property
+    def headline(self) -> str:
+        """``stopped by SIGTERM after epoch E`` (the epoch where known)."""
+        return f"stopped by {self.signal_name}" + ("" if self.epoch is None else f" after epoch {self.epoch}")
+
+    @property
+    def details(self) -> str:
+        """Where it stopped and what was kept (may be empty)."""
+        kept = (f"checkpoint {self.checkpoint}" if self.checkpoint is not None
+                else "no checkpoint was asked for (pass checkpoint= to make the fit resumable)"
                 if self.epoch is not None else "")
-        return f"stopped by {self.signal_name}{after}{what}{kept}"
+        return "; ".join(p for p in (self.where, kept) if p)
+
+    def _message(self) -> str:
+        return self.headline + (f" ({self.details})" if self.details else "")
 
     def located(self, epoch: int | None, checkpoint, where: str = "") -> "Preempted":
         """This stop with where it happened filled in (the innermost caller that knows wins)."""

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import signal
 import threading
 from collections.abc import Iterator
@@ -34,8 +35,10 @@ SIGNALS = (signal.SIGTERM, signal.SIGINT)
 _pending: int | None = None  # the signal noted while deferring, not yet acted on
 _deferring = 0  # nesting depth of deferring()
 _installed = False
-#: False in processes whose signals belong to someone else (a Ray worker's)
-enabled = True
+#: False in processes whose signals belong to someone else: a Ray worker's (Ray stops and
+#: retries tasks with them), and the processes of a data-parallel run under torchrun, where one
+#: process stopping alone would leave the others waiting in a collective
+enabled = os.environ.get("WORLD_SIZE", "1") in ("", "1")
 
 
 def _handler(signum, frame) -> None:

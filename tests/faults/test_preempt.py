@@ -32,7 +32,7 @@ def test_signal_mid_epoch_keeps_the_last_epoch_and_resume_matches_an_unbroken_fi
         small_fit(data_root, ckpt, at=(3, 1), action=kill_self(sig))
     stop = info.value
     assert (stop.epoch, stop.checkpoint, stop.exit_code) == (2, ckpt, code)
-    assert f"stopped by {signal.Signals(sig).name} after epoch 2" in str(stop) and str(ckpt) in str(stop)
+    assert str(stop) == f"stopped by {signal.Signals(sig).name} after epoch 2 (train; checkpoint {ckpt})"
     assert torch.load(ckpt, weights_only=True)["epoch"] == 2  # written at the stop (ckpt_every=10)
     assert signal.getsignal(sig) is not None and not str(signal.getsignal(sig)).startswith("<function _handler")
     resumed, rows = small_fit(data_root, ckpt)
@@ -77,12 +77,12 @@ def test_sigterm_to_the_command_mid_training_then_the_printed_resume_command(dat
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 143, err[-2000:]
-    m = re.search(r"stopped by SIGTERM after epoch (\d+) \(MUTAG-autogcl seed 0\); checkpoint (\S+); "
-                  r"resume with: (autogcl .*)", err)
+    m = re.search(r"autogcl: stopped by SIGTERM after epoch (\d+); resume with: (autogcl .*)\n"
+                  r"autogcl: \(MUTAG-autogcl seed 0; checkpoint (\S+)\)", err)
     assert m, err[-2000:]
-    assert int(m[1]) >= 2 and os.path.samefile(m[2], ckpt)
+    assert int(m[1]) >= 2 and os.path.samefile(m[3], ckpt)
     assert torch.load(ckpt, weights_only=True)["epoch"] == int(m[1])
-    command = shlex.split(m[3])
+    command = shlex.split(m[2])
     assert command[-1] == "--resume"
     done = cli(command[1:], tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -137,10 +137,47 @@ def test_sigterm_to_molecule_pretraining_keeps_its_last_chunk_and_resumes(data_r
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 143, err[-2000:]
-    m = re.search(r"stopped by SIGTERM after epoch \d+ \(pretrain autogcl, at chunk \d+ of epoch \d+\); "
-                  r"checkpoint \S+; resume with: (autogcl .*)", err)
+    m = re.search(r"stopped by SIGTERM after epoch \d+; resume with: (autogcl .*)\n"
+                  r"autogcl: \(pretrain autogcl, at chunk \d+ of epoch \d+; checkpoint \S+\)", err)
     assert m, err[-2000:]
     done = cli(shlex.split(m[1])[1:], tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
     a, b = (torch.load(tmp_path / d / "encoder.pt", weights_only=True)["state_dict"] for d in ("ref", "cut"))
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_the_processes_of_a_torchrun_job_keep_their_default_signal_handling():
+    code = ("import signal\nfrom autogcl import preempt\nwith preempt.handling():\n"
+            "    print(preempt.enabled, signal.getsignal(signal.SIGTERM) is signal.SIG_DFL)\n")
+    for world, expected in (("2", "False True"), ("1", "True False")):
+        done = subprocess.run([sys.executable, "-c", code], env={**ENV, "WORLD_SIZE": world}, capture_output=True,
+                              text=True, timeout=120)
+        assert done.stdout.strip() == expected, done.stderr[-2000:]
+
+
+def test_the_estimators_fit_stops_with_its_checkpoint_and_a_second_fit_continues(data_root, tmp_path):
+    """The public estimator: SIGTERM during ``AutoGCL.fit`` (here while its evaluation hook runs)
+    raises Preempted with the checkpoint; the same call on a new estimator continues from it and
+    ends with the embeddings of an unbroken fit."""
+    import autogcl
+    from autogcl.data import load_tu
+
+    graphs = list(load_tu("MUTAG", data_root))[:64]
+
+    def model():
+        autogcl.seed_everything(0)
+        return autogcl.AutoGCL(hidden=16, num_layers=2)
+
+    ref = model()
+    ref.fit(graphs, epochs=3, batch_size=32, device="cpu", seed=1, progress=False)
+    ckpt = tmp_path / "fit.ckpt"
+    stopped = model()
+    with pytest.raises(Preempted) as info:
+        stopped.fit(graphs, epochs=3, batch_size=32, device="cpu", seed=1, progress=False, checkpoint=ckpt,
+                    evaluate=lambda e: os.kill(os.getpid(), signal.SIGTERM) if e == 1 else None)
+    assert (info.value.epoch, info.value.checkpoint, info.value.exit_code) == (1, ckpt, 143)
+    again = model()
+    rows = again.fit(graphs, epochs=3, batch_size=32, device="cpu", seed=1, progress=False, checkpoint=ckpt)
+    assert [r["epoch"] for r in rows] == [1, 2, 3]
+    assert untimed(rows) == untimed(ref.history)
+    assert torch.equal(again.embed(graphs), ref.embed(graphs))
