@@ -148,3 +148,16 @@ def test_the_size_study_pages_match_their_regeneration(tmp_path):
     assert out.returncode == 0, out.stderr[-2000:]
     committed = (REPO / "docs" / "results" / "sizes_pooled.md").read_text(encoding="utf-8")
     assert pooled.read_text(encoding="utf-8").splitlines()[1:] == committed.splitlines()[1:]
+
+
+def test_the_loss_form_table_matches_its_regeneration():
+    """loss_forms.md's paired table is scripts/compare_runs.py over the committed summaries of both forms."""
+    out = subprocess.run([sys.executable, str(REPO / "scripts" / "compare_runs.py"),
+                          "docs/results/summaries/unsupervised", "docs/results/summaries/lossforms/unsupervised",
+                          "--labels", "paper,released"], capture_output=True, text=True, cwd=REPO,
+                         env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert out.returncode == 0, out.stderr[-2000:]
+    rows = [line for line in out.stdout.splitlines() if (line.startswith("| ") and "-autogcl" in line) or "pooled" in line]
+    assert len(rows) >= 8
+    committed = (REPO / "docs" / "results" / "loss_forms.md").read_text(encoding="utf-8").splitlines()
+    assert [r for r in rows if r not in committed] == []
