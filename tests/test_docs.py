@@ -27,6 +27,7 @@ def test_api_example_runs(index, data_root, monkeypatch, capsys):
 
 import importlib.util  # noqa: E402
 import json  # noqa: E402
+import os  # noqa: E402
 import shutil  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
@@ -124,3 +125,41 @@ def test_goals_read_the_benchmark_files(checkout):
     page = regenerate(checkout)["docs/performance.md"][1]
     assert "test box" in page and "python benchmarks/engine.py --sections tu_epochs" in page
     assert "| CPU AutoGCL epoch on NCI1, plain GIN epochs | 2.5" in page
+
+
+def test_the_size_study_pages_match_their_regeneration(tmp_path):
+    """transfer_sizes.md and sizes_pooled.md are written by scripts/transfer_sizes.py from the
+    committed summaries: regenerated into a copy, every table and difference is the same (the
+    encoder paths of the last section depend on where the repository lies, so they are left out)."""
+    results = tmp_path / "results"
+    shutil.copytree(REPO / "docs" / "results", results, ignore=shutil.ignore_patterns("*.png", "*.svg", "units"))
+    script = str(REPO / "scripts" / "transfer_sizes.py")
+    env = {**os.environ, "PYTHONPATH": str(REPO), "MPLBACKEND": "Agg"}
+    out = subprocess.run([sys.executable, script, "--results", str(results), "report"], capture_output=True, text=True,
+                         env=env)
+    assert out.returncode == 0, out.stderr[-2000:]
+
+    def body(text):
+        return text.split("\nEncoders fine-tuned")[0]
+
+    committed = (REPO / "docs" / "results" / "transfer_sizes.md").read_text(encoding="utf-8")
+    assert body((results / "transfer_sizes.md").read_text(encoding="utf-8")) == body(committed)
+    pooled = tmp_path / "pooled.md"
+    out = subprocess.run([sys.executable, script, "pool", str(results), str(results / "sizes_gpu"), "--out", str(pooled)],
+                         capture_output=True, text=True, env=env)
+    assert out.returncode == 0, out.stderr[-2000:]
+    committed = (REPO / "docs" / "results" / "sizes_pooled.md").read_text(encoding="utf-8")
+    assert pooled.read_text(encoding="utf-8").splitlines()[1:] == committed.splitlines()[1:]
+
+
+def test_the_loss_form_table_matches_its_regeneration():
+    """loss_forms.md's paired table is scripts/compare_runs.py over the committed summaries of both forms."""
+    out = subprocess.run([sys.executable, str(REPO / "scripts" / "compare_runs.py"),
+                          "docs/results/summaries/unsupervised", "docs/results/summaries/lossforms/unsupervised",
+                          "--labels", "paper,released"], capture_output=True, text=True, cwd=REPO,
+                         env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert out.returncode == 0, out.stderr[-2000:]
+    rows = [line for line in out.stdout.splitlines() if (line.startswith("| ") and "-autogcl" in line) or "pooled" in line]
+    assert len(rows) >= 8
+    committed = (REPO / "docs" / "results" / "loss_forms.md").read_text(encoding="utf-8").splitlines()
+    assert [r for r in rows if r not in committed] == []
