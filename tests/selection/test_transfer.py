@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 import pytest
+import torch
 
 from autogcl.protocols import transfer as T
 from tests.selection.tables import (
@@ -86,3 +87,28 @@ def test_summarize_keeps_each_selection_apart():
     assert s["val"]["mean"] == pytest.approx(65.0) and s["val"]["std"] == pytest.approx(5.0)  # ddof=0
     assert s["test_max"]["mean"] == pytest.approx(92.5) and s["seeds"] == [0, 1] and s["n_seeds"] == 2
     assert np.allclose(s["test_max"]["values"], [90, 95])
+
+
+class NodeCount(torch.nn.Module):
+    """Two task scores per graph: its number of nodes and minus it."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.ones(1))
+
+    def forward(self, batch):
+        n = torch.bincount(batch.batch, minlength=batch.num_graphs).float()
+        return torch.stack([n, -n], 1) * self.w
+
+
+def test_predict_returns_labels_then_scores_graph_by_graph():
+    from torch_geometric.data import Data
+    from torch_geometric.loader import DataLoader
+
+    sizes, labels = [3, 1, 4, 2, 5], [[1.0, np.nan], [0.0, 1.0], [1.0, 0.0], [np.nan, 1.0], [0.0, 0.0]]
+    graphs = [Data(x=torch.zeros(n, 1), edge_index=torch.empty(2, 0, dtype=torch.long), y=torch.tensor([lab]))
+              for n, lab in zip(sizes, labels)]
+    y, scores = T.predict(NodeCount(), DataLoader(graphs, batch_size=2))
+    assert y.shape == scores.shape == (5, 2)
+    assert np.array_equal(y, np.array(labels), equal_nan=True)
+    assert np.array_equal(scores, np.array([[n, -n] for n in sizes], dtype=np.float32))
