@@ -27,6 +27,6 @@ export AUTOGCL_TEST_DATA=$data OMP_NUM_THREADS=1 PYTHONPATH=
 grep -E ': (survived|no tests)' "$out/results.txt" | sed 's/^ *//' > "$out/survivors.txt" || true
 : > "$out/survivors.diff"
 while read -r line; do
-    "$py" -m mutmut show "${line%%:*}" >> "$out/survivors.diff" 2>&1 || true
+    "$py" -m mutmut show "${line%%:*}" < /dev/null >> "$out/survivors.diff" 2>&1 || true
 done < "$out/survivors.txt"
 echo "$(wc -l < "$out/survivors.txt") survivor(s): $out/survivors.txt, diffs in $out/survivors.diff"

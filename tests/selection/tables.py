@@ -31,3 +31,20 @@ class Scripted:
         epoch, kind = divmod(self.calls, len(self.kinds))
         self.calls += 1
         return self.wrap(self.scores[self.kinds[kind]][epoch])
+
+
+class ByPart:
+    """A stand-in for a scoring function that finds which split part it scores from the graph
+    indices it is given (``part_of(*args)`` -> part name or None), and returns the table's
+    score of that part at its next epoch: a protocol that scored the wrong part, or one part
+    twice in an epoch, reports other figures."""
+
+    def __init__(self, part_of, scores, wrap=lambda v: v, other=1.0):
+        self.part_of, self.scores, self.wrap, self.other, self.seen = part_of, scores, wrap, other, {}
+
+    def __call__(self, *args, **kwargs):
+        part = self.part_of(*args)
+        if part not in self.scores:
+            return self.wrap(self.other)
+        k = self.seen[part] = self.seen.get(part, -1) + 1
+        return self.wrap(self.scores[part][k])

@@ -55,3 +55,24 @@ def test_validation_score_is_the_val_selections_score_not_its_test_figure():
     assert math.isnan(validation_score({"selections": {"test_max": {"acc": 0.9}}}))
     with pytest.raises(ConfigError, match="no unit recorded a validation score"):
         grid_report("released", [("a", {"val": {}, "test_max": {}}, [{"selections": {"test_max": {"acc": 0.9}}}])])
+
+
+class Sweep:
+    def __init__(self, results):
+        self.units = [type("Unit", (), {"result": lambda self, r=r: r})() for r in results]
+
+
+def test_write_reports_chooses_within_each_table_and_writes_what_it_chose(tmp_path):
+    from autogcl.protocols.grid import write_reports
+    from autogcl.runs import read_json
+
+    a, b = entry("lam=0.5", [0.8], [0.6], [0.7]), entry("lam=1", [0.7], [0.9], [0.99])
+    c, d = entry("lam=0.5", [0.5], [0.9], [0.9]), entry("lam=1", [0.6], [0.5], [0.5])
+    entries = [("MUTAG", a[0], Sweep(a[2]), a[1]), ("PROTEINS", c[0], Sweep(c[2]), c[1]),
+               ("MUTAG", b[0], Sweep(b[2]), b[1]), ("PROTEINS", d[0], Sweep(d[2]), d[1])]
+    text = write_reports(tmp_path, entries)
+    mutag, proteins = read_json(tmp_path / "grid" / "MUTAG.json"), read_json(tmp_path / "grid" / "PROTEINS.json")
+    assert mutag["chosen"] == "lam=0.5" and proteins["chosen"] == "lam=1"
+    assert [r["point"] for r in mutag["rows"]] == ["lam=0.5", "lam=1"] and [r["units"] for r in proteins["rows"]] == [1, 1]
+    assert (tmp_path / "grid" / "MUTAG.md").read_text() == grid_report("MUTAG", [a, b])[0] + "\n"
+    assert text == grid_report("MUTAG", [a, b])[0] + "\n\n" + grid_report("PROTEINS", [c, d])[0]

@@ -15,7 +15,7 @@ from tests.selection.tables import (
     ROW_VAL_EPOCH,
     TEST_MAX,
     VAL_TEST,
-    Scripted,
+    ByPart,
     table_rows,
 )
 
@@ -38,15 +38,22 @@ def test_select_ignores_the_training_accuracy():
     assert S.select(rows) == S.select(table_rows())
 
 
-def scripted_accuracy():
+def scripted_accuracy(tmp_path):
+    """Accuracy of the table for the validation and test folds, told apart by the graphs the
+    loader holds (the fold's parts as written in splits.json)."""
     val = [v for v, _ in EPOCHS.values()]
     test = [t for _, t in EPOCHS.values()]
-    return Scripted(["labeled", "val", "test"], {"labeled": [1.0] * len(EPOCHS), "val": val, "test": test})
+
+    def part_of(model, loader, device=None):
+        fold = S.runs.read_json(tmp_path / "MUTAG-labeled" / "seed0" / "splits.json")["folds"][0]
+        idx = sorted(loader.indices.tolist())
+        return next((k for k in ("val", "test") if sorted(fold[k]) == idx), None)
+    return ByPart(part_of, {"val": val, "test": test})
 
 
 @pytest.mark.parametrize("select", ["val", "test_max"])
 def test_a_fold_reports_the_epoch_its_selection_names(data_root, tmp_path, monkeypatch, select):
-    monkeypatch.setattr(S, "accuracy", scripted_accuracy())  # the fold's accuracies are the table's
+    monkeypatch.setattr(S, "accuracy", scripted_accuracy(tmp_path))  # the fold's accuracies are the table's
     cfg = S.SemiConfig(dataset="MUTAG", row="labeled", epochs=len(EPOCHS), select=select)
     summary = S.run_sweep(cfg, load_tu("MUTAG", data_root), [0], tmp_path, fold_limit=1, show_progress=False)
     res = S.runs.read_json(tmp_path / "MUTAG-labeled" / "seed0" / "fold0" / "result.json")

@@ -118,3 +118,23 @@ def test_every_fold_matches_gridsearchcv_c_validation_score_and_test_accuracy(jo
 def test_a_constant_embedding_gets_gamma_one_as_sklearn():
     x = np.ones((40, 3))
     assert svm._gamma(x) == 1.0 and svm._gamma(np.arange(6.0).reshape(3, 2)) == pytest.approx(1 / (2 * np.var(np.arange(6.0))))
+
+
+def test_the_defaults_are_the_published_protocol():
+    import inspect
+
+    for fn in (svm_evaluate, svm_protocol):
+        p = inspect.signature(fn).parameters
+        assert (p["folds"].default, p["inner_folds"].default, p["cs"].default, p["seed"].default) == (10, 5, C_GRID, 0)
+
+
+def test_svm_protocol_passes_its_options_to_every_evaluation():
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(60, 3))
+    y = (x[:, 0] > 0).astype(int)
+    direct = svm_evaluate(x, y, 5, 3, cs=(0.1, 10.0), seed=2)
+    res = svm_protocol({3: x, 7: x[:, ::-1].copy()}, y, folds=5, inner_folds=3, cs=(0.1, 10.0), seed=2)
+    assert res["evaluations"][3] == direct and len(direct["folds"]) == 5 and {f["C"] for f in direct["folds"]} <= {0.1, 10.0}
+    single = svm_protocol(x, y, folds=5, inner_folds=3, cs=(0.1, 10.0), seed=2)  # one matrix is epoch 0
+    assert list(single["evaluations"]) == [0] and single["selections"]["val"]["epoch"] == 0
+    assert single["evaluations"][0] == direct

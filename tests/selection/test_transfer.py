@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 import pytest
+import torch
 
 from autogcl.protocols import transfer as T
 from tests.selection.tables import (
@@ -15,7 +16,7 @@ from tests.selection.tables import (
     ROW_VAL_EPOCH,
     TEST_MAX,
     VAL_TEST,
-    Scripted,
+    ByPart,
     table_rows,
 )
 
@@ -58,7 +59,13 @@ def tiny_csv(data_root, tmp_path):
 def test_a_seed_reports_the_epoch_its_selection_names(tiny_csv, tmp_path, monkeypatch, select):
     val = [v for v, _ in EPOCHS.values()]
     test = [t for _, t in EPOCHS.values()]
-    monkeypatch.setattr(T, "roc_auc", Scripted(["val", "test"], {"val": val, "test": test}, lambda v: (v, 1)))
+    # the scores of the table for the validation and test parts, told apart by the molecules scored
+    monkeypatch.setattr(T, "predict", lambda model, loader: (loader.indices.numpy(), None))
+
+    def part_of(indices, scores):
+        split = T.runs.read_json(tmp_path / "t" / "tiny" / "split.json")
+        return next((k for k in ("valid", "test") if sorted(split[k]) == sorted(indices.tolist())), None)
+    monkeypatch.setattr(T, "roc_auc", ByPart(part_of, {"valid": val, "test": test}, lambda v: (v, 1)))
     cfg = T.FinetuneConfig(csv=str(tiny_csv), label_cols=["p_np"], epochs=len(EPOCHS), dim=8, num_layers=1,
                            select=select)
     s = T.run_sweep(cfg, [0], tmp_path, "t", show_progress=False, workers=1)
@@ -80,3 +87,28 @@ def test_summarize_keeps_each_selection_apart():
     assert s["val"]["mean"] == pytest.approx(65.0) and s["val"]["std"] == pytest.approx(5.0)  # ddof=0
     assert s["test_max"]["mean"] == pytest.approx(92.5) and s["seeds"] == [0, 1] and s["n_seeds"] == 2
     assert np.allclose(s["test_max"]["values"], [90, 95])
+
+
+class NodeCount(torch.nn.Module):
+    """Two task scores per graph: its number of nodes and minus it."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.ones(1))
+
+    def forward(self, batch):
+        n = torch.bincount(batch.batch, minlength=batch.num_graphs).float()
+        return torch.stack([n, -n], 1) * self.w
+
+
+def test_predict_returns_labels_then_scores_graph_by_graph():
+    from torch_geometric.data import Data
+    from torch_geometric.loader import DataLoader
+
+    sizes, labels = [3, 1, 4, 2, 5], [[1.0, np.nan], [0.0, 1.0], [1.0, 0.0], [np.nan, 1.0], [0.0, 0.0]]
+    graphs = [Data(x=torch.zeros(n, 1), edge_index=torch.empty(2, 0, dtype=torch.long), y=torch.tensor([lab]))
+              for n, lab in zip(sizes, labels)]
+    y, scores = T.predict(NodeCount(), DataLoader(graphs, batch_size=2))
+    assert y.shape == scores.shape == (5, 2)
+    assert np.array_equal(y, np.array(labels), equal_nan=True)
+    assert np.array_equal(scores, np.array([[n, -n] for n in sizes], dtype=np.float32))
