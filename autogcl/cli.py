@@ -95,6 +95,7 @@ def cmd_unsupervised(args) -> int:
         print(write_reports(run.out, [(cfg.tag, n, sw, s) for (n, _), sw, s in zip(points, sweeps, summaries)]))
     else:
         print(unsupervised_table(summaries))
+        print(_spread("unsupervised"))
     print(f"\nselection reported as the result: {cfg.select}; results in {Path(run.out)}")
     return 0
 
@@ -140,6 +141,7 @@ def cmd_semi(args) -> int:
         print(write_reports(run.out, [(c.tag, n, sw, s) for (c, n, _), sw, s in zip(plans, sweeps, summaries)]))
     else:
         print(semi_table(summaries))
+        print(_spread("semi"))
     print(f"\nselection reported as the result: {cfgs[0].select}; results in {run.out}")
     return 0
 
@@ -477,6 +479,7 @@ def cmd_finetune(args) -> int:
                                       for (_, n, _), sw, s in zip(plans, sweeps, summaries)]))
     else:
         print(transfer_table(summaries))
+        print(_spread("transfer"))
     return 0
 
 
@@ -550,6 +553,13 @@ def cmd_reproduce(args) -> int:
     cells = [c for c in CELLS if cfg.compute in ("all", c.compute)]
     reproduce(cells, Path(cfg.root), data_root=run.data_root, extra=extra, resume=run.resume, dry_run=cfg.dry_run)
     return 0
+
+
+def _spread(protocol: str) -> str:
+    """What a printed table's ± is (the summaries' std), said under the table."""
+    from .protocols.paper import SPREAD
+
+    return f"± is the {SPREAD[protocol]}"
 
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
