@@ -10,11 +10,11 @@
 # checkout gets no mutants/ folder. scripts/mutation_notes.py then writes the committed list
 # of survivors, each under the note that says why it does not change what is selected:
 # docs/results/mutation/survivors.md (it exits 1 while a survivor has no note).
-# MUTMUT_CHILDREN (default 2) processes.
+# MUTMUT_CHILDREN (default 2) processes; MUTATION_OUT another folder than runs/mutation.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 py=${PYTHON:-python}
-out=$repo/runs/mutation
+out=${MUTATION_OUT:-$repo/runs/mutation}
 work=$out/work
 data=${AUTOGCL_TEST_DATA:-$(cd "$repo/.." && pwd)/shared/data}
 mkdir -p "$work"

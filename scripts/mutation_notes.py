@@ -55,21 +55,19 @@ FUNCTION_NOTES = {
 }
 #: (function, regex over the mutated lines) -> note, for functions that also select
 PATTERN_NOTES = [
-    (r".*", r"raise \w+Error\(|DataError\(|ConfigError\(|f\"|log\.(info|warning)|\"XX|'XX",
-     "the text of an error or log message, or a check of bad input that fails another way (no figure is selected "
-     "from bad input)"),
+    (r".*", r"raise \w+\(|log\.(info|warning|debug)\(|^[-+] +f?\"[^\"]*\"\)?$|Error\(None\)",
+     "the text of an error or log message: no figure is selected from input that raises"),
+    (r"eval\.svm\.select_epoch|protocols\.(semi|transfer)\.select", r"criterion",
+     "the wording of a criterion's label: it still names the same rule (the tests check that `val`'s names no test "
+     "score), and the choice is unchanged"),
+    (r"protocols\.grid\.grid_report", r"\"\|---|\"\| configuration|Chosen by|\"###|mark = ",
+     "the table's display text (heading, separator, the mark beside unchosen rows); the record's `chosen` and the "
+     "mark of the chosen row are tested"),
     (r"eval\.svm\.svm_evaluate", r"n_jobs|Parallel\(", "how many processes compute the fits: the serial and "
      "parallel paths give the same numbers (both tested against GridSearchCV)"),
     (r"eval\.svm\.(svm_evaluate|svm_protocol|_outer_fold)", r"^[-+].*(folds: int|inner_folds: int|seed: int|n_jobs: "
      r"int)\s*=", "a default of an argument every caller passes (the protocols pass their configuration's values; "
      "the defaults themselves are tested)"),
-    (r"protocols\.(semi\.run_fold|transfer\.run_unit)", r"engine|device|runtime|seed_everything|GraphLoader|"
-     r"save_at|drop_last|shuffle|generator|batch_size|indices|checkpoint|ckpt|Trainer\(|desc|show_progress|save_emb|"
-     r"embeddings|np\.savez|unlink|store|train_data|train_l|labeled_l|all_l|pre_trainer|strat\.to|\.fit\(|"
-     r"row_fields|phase|extra|t0|perf_counter|time_s|eval_time|train_time|sizes|split_sizes|num_tasks|"
-     r"tasks_scored|encoder_meta|enc_meta|pretrained|checkpoint|adam\(|weight_decay|build_model|build\(",
-     "training and bookkeeping of the unit: it " + TRAINING + "; or it changes a metadata field of result.json "
-     "that no selection reads"),
     (r"eval\.svm\.svm_protocol", r"n_jobs|, \) for e", "how many processes compute the fits: the numbers do not "
      "depend on it"),
     (r".*", r"dtype=None|astype\(None\)|dtype=float\)|dtype=torch\.long\)", "an explicit dtype dropped: NumPy "
@@ -82,10 +80,24 @@ PATTERN_NOTES = [
      "folds): such data then fails in scikit-learn or runs with folds of one graph; no selection rule changes"),
     (r"protocols\.semi\.run_fold", r"eval_l = .*loader\(getattr\(split, k\), (None|True)\)",
      "the order in which the evaluation loaders give the graphs: an accuracy does not depend on it (equivalent)"),
+    (r"protocols\.semi\.run_fold", r"accuracy\(strat\.model, ld, (None)?\)",
+     "the device argument of the accuracy: None keeps the batches where they are, the CPU in these runs "
+     "(equivalent there)"),
     (r"protocols\.transfer\.select", r"if v is not None:", "only whether a warning is logged"),
-    (r"protocols\.(semi|transfer)\.make_summary", r".",
-     "a metadata field of summary.json (tag, dataset, config, sizes, pre-training record); the selection figures "
-     "come from summarize(), and `selection` is tested"),
+    (r"protocols\.semi\.run_fold", r"train_data = |row_fields|unlink",
+     "training of the unit: which data a row trains on, the phase of the pre-training rows, the removal of a "
+     "finished checkpoint; it " + TRAINING + " (a wrong key fails with KeyError)"),
+    (r"protocols\.(semi\.run_fold|transfer\.run_unit|(semi|transfer)\.make_summary)",
+     r"\"protocol\": |dataset\.json|^[-+]\s+\"(XX)?[a-z_]+(XX)?\": |\"(XX\w+XX|[A-Z_]+)\":|runtime|encoder_meta|pretrain_config|tasks_scored|"
+     r"split_sizes|\"sizes\"|eval_time_s|train_time_s|time_s|\"pretrained\"|\"checkpoint\"",
+     "a metadata field of result.json or summary.json (sizes, times, runtime, encoder record, tag): the figures, "
+     "`selection` and `selections` are tested, and no selection reads the others"),
+    (r"protocols\.(semi\.run_fold|transfer\.run_unit)", r"engine|device|runtime|seed_everything|GraphLoader|"
+     r"drop_last|shuffle|generator|batch_size|indices|checkpoint|ckpt|Trainer\(|desc|show_progress|save_emb|save_at|"
+     r"embeddings|np\.savez|unlink|store|train_data|train_l|labeled_l|all_l|pre_trainer|strat\.to|\.fit\(|"
+     r"row_fields|phase|extra|t0|perf_counter|adam\(|weight_decay|build_model|build\(|\"train\"|\"joint\"",
+     "training of the unit: it " + TRAINING + " (the selection tests run a row without pre-training, so the "
+     "pre-training path is exercised by tests/protocols)"),
 ]
 
 

@@ -50,6 +50,7 @@ def scripted_accuracy(tmp_path):
     test = [t for _, t in EPOCHS.values()]
 
     def part_of(model, loader, device=None):
+        assert isinstance(model, S.ResGCN)  # the fold's classifier is what is scored
         fold = S.runs.read_json(tmp_path / "MUTAG-labeled" / "seed0" / "splits.json")["folds"][0]
         idx = sorted(loader.indices.tolist())
         return next((k for k in ("val", "test") if sorted(fold[k]) == idx), None)
