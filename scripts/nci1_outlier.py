@@ -19,6 +19,7 @@ conditions with each other, not with the 30-epoch table.
 
     OMP_NUM_THREADS=1 PYTHONPATH=. python scripts/nci1_outlier.py            # run what is missing
     PYTHONPATH=. python scripts/nci1_outlier.py --report                     # only write the .md
+    PYTHONPATH=. python scripts/nci1_outlier.py --check                      # the .md is up to date
 
 Resumable: each (condition, seed) writes one small JSON under docs/results/nci1_outlier/
 (committed); the training folders (checkpoints, embeddings) go to runs/nci1_outlier/
@@ -218,7 +219,13 @@ def main(argv=None) -> int:
     p.add_argument("--data-root", default=str(ROOT.parent / "shared" / "data"))
     p.add_argument("--work", type=Path, default=ROOT / "runs" / "nci1_outlier")
     p.add_argument("--report", action="store_true", help="only regenerate the report from the JSON files")
+    p.add_argument("--check", action="store_true", help="exit 1 when the committed report differs from its "
+                   "regeneration (nothing is written)")
     args = p.parse_args(argv)
+    if args.check:
+        same = REPORT.is_file() and REPORT.read_text() == report()
+        print(f"{REPORT.relative_to(ROOT)} {'is' if same else 'is NOT'} what its result files generate")
+        return 0 if same else 1
     if not args.report:
         from autogcl.runs import atomic_write_json
 
@@ -234,6 +241,7 @@ def main(argv=None) -> int:
                     continue
                 res = run_one(name, seed, args, datasets)
                 atomic_write_json(out, res)
+                REPORT.write_text(report())  # the note always matches the result files
                 print(f"{name} seed {seed}: epoch0 {100 * res['epoch0']['grid_test_acc']:.2f}, trained "
                       f"{100 * res['trained']['grid_test_acc']:.2f} ({res['time_s']:.0f} s)", flush=True)
     REPORT.write_text(report())
