@@ -7,13 +7,14 @@
 #   bash scripts/mutation.sh 'autogcl.eval.svm.*'  # only the mutants whose names match
 #
 # It works in a copy of the tracked files under runs/mutation/work (ignored), so the
-# checkout gets no mutants/ folder; the survivors' list and their diffs are written to
-# runs/mutation/survivors.txt and runs/mutation/survivors.diff. The committed review of each
-# survivor is docs/results/mutation/survivors.md. MUTMUT_CHILDREN (default 2) processes.
+# checkout gets no mutants/ folder. scripts/mutation_notes.py then writes the committed list
+# of survivors, each under the note that says why it does not change what is selected:
+# docs/results/mutation/survivors.md (it exits 1 while a survivor has no note).
+# MUTMUT_CHILDREN (default 2) processes; MUTATION_OUT another folder than runs/mutation.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 py=${PYTHON:-python}
-out=$repo/runs/mutation
+out=${MUTATION_OUT:-$repo/runs/mutation}
 work=$out/work
 data=${AUTOGCL_TEST_DATA:-$(cd "$repo/.." && pwd)/shared/data}
 mkdir -p "$work"
@@ -22,11 +23,7 @@ mkdir -p "$work"
     | tar --null -T - -cf -) | tar -xf - -C "$work"
 cd "$work"
 export AUTOGCL_TEST_DATA=$data OMP_NUM_THREADS=1 PYTHONPATH=
+rm -f mutants/mutmut-stats.json  # which tests reach which function: collected again, the tests may have changed
 "$py" -m mutmut run --max-children "${MUTMUT_CHILDREN:-2}" "$@" || true
-"$py" -m mutmut results --all false > "$out/results.txt" 2>&1 || true
-grep -E ': (survived|no tests)' "$out/results.txt" | sed 's/^ *//' > "$out/survivors.txt" || true
-: > "$out/survivors.diff"
-while read -r line; do
-    "$py" -m mutmut show "${line%%:*}" < /dev/null >> "$out/survivors.diff" 2>&1 || true
-done < "$out/survivors.txt"
-echo "$(wc -l < "$out/survivors.txt") survivor(s): $out/survivors.txt, diffs in $out/survivors.diff"
+cd "$repo"
+"$py" scripts/mutation_notes.py "$out"

@@ -34,6 +34,8 @@ def test_the_best_mean_validation_score_is_chosen_whatever_the_test_figures(shap
                entry("c", [0.95, 0.55], [0.80, 0.80], [0.90, 0.90], shape)]
     text, record = grid_report("toy", entries)
     assert record["chosen"] == "a" and record["criterion"] == "mean validation score of the val selection"
+    assert record["title"] == "toy" and text.startswith("### toy\n\nChosen by the mean validation score")
+    assert "| configuration | validation score | test (val selection) | test_max | units | |" in text
     assert [r["validation_score"] for r in record["rows"]] == pytest.approx([81.0, 70.5, 75.0])
     assert [line.endswith("**chosen** |") for line in text.splitlines() if line.startswith("| ")][1:] == [
         True, False, False]

@@ -33,6 +33,11 @@ def test_select_without_a_validation_fold_offers_test_max_only():
     assert list(sel) == ["test_max"] and sel["test_max"]["epoch"] == ROW_TEST_MAX_EPOCH
 
 
+def test_select_over_one_epoch():
+    sel = S.select(table_rows()[:1])
+    assert sel["val"]["epoch"] == sel["test_max"]["epoch"] == 1 and sel["val"]["acc"] == sel["test_max"]["acc"]
+
+
 def test_select_ignores_the_training_accuracy():
     rows = [dict(r, labeled_acc=1.0 if r["epoch"] == 1 else 0.0) for r in table_rows()]
     assert S.select(rows) == S.select(table_rows())
@@ -45,6 +50,7 @@ def scripted_accuracy(tmp_path):
     test = [t for _, t in EPOCHS.values()]
 
     def part_of(model, loader, device=None):
+        assert isinstance(model, S.ResGCN)  # the fold's classifier is what is scored
         fold = S.runs.read_json(tmp_path / "MUTAG-labeled" / "seed0" / "splits.json")["folds"][0]
         idx = sorted(loader.indices.tolist())
         return next((k for k in ("val", "test") if sorted(fold[k]) == idx), None)
@@ -64,6 +70,8 @@ def test_a_fold_reports_the_epoch_its_selection_names(data_root, tmp_path, monke
     assert res["selections"]["val"]["epoch"] == ROW_VAL_EPOCH and res["selections"]["val"]["acc"] == VAL_TEST
     assert res["selections"]["test_max"]["epoch"] == ROW_TEST_MAX_EPOCH
     assert res["acc"] == (VAL_TEST if select == "val" else TEST_MAX)
+    assert (res["protocol"], res["dataset"], res["row"], res["tag"], res["seed"], res["fold"]) == (
+        "semi", "MUTAG", "labeled", "MUTAG-labeled", 0, 0)
     assert summary["selection"] == select
     assert summary["val"]["values"] == [pytest.approx(100 * VAL_TEST)]
     assert summary["test_max"]["values"] == [pytest.approx(100 * TEST_MAX)]
@@ -82,4 +90,5 @@ def test_summarize_keeps_each_selection_apart():
     assert one["val"]["std"] == 0.0 and one["val"]["mean"] == pytest.approx(60.0)
     released = S.summarize([{"seed": 0, "time_s": 1.0, "selections": {"test_max": {"acc": 0.9}}}])
     assert math.isnan(released["val"]["mean"]) and released["val"]["undefined"] == "no validation fold"
+    assert math.isnan(released["val"]["std"]) and released["val"]["values"] == []
     assert released["test_max"]["mean"] == pytest.approx(90.0)

@@ -70,6 +70,19 @@ def test_select_epoch_val_reads_validation_only_and_test_max_reads_test(key):
     assert "test" in sel["test_max"]["criterion"]
 
 
+def test_string_epochs_tie_towards_the_earlier_epoch_by_number():
+    tied = {"100": (0.9, 0.1), "20": (0.9, 0.5), "3": (0.1, 0.5)}  # "100" < "20" as text
+    sel = select_epoch(evals(tied, key=str))
+    assert sel["val"]["epoch"] == 20 and sel["test_max"]["epoch"] == 3
+
+
+def test_labels_as_a_column_are_the_same_labels():
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(40, 3))
+    y = (x[:, 0] > 0).astype(int)
+    assert svm_evaluate(x, y.reshape(-1, 1), 4, 2) == svm_evaluate(x, y, 4, 2)
+
+
 def test_select_epoch_ignores_the_order_of_the_epochs():
     backwards = dict(reversed(list(evals().items())))
     assert select_epoch(backwards) == select_epoch(evals())

@@ -42,7 +42,8 @@ def test_a_nan_score_never_wins_and_all_nan_selects_nothing():
     none = T.select(rows({1: (nan, nan), 2: (nan, nan)}))
     assert none["val"]["epoch"] is none["test_max"]["epoch"] is None
     assert math.isnan(none["val"]["auc"]) and math.isnan(none["val"]["score"]) and math.isnan(none["test_max"]["auc"])
-    assert "criterion" in none["val"] and "criterion" in none["test_max"]
+    assert none["val"]["criterion"] == "validation ROC-AUC" and none["test_max"]["criterion"] == "best test ROC-AUC"
+    assert math.isnan(none["val"]["val_auc"])
     low = T.select(rows({1: (-0.5, 0.1), 2: (-0.2, 0.2)}))  # scores below 0 still select (no 0 floor)
     assert low["val"]["epoch"] == 2
 
@@ -60,7 +61,10 @@ def test_a_seed_reports_the_epoch_its_selection_names(tiny_csv, tmp_path, monkey
     val = [v for v, _ in EPOCHS.values()]
     test = [t for _, t in EPOCHS.values()]
     # the scores of the table for the validation and test parts, told apart by the molecules scored
-    monkeypatch.setattr(T, "predict", lambda model, loader: (loader.indices.numpy(), None))
+    def predict(model, loader):
+        assert isinstance(model, T.MolPredictor)
+        return loader.indices.numpy(), None
+    monkeypatch.setattr(T, "predict", predict)
 
     def part_of(indices, scores):
         split = T.runs.read_json(tmp_path / "t" / "tiny" / "split.json")
@@ -77,6 +81,7 @@ def test_a_seed_reports_the_epoch_its_selection_names(tiny_csv, tmp_path, monkey
     assert res["selections"]["val"]["epoch"] == ROW_VAL_EPOCH and res["selections"]["val"]["auc"] == VAL_TEST
     assert res["selections"]["test_max"]["epoch"] == ROW_TEST_MAX_EPOCH
     assert res["auc"] == (VAL_TEST if select == "val" else TEST_MAX)
+    assert (res["protocol"], res["dataset"], res["seed"], res["pretrained"]) == ("transfer", "tiny", 0, False)
     assert s["val"]["values"] == [pytest.approx(100 * VAL_TEST)] and s["test_max"]["values"] == [pytest.approx(95)]
 
 
@@ -86,6 +91,7 @@ def test_summarize_keeps_each_selection_apart():
     s = T.summarize(rs)
     assert s["val"]["mean"] == pytest.approx(65.0) and s["val"]["std"] == pytest.approx(5.0)  # ddof=0
     assert s["test_max"]["mean"] == pytest.approx(92.5) and s["seeds"] == [0, 1] and s["n_seeds"] == 2
+    assert s["train_time_s"] == 1.0
     assert np.allclose(s["test_max"]["values"], [90, 95])
 
 
