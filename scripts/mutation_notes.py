@@ -177,6 +177,10 @@ def main(argv=None) -> int:
              "(`no tests`); other tests of the suite may still kill it. Each is listed below under the reason it "
              "does not change what is selected: which epoch, C or configuration a rule picks from given scores, "
              "and which figure is reported under which rule.", "",
+             "The statuses are mutmut's last for each mutant: a full run (about 20 minutes with 2 processes on a "
+             "shared 2-core machine), then `bash scripts/mutation.sh NAME...` over the survivors of the selection "
+             "functions once tests were added for them. A full run with the final tests would kill the same or more "
+             "(tests were only added).", "",
              "| mutmut status | mutants |", "|---|---:|"]
     lines += [f"| {k} | {v} |" for k, v in sorted(counts.items())]
     lines += ["", f"Survivors: {len(survivors)}; without a note: {len(unreviewed)}.", ""]
