@@ -551,7 +551,8 @@ def cmd_reproduce(args) -> int:
     extra += ["--gpus-per-unit", str(run.gpus_per_unit)] if run.gpus_per_unit else []
     extra += ["--device", args.device] if args.device != "auto" else []
     cells = [c for c in CELLS if cfg.compute in ("all", c.compute)]
-    reproduce(cells, Path(cfg.root), data_root=run.data_root, extra=extra, resume=run.resume, dry_run=cfg.dry_run)
+    reproduce(cells, Path(cfg.root), data_root=run.data_root, extra=extra, resume=run.resume, dry_run=cfg.dry_run,
+              run=main)
     return 0
 
 

@@ -527,8 +527,8 @@ def reproduce(cells, root: Path, *, data_root: str | None = None, extra: list[st
               resume: bool = False, dry_run: bool = False, run=None, echo=print) -> list[Cell]:
     """Run the command of every cell of ``cells`` that is not done (once per distinct command),
     from ``root``, then :func:`publish` each cell it fills. ``run(argv) -> int`` runs one
-    ``autogcl`` command (default: :func:`autogcl.cli.main` in this process, so the runner and the
-    executor switch are those of every protocol). Cells already done are skipped, and with
+    ``autogcl`` command (default: ``python -m autogcl`` in a child process; the command line passes
+    :func:`autogcl.cli.main`, so the runner and the executor switch are those of every protocol). Cells already done are skipped, and with
     ``resume`` each command continues its interrupted units, so an interrupted reproduce
     continues where it stopped. Returns the cells published."""
     import os
@@ -541,8 +541,12 @@ def reproduce(cells, root: Path, *, data_root: str | None = None, extra: list[st
     by_command: dict[str, list[Cell]] = {}
     for c in todo:
         by_command.setdefault(c.command, []).append(c)
-    if run is None:
-        from ..cli import main as run
+    if run is None:  # the command line in a child process (the caller may pass autogcl.cli.main)
+        import subprocess
+        import sys
+
+        def run(argv):
+            return subprocess.run([sys.executable, "-m", "autogcl", *argv]).returncode
     done = []
     for command, group in by_command.items():
         argv = _argv(command, data_root, list(extra or []), resume)
