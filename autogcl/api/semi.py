@@ -16,7 +16,7 @@ from ..models import GINClassifier, GINEncoder
 from ..models.embed import embed as _embed
 from ..train import GraphCLStrategy, JointStrategy, NaiveStrategy, SupervisedStrategy, Trainer
 from ..train.optim import adam
-from .base import Estimator, _graphs_of, _label, register_model_type
+from .base import Estimator, _label, register_model_type
 
 __all__ = ["SEMI_STRATEGIES", "SemiSupervised"]
 
@@ -114,16 +114,6 @@ class SemiSupervised(Estimator):
             out.append(value)
         return torch.tensor(out, dtype=torch.long)
 
-    def _labeled_data(self, data, y: torch.Tensor):
-        """The graphs with ``y`` replaced by the given labels (prepared again, for the labeled pass)."""
-        graphs, _ = _graphs_of(data)
-        out = []
-        for i in range(len(graphs)):
-            g = graphs[i].clone()
-            g.y = y[i:i + 1].clone()
-            out.append(g)
-        return out
-
     # ------------------------------------------------------------------ training
     def fit(self, data, labels=None, epochs: int = 30, pretrain_epochs: int = 30, batch_size: int | None = None,
             device="auto", seed: int | None = None, progress: bool | None = None, evaluate=None) -> list[dict]:
@@ -154,7 +144,7 @@ class SemiSupervised(Estimator):
             bad = int((y >= h["num_classes"]).nonzero()[0])
             raise DataError(f"graph {bad} has label {int(y[bad])}, but the model has {h['num_classes']} classes")
         if labels is not None or not torch.equal(prepared.labels, y):
-            lab_store = self.prepare(self._labeled_data(data, y)).store
+            lab_store = prepared.store.with_graph_values("y", y)
         else:
             lab_store = prepared.store
         size = self._batch_size(data, batch_size, 128)

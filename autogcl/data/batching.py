@@ -16,6 +16,7 @@ and node), so the training loop needs no check per batch.
 
 from __future__ import annotations
 
+import copy
 import logging
 import math
 from collections.abc import Iterator, Sequence
@@ -162,6 +163,26 @@ class GraphStore:
             slices[k] = torch.arange(len(idx) + 1)
         out = GraphStore(data, slices, len(idx), self.name)
         return out.to(self.target) if self.device.type != "cpu" or self.pinned else out
+
+    def with_graph_values(self, key: str, values: Tensor) -> GraphStore:
+        """The same graphs with the graph-level attribute ``key`` (e.g. ``y``) set to ``values``,
+        one row per graph; every other tensor is shared, not copied."""
+        values = torch.as_tensor(values)
+        if values.dim() == 0 or values.shape[0] != self.num_graphs:
+            raise DataError(f"{self.name or 'dataset'}: {key} needs one value per graph ({self.num_graphs}), got "
+                            f"shape {tuple(values.shape)}")
+        out = copy.copy(self)
+        out._segs = [_Segments(seg.ptr_cpu, seg.ptr, seg.unit) for seg in self._segs]  # moved with `out` alone
+        out._key_seg = dict(self._key_seg)
+        unit = next((i for i, seg in enumerate(out._segs) if seg.unit), None)
+        if unit is None:
+            ptr = torch.arange(self.num_graphs + 1)
+            out._segs.append(_Segments(ptr, ptr.pin_memory() if self.pinned else ptr.to(self.device), True))
+            unit = len(out._segs) - 1
+        out._key_seg[key] = unit
+        values = values.pin_memory() if self.pinned else values.to(self.device)
+        out._tensors = {**self._tensors, key: values}
+        return out
 
     def _check_features(self) -> None:
         x = self._tensors["x"]

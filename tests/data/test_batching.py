@@ -49,6 +49,23 @@ def test_store_batches_equal_pyg_collate_for_any_index_list():
     assert torch.equal(b.to_data_list()[0].edge_index, data[5].edge_index)
 
 
+def test_a_store_with_new_graph_values_batches_as_the_relabeled_graphs():
+    data = graphs()
+    store = GraphStore.from_dataset(data)
+    labels = torch.arange(9) % 3 - 1
+    relabeled = store.with_graph_values("y", labels)
+    want = [Data(**{**g.to_dict(), "y": labels[i:i + 1]}) for i, g in enumerate(data)]
+    for idx in ([0], [3, 3, 1], list(range(9))):
+        same(relabeled.batch(torch.tensor(idx)), Batch.from_data_list([want[i] for i in idx]))
+        same(store.batch(torch.tensor(idx)), Batch.from_data_list([data[i] for i in idx]))  # the source unchanged
+    bare = [Data(x=g.x, edge_index=g.edge_index) for g in data]  # no graph-level attribute yet
+    got = GraphStore.from_dataset(bare).with_graph_values("y", labels)
+    same(got.batch(torch.tensor([4, 0])), Batch.from_data_list([Data(x=bare[i].x, edge_index=bare[i].edge_index,
+                                                                     y=labels[i:i + 1]) for i in (4, 0)]))
+    with pytest.raises(DataError, match="y needs one value per graph"):
+        store.with_graph_values("y", labels[:5])
+
+
 def test_store_of_a_real_dataset_and_of_its_subset(data_root):
     from autogcl.data import load_tu
 
