@@ -22,7 +22,7 @@ log = logging.getLogger("autogcl")
 
 #: RunOptions each command takes, with per-command defaults
 SWEEP = ("seeds", "first_seed", "out", "resume", "restart_damaged", "device", "precision", "compile", "data_root",
-         "download", "no_progress",
+         "download", "no_progress", "log_dir",
          "executor", "ray_address", "cpus_per_unit", "gpus_per_unit")
 
 #: the commands and their one-line help; a command's options (and the modules they come from)
@@ -53,7 +53,9 @@ def _run_options(p, only, **defaults) -> None:
 def _run(args):
     from .config import RunOptions, from_args
 
-    return from_args(RunOptions, args)
+    run = from_args(RunOptions, args)
+    run.export_log_dir()
+    return run
 
 
 def add_unsupervised(sub) -> None:
@@ -232,7 +234,7 @@ def add_visualize(sub) -> None:
         "dataset is drawn with a graph layout. With --run UNIT_DIR, the saved generators of a "
         "finished unsupervised unit are drawn instead (no training).")
     add_options(v, ViewsConfig)
-    _run_options(v, ("data_root", "download", "out", "resume", "restart_damaged", "no_progress", "device", "run",
+    _run_options(v, ("data_root", "download", "out", "resume", "restart_damaged", "no_progress", "log_dir", "device", "run",
                      "examples"), out=None)
     v.set_defaults(func=cmd_views)
 
@@ -408,7 +410,8 @@ def add_transfer(sub) -> None:
         "--resume continues an interrupted run. The run folder ends with encoder.pt, the file "
         "`autogcl transfer finetune --checkpoint` takes.")
     add_options(pre, PretrainConfig)
-    _run_options(pre, ("workers", "data_root", "out", "resume", "restart_damaged", "no_progress", "device", "precision",
+    _run_options(pre, ("workers", "data_root", "out", "resume", "restart_damaged", "no_progress", "log_dir", "device",
+                       "precision",
                        "compile", "executor",
                        "ray_address", "cpus_per_unit", "gpus_per_unit"), out=None)
     pre.set_defaults(func=cmd_pretrain)

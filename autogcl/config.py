@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import os
 from dataclasses import MISSING, asdict, dataclass, field, fields
+from pathlib import Path
 
 from .errors import ConfigError
 
@@ -178,6 +179,9 @@ class RunOptions(Config):
     download: bool = option(False, "fetch a dataset that the named --data-root / $AUTOGCL_DATA lacks into the "
                             "project cache (without a named root, missing datasets are always fetched)")
     no_progress: bool = option(False, "no progress bars")
+    log_dir: str | None = option(None, "write every training run's per-epoch losses, evaluations and throughput as "
+                                 "TensorBoard scalars, one folder per run (seed, fold) under this folder; needs "
+                                 "pip install 'autogcl[tensorboard]'", type=str, metavar="DIR")
     jobs: int | None = option(None, "processes for the SVM's fits (default: every core, as many as memory allows; "
                               "with --executor ray at most the unit's CPUs)", type=int, low=1)
     fold_limit: int | None = option(None, "run only the first N folds (quick checks)", type=int, low=1)
@@ -221,6 +225,19 @@ class RunOptions(Config):
         elif self.device.startswith("cuda") and not self.gpus_per_unit:
             raise ConfigError(f"--device {self.device} with --executor ray needs --gpus-per-unit (e.g. 1, or 0.25 to "
                               "share a GPU): Ray hides the GPUs from units that ask for none")
+
+    def export_log_dir(self) -> None:
+        """Give ``--log-dir`` to every Trainer of the run, in this process and the ones it starts
+        (child processes, a local Ray cluster), through :data:`autogcl.train.tracking.LOG_DIR_ENV`;
+        TensorBoard being missing is an error now, not after the first epoch."""
+        if self.log_dir is None:
+            return
+        from .train.tracking import LOG_DIR_ENV, _summary_writer
+
+        if not str(self.log_dir).strip():
+            raise ConfigError("--log-dir is an empty string; name a folder")
+        _summary_writer()
+        os.environ[LOG_DIR_ENV] = str(Path(self.log_dir).resolve())
 
     def make_executor(self):
         """The executor these options ask for (:mod:`autogcl.executors`)."""

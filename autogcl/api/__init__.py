@@ -20,9 +20,9 @@ model type (e.g. a molecule model) registers it with ``@register_model_type`` (o
 the module must be imported before ``load`` reads such a file.
 """
 
-from .base import MODEL_FORMAT, MODEL_TYPES, Estimator, Prepared, load, register_model_type
+from .base import MODEL_FORMAT, MODEL_TYPES, OTHER_FORMATS, Estimator, Prepared, load, register_model_type
 from .contrastive import AutoGCL, ContrastiveLearner, GraphCL
 from .semi import SEMI_STRATEGIES, SemiSupervised
 
-__all__ = ["MODEL_FORMAT", "MODEL_TYPES", "SEMI_STRATEGIES", "AutoGCL", "ContrastiveLearner", "Estimator", "GraphCL",
+__all__ = ["MODEL_FORMAT", "MODEL_TYPES", "OTHER_FORMATS", "SEMI_STRATEGIES", "AutoGCL", "ContrastiveLearner", "Estimator", "GraphCL",
            "Prepared", "SemiSupervised", "load", "register_model_type"]

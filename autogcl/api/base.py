@@ -4,6 +4,7 @@ devices, ``save``, and the registry that :func:`load` reads model files with."""
 
 from __future__ import annotations
 
+import copy
 import logging
 import math
 from collections.abc import Sequence
@@ -25,7 +26,8 @@ from ..models.embed import module_device
 
 log = logging.getLogger(__name__)
 
-__all__ = ["MAX_FEATURE", "MODEL_FORMAT", "MODEL_TYPES", "Estimator", "Prepared", "load", "register_model_type"]
+__all__ = ["MAX_FEATURE", "MODEL_FORMAT", "MODEL_TYPES", "OTHER_FORMATS", "Estimator", "Prepared", "check_class_zero", "describe_file", "load",
+           "model_path", "register_model_type"]
 
 #: the format tag of every model file
 MODEL_FORMAT = "autogcl-model-1"
@@ -129,6 +131,22 @@ def _label(y) -> tuple[int, str | None]:
     if v < 0:
         return -1, f"y={v} is negative (use -1 or no y for an unlabeled graph)"
     return v, None
+
+
+def check_class_zero(labels, what: str) -> str | None:
+    """The problem of class labels (-1: unlabeled) that have no class 0, as TU files number
+    classes from 1: a model reading its class count off them would get a class that never
+    occurs (labels 1, 2 give 3 classes). ``None`` when class 0 occurs, or nothing is labeled.
+    The message shows the mapping to class indices."""
+    t = torch.as_tensor(labels).view(-1)
+    known = t[t >= 0]
+    if known.numel() == 0 or int(known.min()) == 0:
+        return None
+    values = sorted(int(v) for v in torch.unique(known))
+    mapping = ", ".join(f"{v} -> {i}" for i, v in enumerate(values[:8])) + (", ..." if len(values) > 8 else "")
+    return (f"{what}: the labels are {values[:8]}{' ...' if len(values) > 8 else ''}, with no class 0 (TU files "
+            f"number classes from 1); class labels are indices 0, 1, ...: relabel them ({mapping}; e.g. y - "
+            f"{values[0]} when they are consecutive), or give num_classes to keep them as they are")
 
 
 def check_edges(ei, n: int, where: str) -> torch.Tensor:
@@ -287,6 +305,9 @@ class Estimator(nn.Module):
             if not n:
                 raise DataError(f"{what}: graph {i} has no nodes; remove empty graphs first")
             ei = check_edges(getattr(g, "edge_index", None), n, f"{what}: graph {i}")
+            if getattr(g, "edge_index", None) is None:  # no edge_index at all: an edgeless graph
+                g = copy.copy(g)
+                g.edge_index = ei
             x = self._x_of(g, i, what, transforms, width)
             if x.shape[0] != n:
                 raise DataError(f"{what}: graph {i}: x has {x.shape[0]} rows for {n} nodes")
@@ -331,7 +352,15 @@ class Estimator(nn.Module):
             store = GraphStore.from_dataset(out, name=what)
         except DataError as exc:
             raise DataError(str(exc)) from exc
-        return self._remember(key, data, Prepared(store, torch.tensor(labels, dtype=torch.long), bad_label))
+        labels = torch.tensor(labels, dtype=torch.long)
+        return self._remember(key, data, Prepared(store, labels, bad_label or self._class_problem(labels, what)))
+
+    def _class_problem(self, labels: torch.Tensor, what: str) -> str | None:
+        """:func:`check_class_zero` for an estimator that reads its class count off the labels
+        (a ``num_classes`` of ``None``); estimators without classes read labels as they are."""
+        if "num_classes" not in self.hparams or self.hparams["num_classes"] is not None:
+            return None
+        return check_class_zero(labels, what)
 
     def _remember(self, key, data, prepared: Prepared) -> Prepared:
         key = (key[0], self.hparams["in_channels"], self.hparams["edge_dim"])  # as the next call will see them
@@ -385,6 +414,7 @@ class Estimator(nn.Module):
         if bool((labels < -1).any()):
             bad_label = f"{what}: graph {int((labels < -1).nonzero()[0])}: a negative label other than -1"
             labels = labels.clamp(min=-1)
+        bad_label = bad_label or self._class_problem(labels, what)
         if getattr(batch, "edge_attr", None) is not None and not self._warned_edges:
             self._warned_edges = True
             log.warning("%s: edge_attr is ignored (give the estimator edge_dim='auto' to use it)", what)
@@ -422,6 +452,45 @@ class Estimator(nn.Module):
             return dev
         return self.device
 
+    def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
+        """``nn.Module.load_state_dict``; the model then counts as trained (no warning from ``embed``)."""
+        out = super().load_state_dict(state_dict, strict=strict, assign=assign)
+        self._weights_given = True
+        return out
+
+    def _warn_untrained(self) -> None:
+        """Warn (once per model) that a model never fitted nor given weights embeds with its
+        random initial weights."""
+        if self.history or getattr(self, "_weights_given", False) or getattr(self, "_warned_untrained", False):
+            return
+        self._warned_untrained = True
+        log.warning("%s: embed before fit: the model is untrained, so the embeddings come from its random initial "
+                    "weights (fit it first, or autogcl.load a trained one)", type(self).__name__)
+
+    @staticmethod
+    def _tracker(log_dir, desc: str):
+        """The tracker of ``fit(log_dir=...)`` (TensorBoard scalars in ``log_dir``), or ``None``
+        (then ``$AUTOGCL_LOG_DIR`` may still give one: :class:`autogcl.train.Trainer`)."""
+        from ..train.tracking import tracker_for
+
+        return None if log_dir is None else tracker_for(log_dir, desc)
+
+    @staticmethod
+    def _check_checkpoint(checkpoint) -> None:
+        """A :class:`ConfigError` when ``fit(checkpoint=...)`` names an existing file that is not
+        a training checkpoint (a saved model, a molecule encoder, ...): resuming would fail, and
+        checkpointing would overwrite it."""
+        if checkpoint is None or not Path(checkpoint).is_file():
+            return
+        try:
+            blob = torch.load(checkpoint, map_location="cpu", weights_only=True)
+        except Exception:  # noqa: BLE001 - unreadable: the checkpoint loader names the damage
+            return
+        if isinstance(blob, dict) and "format" in blob:
+            raise ConfigError(f"fit(checkpoint={str(checkpoint)!r}): the file holds {describe_file(blob)}, not a "
+                              "training checkpoint; name a new file for the checkpoint (a saved model is loaded with "
+                              "autogcl.load, and fitting it again continues its training)")
+
     def _check_trained(self, what: str = "fit") -> None:
         """A :class:`TrainingError` when a weight or a BatchNorm statistic is not finite."""
         for name, t in [*self.named_parameters(), *self.named_buffers()]:
@@ -439,6 +508,13 @@ class Estimator(nn.Module):
         runs.atomic_save({"format": MODEL_FORMAT, "class": type(self).__name__, "hparams": dict(self.hparams),
                           "state_dict": state, "history": list(self.history), "autogcl": __version__}, path)
         return Path(path)
+
+    @classmethod
+    def load(cls, path: str | Path, device="cpu") -> Estimator:
+        """Restore a model of this class written by ``save`` (see :func:`autogcl.load`, which
+        takes every kind): a file of another kind is a :class:`DataError` naming what it holds
+        and what loads it."""
+        return _restore(*_read_model(path, device), cls=cls)
 
     @classmethod
     def from_saved(cls, blob: dict, path: Path) -> Estimator:
@@ -478,12 +554,69 @@ def _state_mismatch(model: nn.Module, state: dict) -> str:
     return "; ".join(parts)
 
 
-def load(path: str | Path, device="cpu", map_location=None):
-    """Restore a model written by ``save`` (no rebuilding by the caller), or a molecule encoder
-    or predictor (:mod:`autogcl.molecules`, e.g. the shipped encoder), on ``device``
-    (``"cpu"``, ``"auto"``, ``"cuda"``, ``"cuda:N"``: as ``fit`` and ``embed`` take it).
-    Read with ``torch.load(weights_only=True)``: the file cannot run code. ``map_location``
-    is the former name of ``device``."""
+#: files autogcl writes that are not model files :func:`load` restores: format -> what they
+#: hold and how to read them
+OTHER_FORMATS = {
+    "autogcl-semi-classifier-1": (
+        "a classifier of the command line's semi-supervised protocol (`autogcl semi`, a ResGCN)",
+        "read it with autogcl.protocols.semi.load_model(path) (log-probabilities; its .represent(batch) gives "
+        "embeddings), or embed graphs with it: autogcl embed DATA --model PATH"),
+}
+
+
+def describe_file(blob) -> str:
+    """What a file autogcl reads holds, in words ("a GraphCL model", "a molecule encoder", ...)."""
+    from .. import molecules
+
+    if not isinstance(blob, dict):
+        return f"a {type(blob).__name__}, not an autogcl file"
+    fmt = blob.get("format")
+    if fmt == MODEL_FORMAT:
+        return f"a {blob.get('class')} model"
+    if fmt == molecules.ENCODER_FORMAT:
+        return "a molecule encoder"
+    if fmt == molecules.PREDICTOR_FORMAT:
+        return "a fine-tuned molecule predictor"
+    if fmt in OTHER_FORMATS:
+        return OTHER_FORMATS[fmt][0]
+    if "modules" in blob and "optimizers" in blob:
+        return "a training checkpoint (fit(checkpoint=...)), not a model"
+    if blob and all(isinstance(v, torch.Tensor) for v in blob.values()):
+        return f"a bare state dict of {len(blob)} tensors (e.g. {next(iter(blob))!r})"
+    return f"format {fmt!r}" if fmt else "no autogcl format"
+
+
+def _loader_of(blob) -> str:
+    """The call that loads a file of this kind."""
+    from .. import molecules
+
+    fmt = blob.get("format") if isinstance(blob, dict) else None
+    if fmt == MODEL_FORMAT and blob.get("class") in MODEL_TYPES:
+        return f"autogcl.{blob['class']}.load"
+    return {molecules.ENCODER_FORMAT: "autogcl.MoleculeEncoder.load",
+            molecules.PREDICTOR_FORMAT: "autogcl.MoleculePredictor.load"}.get(fmt, "")
+
+
+def model_path(name_or_path: str | Path) -> Path:
+    """The file of a model: a path, or the name of a shipped encoder (``autogcl-moses-fullx1``,
+    :func:`autogcl.pretrained_encoders`); a clear :class:`DataError` when it is neither."""
+    path = Path(name_or_path)
+    if path.is_file():
+        return path
+    if path.is_dir():
+        raise DataError(f"{path}: a folder, not a model file (name the model.pt inside it)")
+    from .. import molecules
+
+    try:
+        return molecules.resolve_encoder(path)
+    except DataError:
+        known = molecules.pretrained_encoders()
+        raise DataError(f"{path}: no such model file, nor the name of a shipped encoder (shipped: "
+                        f"{', '.join(known) if known else 'none'})") from None
+
+
+def _read_model(name_or_path, device, map_location=None) -> tuple[Path, torch.device, object]:
+    """``(file, device, what the file holds)``, read with ``weights_only=True`` onto the CPU."""
     if map_location is not None:
         device = map_location
     try:
@@ -491,28 +624,51 @@ def load(path: str | Path, device="cpu", map_location=None):
     except ConfigError as exc:
         raise ConfigError(f"load(device={device!r}): {exc}".replace("use --device cpu or auto",
                                                                   "use device='cpu' or 'auto'")) from exc
-    path = Path(path)
-    if not path.is_file():
-        raise DataError(f"{path}: no such model file")
+    path = model_path(name_or_path)
     try:
         blob = torch.load(path, map_location="cpu", weights_only=True)
     except Exception as exc:  # torch raises many types for a damaged or unsafe file
         raise DataError(f"{path}: not a readable autogcl model ({type(exc).__name__})") from exc
+    return path, dev, blob
+
+
+def _restore(path: Path, dev: torch.device, blob, cls: type | None = None):
+    """The model in ``blob`` (any kind when ``cls`` is None, else a ``cls`` or a subclass)."""
     from .. import molecules  # molecule encoders and predictors (the shipped encoder) have their own classes
 
+    is_model = isinstance(blob, dict) and blob.get("format") == MODEL_FORMAT
+    found = MODEL_TYPES.get(blob.get("class")) if is_model else None
+    if cls is not None and not (found is not None and issubclass(found, cls)):
+        use = _loader_of(blob)
+        hint = f"use {use} or autogcl.load" if use else "autogcl.load tells what it is"
+        if isinstance(blob, dict) and blob.get("format") in OTHER_FORMATS:
+            hint = OTHER_FORMATS[blob["format"]][1]
+        article = "an" if cls.__name__[0] in "AEIOU" else "a"
+        raise DataError(f"{path}: this file holds {describe_file(blob)}, not {article} {cls.__name__} model; {hint}")
     if isinstance(blob, dict) and blob.get("format") in molecules.FORMATS:
         return molecules.load_file(path, dev)
-    if isinstance(blob, dict) and blob and all(isinstance(v, torch.Tensor) for v in blob.values()):
-        raise DataError(f"{path}: holds a bare state dict of {len(blob)} tensors (e.g. {next(iter(blob))!r}), "
-                        f"not an autogcl model file (format {MODEL_FORMAT}, written by a model's save())")
-    if not isinstance(blob, dict) or blob.get("format") != MODEL_FORMAT:
-        raise DataError(f"{path}: not an autogcl model file (expected format {MODEL_FORMAT})")
-    cls = MODEL_TYPES.get(blob.get("class"))
-    if cls is None:
+    if isinstance(blob, dict) and blob.get("format") in OTHER_FORMATS:
+        what, how = OTHER_FORMATS[blob["format"]]
+        raise DataError(f"{path}: {what}, not a model autogcl.load restores; {how}")
+    if not is_model:
+        raise DataError(f"{path}: holds {describe_file(blob)}, not an autogcl model file (format {MODEL_FORMAT}, "
+                        "written by a model's save(); a molecule encoder or predictor; or a shipped encoder's name)")
+    if found is None:
         raise DataError(f"{path}: holds a model of type {blob.get('class')!r}, which this autogcl cannot load "
                         f"(known: {', '.join(sorted(MODEL_TYPES))})")
     for key in ("hparams", "state_dict"):
         if not isinstance(blob.get(key), dict):
             raise DataError(f"{path}: the model file has no {key}")
-    return cls.from_saved(blob, path).to(dev)
+    return found.from_saved(blob, path).to(dev)
 
+
+def load(path: str | Path, device="cpu", map_location=None):
+    """Restore any model autogcl writes, whatever its kind: a model's ``save`` (AutoGCL,
+    GraphCL, SemiSupervised, any registered type), a molecule encoder or predictor
+    (:mod:`autogcl.molecules`), or a shipped encoder by name (``"autogcl-moses-fullx1"``), on
+    ``device`` (``"cpu"``, ``"auto"``, ``"cuda"``, ``"cuda:N"``: as ``fit`` and ``embed`` take
+    it). Read with ``torch.load(weights_only=True)``: the file cannot run code. Another file
+    autogcl writes (a checkpoint, the command line's semi-supervised classifier) is a
+    :class:`DataError` saying what it is and what reads it. ``map_location`` is the former
+    name of ``device``. ``AutoGCL.load``, ``GraphCL.load``, ... load their own kind only."""
+    return _restore(*_read_model(path, device, map_location))

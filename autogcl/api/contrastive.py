@@ -9,7 +9,7 @@ from pathlib import Path
 
 import torch
 
-from ..augment import FixedView, RandomAugmentor, ViewGenerator
+from ..augment import FixedView, RandomAugmentor, ViewGenerator, as_augmentation
 from ..augment.learnable import DROPPED_MODES, MASK_TOKENS, ViewDecision
 from ..choices import SIM_LOSSES
 from ..devices import resolve_device
@@ -61,7 +61,8 @@ class ContrastiveLearner(Estimator):
 
     # ------------------------------------------------------------------ training
     def fit(self, data, epochs: int = 30, batch_size: int | None = None, device="auto", seed: int | None = None,
-            progress: bool | None = None, evaluate=None, checkpoint: str | Path | None = None) -> list[dict]:
+            progress: bool | None = None, evaluate=None, checkpoint: str | Path | None = None,
+            log_dir: str | Path | None = None) -> list[dict]:
         """Train contrastively on ``data`` (labels unused: graphs with and without ``y`` mix
         freely) and return one row per epoch: ``epoch``, the loss terms, ``time_s`` and
         whatever ``evaluate(epoch)`` returns.
@@ -74,10 +75,16 @@ class ContrastiveLearner(Estimator):
         ``device``: ``"auto"`` (CUDA when available), ``"cpu"``, ``"cuda"``, ``"cuda:N"``.
         ``seed`` seeds every RNG (data order, views) before training; seed torch yourself
         (``autogcl.seed_everything``) before building the model to fix its initial weights.
-        ``checkpoint``: a file to checkpoint every epoch to and to resume from. Calling ``fit``
-        again continues training (epochs count on)."""
+        ``checkpoint``: a file to checkpoint every epoch to and to resume from (a saved model's
+        file is refused). Calling ``fit`` again continues training (epochs count on).
+        ``progress``: the progress bar (``None``: on a terminal only; elsewhere, e.g. a pipe or
+        a notebook's log, each epoch is a ``logging`` INFO line of ``autogcl.train.loop``, shown
+        once logging is configured: ``logging.basicConfig(level=logging.INFO)``).
+        ``log_dir``: a folder to write TensorBoard scalars to (losses, evaluations, epoch time,
+        graphs/s; ``pip install 'autogcl[tensorboard]'``)."""
         if not isinstance(epochs, int) or epochs < 0:
             raise ConfigError(f"epochs must be an int of at least 0, got {epochs!r}")
+        self._check_checkpoint(checkpoint)
         gen = self._generator(seed)
         store = self.prepare(data).store
         size = self._batch_size(data, batch_size, 128)
@@ -97,11 +104,16 @@ class ContrastiveLearner(Estimator):
             self._strategy = self.make_strategy()
         loader = self.loader(data, size, shuffle=True, generator=gen, device=dev)
         done = len(self.history)
+        tracker = self._tracker(log_dir, type(self).__name__)
         trainer = Trainer(self._strategy, device=dev, checkpoint=checkpoint, loader_gen=gen,
-                          desc=type(self).__name__, show_progress=progress)
-        rows = [{k: v for k, v in r.items() if not (k == "sim_loss" and v != v)}  # NaN: not measured
-                for r in trainer.fit(loader, done + epochs, evaluate=evaluate, start=done + 1)
-                if r["epoch"] > done]  # a checkpoint may also hold the rows of earlier calls
+                          desc=type(self).__name__, show_progress=progress, tracker=tracker)
+        try:
+            rows = [{k: v for k, v in r.items() if not (k == "sim_loss" and v != v)}  # NaN: not measured
+                    for r in trainer.fit(loader, done + epochs, evaluate=evaluate, start=done + 1)
+                    if r["epoch"] > done]  # a checkpoint may also hold the rows of earlier calls
+        finally:
+            if tracker is not None:
+                tracker.close()
         self.history.extend(rows)
         self._check_trained()
         return rows
@@ -112,7 +124,9 @@ class ContrastiveLearner(Estimator):
         labeled or not, in their order: the sum over each graph's nodes of every layer's
         output, concatenated (unnormalised: standardise them before a gradient-trained probe,
         e.g. ``autogcl.LinearProbe(standardize=True)``). ``device``: where to compute
-        (default: the model's). An untrained model (built from the data) embeds too."""
+        (default: the model's). An untrained model (built from the data) embeds too, with its
+        random initial weights: a warning says so (once per model)."""
+        self._warn_untrained()
         self._to(device)
         loader = self.loader(data, batch_size)
         emb, _ = _embed(self.encoder, loader)
@@ -267,7 +281,7 @@ def _view_spec(view):
         view = RandomAugmentor(view)  # a name: GraphCL's augmentation with its default ratio
     if not callable(view):
         raise ConfigError(f"view: {view!r} is neither None (a learnable generator) nor an augmentation")
-    return f"custom:{view!r}", view
+    return f"custom:{view!r}", as_augmentation(view)
 
 
 @register_model_type
@@ -316,7 +330,7 @@ class GraphCL(ContrastiveLearner):
                 augs.append(RandomAugmentor(a, self.hparams["aug_ratio"]))  # validates name and ratio
                 names.append(a)
             elif callable(a):
-                augs.append(a)
+                augs.append(as_augmentation(a))  # a per-graph PyG transform runs per graph; views are checked
                 names.append(f"custom:{a!r}")
             else:
                 raise ConfigError(f"aug: {a!r} is neither an augmentation name nor a callable augmentation")

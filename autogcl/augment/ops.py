@@ -13,8 +13,7 @@ from torch_geometric.utils import scatter, subgraph
 
 from ..errors import DataError
 __all__ = ["RowBatchNorm", "as_batch", "first_argmax_per_group", "graph_or_batch", "graph_sizes", "isolate_nodes",
-           "keep_nodes", "rank_within_group", "unbatch"]
-
+           "keep_nodes", "rank_within_group", "split_graphs", "unbatch"]
 
 
 class RowBatchNorm(nn.BatchNorm1d):
@@ -128,3 +127,33 @@ def graph_or_batch(fn):
         return unbatch(fn(batch, *args, **kwargs), single)
 
     return wrapper
+
+
+def split_graphs(batch) -> list[Data]:
+    """The graphs of a batch as ``Data`` (edges relabelled from 0), read off ``batch.batch``
+    (not the batch's slice records, which a view made by :func:`keep_nodes` leaves stale):
+    node-level tensors (as many rows as nodes) and edge-level ones (as many rows as edges;
+    ``edge`` in the name decides a tie) split with their graphs, one row per graph (``y``)
+    goes to its graph; ``batch`` and ``ptr`` are left out."""
+    g = int(batch.num_graphs)
+    n_nodes, owner = int(batch.num_nodes), batch.batch
+    counts = graph_sizes(owner, g)
+    ptr = torch.cat([counts.new_zeros(1), counts.cumsum(0)])
+    ei = batch.edge_index
+    edge_owner = owner[ei[0]] if ei.numel() else ei.new_zeros(0)
+    order = torch.argsort(edge_owner, stable=True)
+    e_counts = torch.bincount(edge_owner, minlength=g).tolist()
+    parts = {"edge_index": (ei[:, order] - ptr[edge_owner[order]]).split(e_counts, dim=1)}
+    n_edges = ei.shape[1]
+    for key, value in batch.to_dict().items():
+        if key in ("batch", "ptr", "edge_index") or not isinstance(value, torch.Tensor) or value.dim() == 0:
+            continue
+        rows = value.shape[0]
+        if rows == n_edges and ("edge" in key or rows != n_nodes):
+            parts[key] = value[order].split(e_counts)
+        elif rows == n_nodes:
+            parts[key] = value.split(counts.tolist())
+        elif rows == g:
+            parts[key] = value.split(1)
+    sized = {} if any(k in parts for k in ("x", "pos")) else {"num_nodes": counts.tolist()}  # else x gives it
+    return [Data(**{k: v[i] for k, v in {**parts, **sized}.items()}) for i in range(g)]

@@ -16,19 +16,20 @@ global generator (``autogcl.seed_everything`` fixes them).
 from __future__ import annotations
 
 import copy
-
+import warnings
 from collections.abc import Callable, Sequence
 
 import torch
+from torch_geometric.data import Batch, Data
 from torch_geometric.transforms import BaseTransform
 from torch_geometric.utils import scatter
 
 from ..choices import AUGMENTATIONS as AUGMENTATION_NAMES
-from ..errors import ConfigError
-from .ops import as_batch, graph_or_batch, graph_sizes, keep_nodes, rank_within_group, unbatch
-__all__ = ["AUGMENTATIONS", "RANDOM4", "Compose", "RandomAugmentor", "RandomChoice", "attr_mask", "edge_pert",
-           "identity", "node_drop", "node_drop_mask", "subgraph"]
+from ..errors import ConfigError, DataError
+from .ops import as_batch, graph_or_batch, graph_sizes, keep_nodes, rank_within_group, split_graphs, unbatch
 
+__all__ = ["AUGMENTATIONS", "RANDOM4", "CheckedAugmentation", "Compose", "PerGraph", "RandomAugmentor", "RandomChoice",
+           "as_augmentation", "attr_mask", "edge_pert", "identity", "node_drop", "node_drop_mask", "subgraph"]
 
 
 def _count(n: torch.Tensor, ratio: float) -> torch.Tensor:
@@ -112,12 +113,24 @@ def attr_mask(data, ratio: float = 0.2):
     mask = rank_within_group(data.batch, g) < _count(n, ratio)[data.batch]
     out = copy.copy(data)
     if not torch.is_floating_point(data.x):
+        if not _molecule_layout(data):
+            warnings.warn(f"attr_mask: x holds integers ({data.x.dtype}), read as category ids: masked nodes are "
+                          "marked with node_mask, which only an encoder of categories (the molecule encoder) reads, "
+                          "and x is unchanged; for numeric features convert x to float first (x.float())",
+                          UserWarning, stacklevel=3)
         out.node_mask = mask.float()
         out.node_keep = 1.0 - out.node_mask
         return out
     token = scatter(data.x.float(), data.batch, dim=0, dim_size=g, reduce="mean")
     out.x = torch.where(mask.view(-1, 1), token[data.batch], data.x.float())
     return out
+
+
+def _molecule_layout(data) -> bool:
+    """Integer node and edge features of two columns each: the molecule graphs' atom and bond ids
+    (:mod:`autogcl.data.molecules`), which :func:`attr_mask` masks the molecule way."""
+    attr = getattr(data, "edge_attr", None)
+    return data.x.dim() == 2 and data.x.shape[1] == 2 and attr is not None and not attr.is_floating_point()
 
 
 def identity(data, ratio: float = 0.0):
@@ -166,7 +179,81 @@ def _check_augmentations(augs, what: str) -> list:
     bad = [a for a in augs if not callable(a)]
     if bad:
         raise ConfigError(f"{what}: {bad[0]!r} is not an augmentation (a callable taking a graph or batch)")
-    return augs
+    return [as_augmentation(a) for a in augs]
+
+
+def is_per_graph(transform) -> bool:
+    """A PyG transform (``torch_geometric.transforms``), written for one graph at a time: on a
+    batch it would treat all graphs as one (``T.VirtualNode`` would link every graph of it)."""
+    return isinstance(transform, BaseTransform) and type(transform).__module__.startswith("torch_geometric.")
+
+
+class PerGraph(BaseTransform):
+    """A per-graph transform (PyG's ``T.VirtualNode``, ``T.HalfHop``, ...) as an augmentation
+    of a batch: applied to every graph of the batch apart (:func:`autogcl.augment.ops.split_graphs`),
+    then batched again. A Python loop over the graphs: slower than the batched augmentations."""
+
+    def __init__(self, transform: Callable):
+        self.transform = transform
+
+    def forward(self, data):
+        batch, single = as_batch(data, repr(self.transform))
+        graphs = [self.transform(g) for g in split_graphs(batch)]
+        return unbatch(Batch.from_data_list(graphs), single)
+
+    def __repr__(self) -> str:
+        return f"PerGraph({self.transform!r})"
+
+
+class CheckedAugmentation(BaseTransform):
+    """An augmentation of one's own, checked at every call: a per-graph PyG transform runs per
+    graph (:class:`PerGraph`), and the view must be a PyG ``Data``/``Batch`` with as many graphs
+    and node features of the same width, or a :class:`autogcl.DataError` names the
+    augmentation. Its ``repr`` is the augmentation's (what a model file records)."""
+
+    def __init__(self, augmentation: Callable):
+        self.augmentation = augmentation
+        self._apply = PerGraph(augmentation) if is_per_graph(augmentation) else augmentation
+
+    def forward(self, data):
+        batch, single = as_batch(data, repr(self.augmentation))
+        view = self._apply(batch)
+        _check_view(batch, view, self.augmentation)
+        return unbatch(view, single)
+
+    def __repr__(self) -> str:
+        return repr(self.augmentation)
+
+
+def _check_view(batch, view, aug) -> None:
+    if not isinstance(view, Data):
+        raise DataError(f"augmentation {aug!r} returned a {type(view).__name__}, not a PyG Data or Batch")
+    x = getattr(view, "x", None)
+    if not isinstance(x, torch.Tensor):
+        raise DataError(f"augmentation {aug!r} returned a view without node features (x)")
+    before, after = batch.x.shape[1:], x.shape[1:]
+    if before != after:
+        width = f"{before[0] if before else 1} to {after[0] if after else 1}" if len(before) < 2 else \
+            f"{tuple(before)} to {tuple(after)}"
+        raise DataError(f"augmentation {aug!r} changes the width of the node features x from {width}: the encoder "
+                        "reads as many features as the graphs have, so a view must keep them (a transform that adds "
+                        "features, such as T.LocalDegreeProfile, belongs in the dataset's transform, applied before "
+                        "the model reads the graphs)")
+    owner = getattr(view, "batch", None)
+    if owner is not None and owner.numel() != x.shape[0]:
+        raise DataError(f"augmentation {aug!r} returned a view whose x has {x.shape[0]} rows for {owner.numel()} "
+                        "nodes in its batch vector (a transform written for one graph, applied to a batch?)")
+    if int(getattr(view, "num_graphs", 1) or 1) != int(batch.num_graphs):
+        raise DataError(f"augmentation {aug!r} returned a view of {view.num_graphs} graphs for a batch of "
+                        f"{batch.num_graphs}")
+
+
+def as_augmentation(aug: Callable) -> Callable:
+    """``aug`` ready to augment batches: autogcl's own augmentations as they are, any other
+    callable as a :class:`CheckedAugmentation`."""
+    if isinstance(aug, (RandomAugmentor, Compose, RandomChoice, CheckedAugmentation, PerGraph)):
+        return aug
+    return CheckedAugmentation(aug)
 
 
 class Compose(BaseTransform):

@@ -20,8 +20,9 @@ SVM's RBF kernel copes (``gamma="scale"``), a gradient-trained probe needs them 
 which :class:`LinearProbe` does by default (``standardize=True``: mean and standard deviation
 of each column from the training part of each fold only).
 
-Graphs whose label is negative (-1: unlabeled) are left out of the evaluation (counted in the
-result's ``unlabeled_left_out``).
+Labels are class indices or class names (strings, e.g. ``"active"``; sorted names become
+indices). Graphs whose label is negative (-1: unlabeled), ``None`` or ``""`` are left out of the
+evaluation (counted in the result's ``unlabeled_left_out``).
 """
 
 from __future__ import annotations
@@ -37,14 +38,36 @@ from .svm import C_GRID, svm_protocol
 __all__ = ["LinearProbe", "SVMEvaluator"]
 
 
+def _encode_names(labels: np.ndarray) -> np.ndarray:
+    """Class names (strings or other non-numbers; ``None`` or ``""``: unlabeled) as class
+    indices in sorted order of the names (-1: unlabeled); numbers stay as they are."""
+    if labels.dtype.kind not in "USO":
+        return labels
+    try:
+        return labels.astype(float)  # numbers held as objects or numeric strings
+    except (TypeError, ValueError):
+        pass
+    known = np.array([v is not None and v != "" and not (isinstance(v, float) and np.isnan(v)) for v in labels])
+    try:
+        names = sorted({str(v) for v in labels[known]})
+    except TypeError as exc:
+        raise DataError(f"labels must be class indices or class names, got {labels[:3].tolist()} ...") from exc
+    index = {name: i for i, name in enumerate(names)}
+    return np.array([index[str(v)] if k else -1 for v, k in zip(labels, known)], dtype=np.int64)
+
+
 def _matrix_and_labels(emb, y) -> tuple[torch.Tensor, np.ndarray, int]:
-    """Embeddings as a float tensor and labels as a NumPy int array, unlabeled (-1) left out."""
+    """Embeddings as a float tensor and labels as a NumPy int array, unlabeled (-1) left out;
+    class names (strings) become class indices (:func:`_encode_names`)."""
     x = torch.as_tensor(emb.detach().cpu() if isinstance(emb, torch.Tensor) else np.asarray(emb)).float()
     if y is None:
         raise DataError("the evaluator needs a label per graph (got None)")
     labels = np.asarray(y.detach().cpu() if isinstance(y, torch.Tensor) else y).reshape(-1)
     if x.dim() != 2 or len(labels) != x.shape[0]:
         raise DataError(f"{tuple(x.shape)} embeddings but {len(labels)} labels (one label per row)")
+    labels = _encode_names(labels)
+    if labels.dtype == bool:
+        labels = labels.astype(np.int64)
     if not np.issubdtype(labels.dtype, np.integer):
         if not np.all(np.isnan(labels.astype(float)) | (labels.astype(float) == np.round(labels.astype(float)))):
             raise DataError("labels must be class indices (integers; -1 for unlabeled)")
@@ -171,8 +194,8 @@ class LinearProbe:
 
         x, y_np, left_out = _matrix_and_labels(embeddings, labels)
         _check_cv(y_np, self.folds, 2)
-        classes = int(y_np.max()) + 1
-        present = np.unique(y_np)
+        present, y_np = np.unique(y_np, return_inverse=True)  # the classes that occur, as 0..k-1
+        classes = len(present)
         dev = resolve_device(self.device)
         y = torch.as_tensor(y_np, dtype=torch.long)
         outer = StratifiedKFold(n_splits=self.folds, shuffle=True, random_state=self.seed).split(np.zeros(len(y_np)), y_np)

@@ -1,4 +1,4 @@
-"""``autogcl embed``: graph embeddings of a TU dataset (with a trained AutoGCL/GraphCL model),
+"""``autogcl embed``: graph embeddings of a TU dataset (with any trained model that has ``embed``),
 of a SMILES file (with a molecule encoder, by default the shipped one) or of a saved list of
 PyG ``Data``, written as ``.npy`` or ``.csv``. SMILES that do not parse are skipped and
 reported by file line."""
@@ -19,7 +19,7 @@ from ..atomic import atomic_write_text
 from ..errors import DataError
 from .configs import EmbedConfig
 
-__all__ = ["EmbedConfig", "Embedded", "embed", "write"]
+__all__ = ["EmbedConfig", "Embedded", "SemiClassifier", "embed", "load_model", "write"]
 
 log = logging.getLogger(__name__)
 
@@ -90,6 +90,39 @@ def _labels(graphs) -> list | None:
     return [y.item() for y in ys]
 
 
+class SemiClassifier:
+    """The classifier of an ``autogcl semi`` unit's ``model.pt`` (:func:`autogcl.protocols.semi.load_model`)
+    with the ``embed(graphs, batch_size)`` of the estimators: its ``represent`` of every graph."""
+
+    def __init__(self, path: Path, blob: dict, device):
+        from .semi import load_model
+
+        self.model = load_model(path).to(device)
+        self.hparams = {"features": (blob.get("config") or {}).get("feat")}
+
+    def embed(self, graphs, batch_size: int) -> torch.Tensor:
+        from torch_geometric.loader import DataLoader
+
+        emb, _ = self.model.embed(DataLoader(list(graphs), batch_size=batch_size))
+        return emb
+
+
+def load_model(path: str, device):
+    """Any model ``--model`` names: what :func:`autogcl.load` restores, or the classifier of an
+    ``autogcl semi`` unit (:class:`SemiClassifier`)."""
+    from ..api import OTHER_FORMATS, load
+    from .semi import MODEL_FORMAT as SEMI_FORMAT
+
+    assert SEMI_FORMAT in OTHER_FORMATS  # the format autogcl.load sends here
+    try:
+        return load(path, device)
+    except DataError:
+        blob = torch.load(path, map_location="cpu", weights_only=True) if Path(path).is_file() else None
+        if isinstance(blob, dict) and blob.get("format") == SEMI_FORMAT:
+            return SemiClassifier(Path(path), blob, device)
+        raise
+
+
 def _feature_recipe(cfg: EmbedConfig, model) -> str:
     """The node features a TU dataset gets: --feat, else the recipe of the run beside the
     model (config.json), else the model's own recipe, else the default."""
@@ -113,7 +146,6 @@ def _feature_recipe(cfg: EmbedConfig, model) -> str:
 def embed(cfg: EmbedConfig, data_root=None, download: bool | None = None, device="cpu",
           workers: int | None = None, progress: bool | None = None) -> Embedded:
     """Embed what ``cfg.data`` names (see :class:`EmbedConfig`)."""
-    from ..api import ContrastiveLearner, load
     from ..devices import resolve_device
     from ..molecules import DEFAULT_ENCODER, MoleculeEncoder, from_smiles
 
@@ -124,7 +156,7 @@ def embed(cfg: EmbedConfig, data_root=None, download: bool | None = None, device
     if cfg.encoder:
         model = MoleculeEncoder.load(cfg.encoder, device)
     elif cfg.model:
-        model = load(cfg.model, device)
+        model = load_model(cfg.model, device)
     name = cfg.encoder or cfg.model or ""
     if lower.endswith(SMILES_SUFFIXES):  # a SMILES file
         if not path.is_file():
@@ -166,11 +198,11 @@ def embed(cfg: EmbedConfig, data_root=None, download: bool | None = None, device
         source = graphs.name
     if isinstance(model, MoleculeEncoder):
         emb, index = model.embed(graphs, cfg.batch_size)
-    elif isinstance(model, ContrastiveLearner):
+    elif callable(getattr(model, "embed", None)):  # AutoGCL, GraphCL, SemiSupervised, a semi classifier
         emb, index = model.embed(graphs, cfg.batch_size).numpy(), np.arange(len(graphs))
     else:
-        raise DataError(f"{cfg.model}: a {type(model).__name__}, which gives no graph embeddings; use a model of "
-                        "`autogcl unsupervised` or a molecule encoder")
+        raise DataError(f"{cfg.model}: a {type(model).__name__}, which gives no graph embeddings; use a model that "
+                        "has embed (AutoGCL, GraphCL, SemiSupervised, `autogcl semi`'s) or a molecule encoder")
     labels = _labels(graphs)
     return Embedded(emb, index, {} if labels is None else {"label": labels}, [], len(graphs), source, name)
 

@@ -227,12 +227,18 @@ class Trainer:
             little whatever ``ckpt_every`` is (``None``: epochs only). Which epochs are saved
             never changes the numbers: a fit resumed from any of them equals an unbroken one.
         desc, show_progress: the progress bar (``None``: shown on a terminal).
+        tracker: where every epoch's scalars go (:mod:`autogcl.train.tracking`: losses,
+            evaluations, time and throughput), e.g. a
+            :class:`autogcl.train.tracking.TensorBoardTracker`; ``None``: one under
+            ``$AUTOGCL_LOG_DIR`` when it is set (the command line's ``--log-dir``), else none.
     """
 
     def __init__(self, strategy: Strategy, device=None, checkpoint: Path | None = None,
                  loader_gen: torch.Generator | None = None, ckpt_every: int = 1, ckpt_on_report: bool = True,
-                 ckpt_seconds: float | None = 60.0, desc: str = "train", show_progress: bool | None = None):
+                 ckpt_seconds: float | None = 60.0, desc: str = "train", show_progress: bool | None = None,
+                 tracker=None):
         self.strategy = strategy
+        self.tracker = tracker
         if device is not None:
             strategy.to(device)
         self.checkpoint = None if checkpoint is None else Path(checkpoint)
@@ -273,8 +279,16 @@ class Trainer:
 
         lock = (exclusive(self.checkpoint, f"checkpoint {self.checkpoint}") if self.checkpoint is not None
                 else contextlib.nullcontext())
+        from .tracking import tracker_for
+
+        tracker = self.tracker if self.tracker is not None else tracker_for(None, self.desc)
         with lock, preempt.handling(), preempt.deferring():
-            return self._fit(data, epochs, evaluate, stop, {} if extra is None else extra, row_fields, start)
+            try:
+                return self._fit(data, epochs, evaluate, stop, {} if extra is None else extra, row_fields, start,
+                                 tracker)
+            finally:
+                if tracker is not None and tracker is not self.tracker:  # the caller closes its own
+                    tracker.close()
 
     def _snapshot(self, rows: list[dict], epoch: int, extra: dict) -> dict:
         """The state after ``epoch`` (what its checkpoint would hold), copied."""
@@ -292,7 +306,7 @@ class Trainer:
         elif self.checkpoint is not None and self.checkpoint.is_file():
             self.resume()  # the checkpoint already holds epoch `last`
 
-    def _fit(self, data, epochs, evaluate, stop, extra, row_fields, start) -> list[dict]:
+    def _fit(self, data, epochs, evaluate, stop, extra, row_fields, start, tracker=None) -> list[dict]:
         from tqdm.auto import tqdm
 
         rows = []
@@ -334,6 +348,8 @@ class Trainer:
             if "loss" in row:
                 bar.set_postfix(loss=f"{row['loss']:.3f}")
             progress.epoch(row, reported)
+            if tracker is not None:
+                tracker.epoch(row, _num_graphs(data))
             done = stop is not None and stop(row)
             overdue = self.ckpt_seconds is not None and time.monotonic() - self._saved_at >= self.ckpt_seconds
             stopping = preempt.requested() is not None
