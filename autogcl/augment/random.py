@@ -217,7 +217,14 @@ class CheckedAugmentation(BaseTransform):
 
     def forward(self, data):
         batch, single = as_batch(data, repr(self.augmentation))
-        view = self._apply(batch)
+        try:
+            view = self._apply(batch)
+        except (ValueError, TypeError, IndexError, RuntimeError, KeyError, AttributeError) as exc:
+            if isinstance(exc, torch.cuda.OutOfMemoryError):
+                raise
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            raise DataError(f"augmentation {self.augmentation!r} failed on a batch of {batch.num_graphs} graphs "
+                            f"({type(exc).__name__}: {first})") from exc
         _check_view(batch, view, self.augmentation)
         return unbatch(view, single)
 

@@ -1,0 +1,117 @@
+"""No silent foot-guns: an untrained model's embeddings, TU-style labels without class 0, a
+graph without ``edge_index``, an augmentation that changes the features, string labels in
+the linear probe, progress outside a terminal."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+import torch
+from torch_geometric.data import Data
+
+import autogcl
+from autogcl.errors import DataError
+
+
+def ring(n: int, y=None, feat: int | None = 3) -> Data:
+    i = torch.arange(n)
+    e = torch.stack([i, (i + 1) % n])
+    g = Data(edge_index=torch.cat([e, e.flip(0)], 1), num_nodes=n)
+    if feat:
+        g.x = torch.rand(n, feat)
+    if y is not None:
+        g.y = torch.tensor([y])
+    return g
+
+
+UNTRAINED = "embed before fit: the model is untrained"
+
+
+def test_embed_before_fit_warns_once_and_a_fitted_or_loaded_model_does_not(caplog, tmp_path):
+    graphs = [ring(n) for n in range(3, 9)]
+    model = autogcl.GraphCL(hidden=4, num_layers=2)
+    with caplog.at_level(logging.WARNING, logger="autogcl"):
+        model.embed(graphs)
+        model.embed(graphs)
+    assert sum(UNTRAINED in r.getMessage() for r in caplog.records) == 1
+    model.fit(graphs, epochs=1, batch_size=3, progress=False, device="cpu")
+    path = model.save(tmp_path / "m.pt")
+    fresh = autogcl.GraphCL(3, hidden=4, num_layers=2)
+    fresh.load_state_dict(model.state_dict())
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="autogcl"):
+        model.embed(graphs)
+        autogcl.load(path).embed(graphs)
+        fresh.embed(graphs)
+    assert not any(UNTRAINED in r.getMessage() for r in caplog.records)
+
+
+def test_labels_without_class_0_are_refused_showing_the_mapping():
+    graphs = [ring(n, y=1 + n % 2) for n in range(3, 11)]
+    with pytest.raises(DataError, match=r"the labels are \[1, 2\], with no class 0 .*relabel them "
+                                        r"\(1 -> 0, 2 -> 1; e.g. y - 1"):
+        autogcl.SemiSupervised(hidden=4, num_layers=1).fit(graphs, epochs=1, progress=False)
+    model = autogcl.SemiSupervised(hidden=4, num_layers=1, num_classes=3)  # a class count given: kept as they are
+    model.fit(graphs, epochs=1, progress=False, device="cpu")
+    assert model.predict_proba(graphs).shape == (8, 3)
+    autogcl.GraphCL(hidden=4, num_layers=1).fit(graphs, epochs=1, progress=False)  # labels unused: no check
+
+
+def test_labels_without_class_0_on_the_fast_path_of_a_dataset(data_root):
+    from autogcl.data import load_tu
+
+    ds = load_tu("MUTAG", data_root)[:20]
+    ds._data.y = ds._data.y + 1
+    with pytest.raises(DataError, match=r"no class 0"):
+        autogcl.SemiSupervised(hidden=4, num_layers=1).fit(ds, epochs=1, progress=False)
+
+
+def test_check_class_zero_only_speaks_when_nothing_is_class_0():
+    from autogcl.api.base import check_class_zero
+
+    assert check_class_zero([0, 1, -1], "x") is None
+    assert check_class_zero([-1, -1], "x") is None
+    assert "3 -> 0, 5 -> 1" in check_class_zero([5, 3, -1, 3], "x")
+
+
+def test_a_graph_without_edge_index_is_an_edgeless_graph():
+    plain = [ring(n, feat=None) for n in range(3, 7)]
+    bare = Data(num_nodes=4)  # no x, no edge_index at all
+    model = autogcl.AutoGCL(hidden=4, num_layers=2)
+    model.fit(plain + [bare], epochs=1, batch_size=5, progress=False, device="cpu")
+    z = model.embed([bare, Data(num_nodes=4, edge_index=torch.empty(2, 0, dtype=torch.long))])
+    assert torch.equal(z[0], z[1])  # the same as an explicitly edgeless graph
+    with_x = Data(x=torch.rand(3, 2))
+    assert autogcl.GraphCL(hidden=4, num_layers=1).embed([with_x]).shape == (1, 4)
+
+
+def test_linear_probe_takes_class_names():
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(40, 4, generator=gen)
+    names = np.array(["inactive", "active"] * 20, dtype=object)
+    x[names == "active"] += 4.0
+    probe = autogcl.LinearProbe(folds=2, epochs=30, lr=0.1, device="cpu")
+    by_name = probe(x, names)
+    by_index = probe(x, (names == "inactive").astype(int))  # sorted names: active 0, inactive 1
+    assert by_name["acc"] == by_index["acc"] and by_name["acc"] > 0.9
+    names[:4] = None  # unlabeled
+    assert probe(x, names)["unlabeled_left_out"] == 4
+    assert autogcl.SVMEvaluator(folds=2, inner_folds=2)(x, list(names))["unlabeled_left_out"] == 4
+
+
+def test_linear_probe_with_labels_1_and_2_trains_two_classes():
+    x = torch.randn(20, 3, generator=torch.Generator().manual_seed(1))
+    res = autogcl.LinearProbe(folds=2, epochs=10, device="cpu")(x, np.array([1, 2] * 10))
+    assert 0.0 <= res["acc"] <= 1.0
+
+
+def test_fit_logs_every_epoch_at_info_when_no_bar_is_shown(caplog):
+    graphs = [ring(n) for n in range(3, 9)]
+    model = autogcl.GraphCL(hidden=4, num_layers=1)
+    with caplog.at_level(logging.INFO, logger="autogcl"):
+        model.fit(graphs, epochs=2, batch_size=3, progress=False, device="cpu")
+    lines = [r.getMessage() for r in caplog.records if r.name == "autogcl.train.loop"]
+    assert any(line.startswith("GraphCL: epoch 1/2, loss") for line in lines)
+    assert any(line.startswith("GraphCL: epoch 2/2, loss") for line in lines)

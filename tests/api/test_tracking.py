@@ -1,0 +1,90 @@
+"""Experiment tracking: ``fit(log_dir=...)`` and ``--log-dir`` write per-epoch losses,
+evaluations and throughput as TensorBoard scalars, read back here from the event files."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch_geometric.data import Data
+
+import autogcl
+from autogcl.errors import ConfigError
+from autogcl.train.tracking import LOG_DIR_ENV, scalars, tracker_for
+
+pytest.importorskip("tensorboard", reason="the tracking tests read TensorBoard event files (pip install tensorboard)")
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator  # noqa: E402
+
+
+def ring(n: int) -> Data:
+    i = torch.arange(n)
+    e = torch.stack([i, (i + 1) % n])
+    return Data(x=torch.rand(n, 3), edge_index=torch.cat([e, e.flip(0)], 1))
+
+
+GRAPHS = [ring(n) for n in range(3, 11)]
+
+
+def read(folder) -> dict[str, list[tuple[int, float]]]:
+    acc = EventAccumulator(str(folder))
+    acc.Reload()
+    return {tag: [(e.step, e.value) for e in acc.Scalars(tag)] for tag in acc.Tags()["scalars"]}
+
+
+@pytest.fixture(autouse=True)
+def no_shared_log_dir(monkeypatch):
+    monkeypatch.delenv(LOG_DIR_ENV, raising=False)
+
+
+def test_fit_writes_losses_evaluations_and_throughput_per_epoch(tmp_path):
+    torch.manual_seed(0)
+    model = autogcl.AutoGCL(hidden=4, num_layers=2)
+    rows = model.fit(GRAPHS, epochs=3, batch_size=4, progress=False, device="cpu", log_dir=tmp_path / "tb",
+                     evaluate=lambda e: {"score": e / 10} if e % 2 == 0 else None)
+    got = read(tmp_path / "tb")
+    assert {"loss/loss", "loss/cl_loss", "perf/epoch_s", "perf/graphs_per_s", "eval/score"} <= set(got)
+    assert [s for s, _ in got["loss/loss"]] == [1, 2, 3]
+    for (step, value), row in zip(got["loss/loss"], rows):
+        assert value == pytest.approx(row["loss"], rel=1e-6)  # float32 in the event file
+    assert got["eval/score"] == [(2, pytest.approx(0.2))]
+    for (_, rate), (_, secs) in zip(got["perf/graphs_per_s"], got["perf/epoch_s"]):
+        assert rate == pytest.approx(len(GRAPHS) / secs, rel=1e-4)
+    # a second fit continues the epochs in the same folder
+    model.fit(GRAPHS, epochs=1, batch_size=4, progress=False, device="cpu", log_dir=tmp_path / "tb")
+    assert [s for s, _ in read(tmp_path / "tb")["loss/loss"]] == [1, 2, 3, 4]
+
+
+def test_scalars_of_a_row():
+    row = {"phase": "pretrain", "epoch": 3, "loss": 1.5, "sim_loss": float("nan"), "time_s": 2.0, "val_acc": 0.5,
+           "note": "text", "flag": True}
+    assert scalars(row, graphs=10) == {"pretrain/loss/loss": 1.5, "pretrain/perf/epoch_s": 2.0,
+                                       "pretrain/perf/graphs_per_s": 5.0, "pretrain/eval/val_acc": 0.5}
+
+
+def test_the_shared_log_dir_gives_each_trainer_a_folder(tmp_path, monkeypatch):
+    assert tracker_for(None, "x") is None
+    monkeypatch.setenv(LOG_DIR_ENV, str(tmp_path))
+    tracker = tracker_for(None, "MUTAG-autogcl seed 0")
+    tracker.close()
+    assert tracker.log_dir == tmp_path / "MUTAG-autogcl_seed_0"
+
+
+def test_a_missing_tensorboard_is_a_clear_error(tmp_path, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "torch.utils.tensorboard", None)
+    with pytest.raises(ConfigError, match=r"need the tensorboard package: pip install 'autogcl\[tensorboard\]'"):
+        autogcl.GraphCL(hidden=4, num_layers=1).fit(GRAPHS, epochs=1, progress=False, log_dir=tmp_path)
+
+
+def test_the_command_line_log_dir(data_root, tmp_path, monkeypatch):
+    from autogcl.cli import main
+
+    monkeypatch.delenv(LOG_DIR_ENV, raising=False)  # main exports it; the fixture's undo removes it again
+    assert main(["unsupervised", "--dataset", "MUTAG", "--epochs", "2", "--seeds", "1", "--jobs", "1",
+                 "--data-root", str(data_root), "--out", str(tmp_path / "out"), "--no-progress", "--device", "cpu",
+                 "--log-dir", str(tmp_path / "tb")]) == 0
+    runs = [p for p in (tmp_path / "tb").iterdir() if p.is_dir()]
+    assert len(runs) == 1 and "seed_0" in runs[0].name
+    got = read(runs[0])
+    assert [s for s, _ in got["loss/loss"]] == [1, 2]
+    assert any(tag.startswith("eval/") for tag in got)  # the SVM evaluation of the protocol
