@@ -1,6 +1,7 @@
 """Property-based tests of the public API on random graphs: 1-node and edgeless graphs,
 self-loops, duplicate edges, isolated nodes, features of any scale and dtype, broken
-edge indices, labels of any kind or missing. Every call gives finite output or a clear
+edge indices or none at all, labels of any kind (float ones too) or missing, PyG transforms as
+augmentations. Every call gives finite output or a clear
 AutoGCL error (never another exception, never NaN), and a fit never leaves BatchNorm
 statistics that poison later embeddings."""
 
@@ -159,3 +160,101 @@ def test_evaluators_give_a_score_or_a_clear_error(n, d, scale, labels, svm):
         assert "two classes" in str(exc) or "too few labeled graphs" in str(exc), exc
         return
     assert 0.0 <= res["acc"] <= 1.0 and res["unlabeled_left_out"] == int((y < 0).sum())
+
+
+# ------------------------------------------------------------------ new inputs: graphs without edge_index,
+# float labels, PyG transforms as augmentations
+
+import numpy as np  # noqa: E402
+import torch_geometric.transforms as T  # noqa: E402
+
+from autogcl.augment import as_augmentation  # noqa: E402
+
+
+@PROPS
+@given(graph_lists(2, 6, labels=False), st.data())
+def test_graphs_without_edge_index_embed_as_edgeless_graphs(items, data):
+    bare = data.draw(st.lists(st.integers(0, len(items) - 1), min_size=1, max_size=len(items), unique=True))
+    for i in bare:
+        del items[i].edge_index
+    explicit = [g.clone() for g in items]
+    for i in bare:
+        explicit[i].edge_index = torch.empty(2, 0, dtype=torch.long)
+    torch.manual_seed(0)
+    model = autogcl.GraphCL(hidden=4, num_layers=2)
+    try:
+        z = model.embed(items)
+    except DataError as exc:
+        assert "scale them" in str(exc), exc  # features too large, named (never a TypeError)
+        return
+    assert torch.isfinite(z).all()
+    assert torch.equal(z, model.embed(explicit))
+
+
+LABELS = st.sampled_from([0.0, 1.0, 2.0, 0.5, -1.0, float("nan"), 3.0])
+
+
+@PROPS
+@given(st.lists(LABELS, min_size=6, max_size=10))
+def test_float_labels_train_or_are_refused_clearly(labels):
+    items = [Data(x=torch.rand(3, FEATURES), edge_index=torch.tensor([[0, 1], [1, 2]]), y=torch.tensor([v]))
+             for v in labels]
+    values = [v for v in labels if v == v and v >= 0]
+    if any(v != int(v) for v in values):
+        expected = "is not a class index"
+    elif not values:
+        expected = "are unlabeled"
+    elif min(values) > 0:
+        expected = "with no class 0"
+    else:
+        expected = None
+    torch.manual_seed(0)
+    model = autogcl.SemiSupervised(hidden=4, num_layers=1)
+    if expected is not None:
+        hypothesis.event(f"refused: {expected}")
+        with pytest.raises(DataError, match=expected):
+            model.fit(items, epochs=1, batch_size=4, seed=0, progress=False)
+        return
+    hypothesis.event("trained")
+    model.fit(items, epochs=1, batch_size=4, seed=0, progress=False)
+    assert model.hparams["num_classes"] == max(2, int(max(values)) + 1)
+
+
+@PROPS
+@given(st.lists(st.sampled_from([0.0, 1.0, 2.0, float("nan")]), min_size=24, max_size=24))
+def test_evaluators_read_integral_float_labels_as_classes(labels):
+    x = torch.randn(24, 3, generator=torch.Generator().manual_seed(0))
+    y = np.array(labels)
+    as_int = np.nan_to_num(y, nan=-1).astype(int)
+    probe = autogcl.LinearProbe(folds=2, epochs=5, device="cpu")
+    try:
+        expected = probe(x, as_int)
+    except DataError:
+        with pytest.raises(DataError):
+            probe(x, y)
+        return
+    assert probe(x, y)["acc"] == expected["acc"]
+
+
+PER_GRAPH = [T.VirtualNode(), T.HalfHop(), T.AddSelfLoops(), T.ToUndirected(), T.LocalDegreeProfile(),
+             T.NormalizeFeatures()]
+
+
+@PROPS
+@given(st.lists(graphs(labels=False), min_size=1, max_size=5), st.sampled_from(PER_GRAPH))
+def test_pyg_transforms_as_augmentations_keep_graphs_apart_or_are_named(items, transform):
+    for g in items:
+        g.x = (g.x if getattr(g, "x", None) is not None else torch.ones(g.num_nodes, FEATURES)).float()
+        g.x = g.x.clamp(-1e6, 1e6)
+    batch = Batch.from_data_list(items)
+    torch.manual_seed(0)
+    try:
+        view = as_augmentation(transform)(batch)
+    except DataError as exc:
+        assert repr(transform).split("(")[0] in str(exc), exc
+        hypothesis.event(f"named: {repr(transform)}")
+        return
+    assert int(view.num_graphs) == len(items) and view.x.shape == (view.batch.numel(), FEATURES)
+    if view.edge_index.numel():
+        src, dst = view.edge_index
+        assert torch.equal(view.batch[src], view.batch[dst])  # no edge joins two graphs
