@@ -410,8 +410,7 @@ def add_transfer(sub) -> None:
         "--resume continues an interrupted run. The run folder ends with encoder.pt, the file "
         "`autogcl transfer finetune --checkpoint` takes.")
     add_options(pre, PretrainConfig)
-    _run_options(pre, ("workers", "data_root", "out", "resume", "restart_damaged", "no_progress", "log_dir", "device",
-                       "precision",
+    _run_options(pre, ("workers", "data_root", "out", "resume", "restart_damaged", "no_progress", "device", "precision",
                        "compile", "executor",
                        "ray_address", "cpus_per_unit", "gpus_per_unit"), out=None)
     pre.set_defaults(func=cmd_pretrain)

@@ -564,6 +564,10 @@ OTHER_FORMATS = {
 }
 
 
+def _a(name: str) -> str:
+    return f"{'an' if name[:1] in 'AEIOU' else 'a'} {name}"
+
+
 def describe_file(blob) -> str:
     """What a file autogcl reads holds, in words ("a GraphCL model", "a molecule encoder", ...)."""
     from .. import molecules
@@ -572,7 +576,7 @@ def describe_file(blob) -> str:
         return f"a {type(blob).__name__}, not an autogcl file"
     fmt = blob.get("format")
     if fmt == MODEL_FORMAT:
-        return f"a {blob.get('class')} model"
+        return f"{_a(str(blob.get('class')))} model"
     if fmt == molecules.ENCODER_FORMAT:
         return "a molecule encoder"
     if fmt == molecules.PREDICTOR_FORMAT:
@@ -643,8 +647,7 @@ def _restore(path: Path, dev: torch.device, blob, cls: type | None = None):
         hint = f"use {use} or autogcl.load" if use else "autogcl.load tells what it is"
         if isinstance(blob, dict) and blob.get("format") in OTHER_FORMATS:
             hint = OTHER_FORMATS[blob["format"]][1]
-        article = "an" if cls.__name__[0] in "AEIOU" else "a"
-        raise DataError(f"{path}: this file holds {describe_file(blob)}, not {article} {cls.__name__} model; {hint}")
+        raise DataError(f"{path}: this file holds {describe_file(blob)}, not {_a(cls.__name__)} model; {hint}")
     if isinstance(blob, dict) and blob.get("format") in molecules.FORMATS:
         return molecules.load_file(path, dev)
     if isinstance(blob, dict) and blob.get("format") in OTHER_FORMATS:

@@ -49,7 +49,7 @@ def test_each_class_refuses_another_kinds_file_by_name(files, name):
     for other, path in files.items():
         if other == name:
             continue
-        with pytest.raises(DataError, match=f"holds a {other} model, not an? {name} model; use "
+        with pytest.raises(DataError, match=f"holds an? {other} model, not an? {name} model; use "
                                             f"autogcl.{other}.load or autogcl.load"):
             getattr(autogcl, name).load(path)
 
