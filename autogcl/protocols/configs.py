@@ -394,8 +394,9 @@ class EmbedConfig(Config):
     data: str = option("", "a TU dataset name (with --model), a SMILES file (.csv, .smi, plain or .gz; with "
                        "--encoder), or a saved dataset (.pt holding a list of PyG Data; with --model or --encoder)",
                        cli=False)
-    model: str | None = option(None, "model.pt of `autogcl unsupervised` or of AutoGCL/GraphCL.save (any file "
-                               "autogcl.load reads)", type=str)
+    model: str | None = option(None, "a model that has embed: model.pt of `autogcl unsupervised` or `autogcl semi`, "
+                               "or a file of AutoGCL/GraphCL/SemiSupervised.save (any model autogcl.load reads)",
+                               type=str)
     encoder: str | None = option(None, "molecule encoder: a shipped encoder's name or an encoder.pt (default for "
                                  "a SMILES file: autogcl-moses-fullx1)", type=str)
     smiles_col: str = option("smiles", "SMILES column of a CSV (matched ignoring case)")
