@@ -106,6 +106,128 @@ def test_two_processes_of_b_compute_one_process_of_2b(tmp_path, monkeypatch, met
     assert moved > len(ref_grads) // 2, "most parameters must get a gradient for the comparison to mean anything"
 
 
+STEPS = 3
+
+
+def _params(strat) -> dict:
+    return {f"{k}.{n}": p.detach().clone() for k, m in strat.modules().items() for n, p in m.named_parameters()}
+
+
+def _train_steps(strat, rows_of_step):
+    """``STEPS`` optimizer steps (``strat.step``: the training loop's), step ``i`` on the
+    molecules ``rows_of_step(i)``."""
+    for i in range(STEPS):
+        strat.step(_batch(rows_of_step(i)), 1, i)
+
+
+def _rows(i):
+    """The global batch of step ``i``: every molecule, in a step-dependent order."""
+    return [(j + 3 * i) % len(SMILES) for j in range(len(SMILES))]
+
+
+def _steps_worker(rank, world, init_file, out_file, method):
+    import autogcl.augment.learnable as learnable
+    from autogcl.train import distributed
+
+    learnable.F.gumbel_softmax = _straight_through_argmax
+    torch.set_num_threads(1)
+    torch.distributed.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=world)
+    try:
+        ctx = distributed.DistContext(rank, world, rank, torch.device("cpu"), "gloo")
+        strat = distributed.wrap(_strategy(method), ctx)  # after the optimizer was built, as pretrain does
+        half = len(SMILES) // world
+        _train_steps(strat, lambda i: _rows(i)[rank * half:(rank + 1) * half])
+        params = _params(strat)
+        same = all(distributed.same_everywhere(v, ctx) for v in params.values())
+        if rank == 0:
+            torch.save({"params": params, "same": same,
+                        "buffers": {f"{k}.{n}": b.clone() for k, m in strat.modules().items()
+                                    for n, b in m.named_buffers()}}, out_file)
+    finally:
+        torch.distributed.destroy_process_group()
+
+
+def _spawn(target, tmp_path, *args, world=2, timeout=120):
+    ctx = torch.multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=target, args=(r, world, str(tmp_path / "init"), *args)) for r in range(world)]
+    for p in procs:
+        p.start()
+    try:
+        for p in procs:
+            p.join(timeout)
+            assert p.exitcode == 0, "a distributed worker failed"
+    finally:
+        for p in procs:
+            if p.is_alive():
+                p.kill()
+
+
+def test_k_steps_on_two_processes_train_every_parameter_as_one_process(tmp_path, monkeypatch, method="autogcl"):
+    """Parameter values (not gradients) after STEPS Adam steps: 2 processes of 4 molecules
+    against 1 process of the same 8, float64. Every parameter tensor moves, BatchNorm
+    included, and ends within 1e-9 of the one-process value; the BatchNorm running statistics
+    (updated per view, from the synced statistics) agree too."""
+    import autogcl.augment.learnable as learnable
+
+    monkeypatch.setattr(learnable.F, "gumbel_softmax", _straight_through_argmax)
+    ref = _strategy(method)
+    ref.view_gen = torch.Generator().manual_seed(0)  # wrap()'s view draws (seed 0)
+    before = _params(ref)
+    _train_steps(ref, _rows)
+    after = _params(ref)
+
+    out = tmp_path / "dist.pt"
+    _spawn(_steps_worker, tmp_path, str(out), method)
+    got = torch.load(out, weights_only=True)
+    assert got["same"], "the processes hold different weights"
+    assert got["params"].keys() == after.keys()
+    bn = [k for k in after if ".bns." in k]
+    assert bn, "the encoder has BatchNorm layers"
+    for name, value in after.items():
+        assert not torch.equal(value, before[name]), f"{name} did not move on one process"
+        assert not torch.equal(got["params"][name], before[name]), f"{name} did not move on two processes"
+        assert torch.allclose(got["params"][name], value, rtol=0, atol=1e-9), name
+    ref_buffers = {f"{k}.{n}": b for k, m in ref.modules().items() for n, b in m.named_buffers()}
+    for name, value in ref_buffers.items():
+        assert torch.allclose(got["buffers"][name].to(value.dtype), value, rtol=0, atol=1e-9), name
+
+
+def test_the_nccl_module_path_keeps_the_optimizers_parameters_and_takes_segments(tmp_path):
+    """What an NCCL run does to the modules, on the CPU: the conversion is the gloo one (no
+    torch SyncBatchNorm, whose forward has no ``segments``), in place, with the parameter
+    objects the optimizer holds; a plain BatchNorm1d becomes a synced SegmentBatchNorm sharing
+    its tensors; the molecule GIN's forward with two segments runs synced (a 1-process group:
+    the numbers of the unsynced layer, within 1e-12 in float64)."""
+    from torch import nn
+
+    from autogcl.data.batching import pair_batches
+    from autogcl.models.norm import SegmentBatchNorm
+    from autogcl.train.distributed import DistContext, sync_batchnorm
+
+    strat = _strategy()
+    held = {id(p) for g in strat.opt.param_groups for p in g["params"]}
+    ctx = DistContext(0, 1, 0, torch.device("cpu"), "nccl")
+    plain = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4))
+    weight, mean = plain[1].weight, plain[1].running_mean
+    sync_batchnorm(plain, ctx)
+    assert isinstance(plain[1], SegmentBatchNorm) and plain[1].synced
+    assert plain[1].weight is weight and plain[1].running_mean is mean
+    batch = _batch(range(4)), _batch(range(4, 8))
+    model = strat.modules()["model"]
+    expected = model.encoder(pair_batches(*batch))
+    for mod in strat.modules().values():
+        sync_batchnorm(mod, ctx)
+    bns = [m for mod in strat.modules().values() for m in mod.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)]
+    assert bns and all(type(m) is SegmentBatchNorm and m.synced for m in bns)
+    assert {id(p) for mod in strat.modules().values() for p in mod.parameters()} <= held
+    torch.distributed.init_process_group("gloo", init_method=f"file://{tmp_path / 'init'}", rank=0, world_size=1)
+    try:
+        got = model.encoder(pair_batches(*batch))
+    finally:
+        torch.distributed.destroy_process_group()
+    assert torch.allclose(got, expected, rtol=0, atol=1e-12)
+
+
 def test_a_batch_that_does_not_split_evenly_is_refused():
     from autogcl.errors import ConfigError
     from autogcl.train.distributed import DistContext, check_batch
