@@ -59,7 +59,9 @@ def _loss_and_grads(strat, batch, forward):
     return float(terms["loss"]), grads
 
 
-def _worker(rank, world, init_file, out_file, method):
+def _worker(rank, world, init_file, out_file, method, job):
+    """One process of a 2-process gloo group: the wrapped strategy of ``method`` does ``job``
+    (``_grads_job`` or ``_steps_job``) on its half of the molecules; rank 0 saves what it returns."""
     import autogcl.augment.learnable as learnable
     from autogcl.train import distributed
 
@@ -68,15 +70,33 @@ def _worker(rank, world, init_file, out_file, method):
     torch.distributed.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=world)
     try:
         ctx = distributed.DistContext(rank, world, rank, torch.device("cpu"), "gloo")
-        strat = distributed.wrap(_strategy(method), ctx)
+        strat = distributed.wrap(_strategy(method), ctx)  # after the optimizer was built, as pretrain does
         half = len(SMILES) // world
-        loss, grads = _loss_and_grads(strat, _batch(range(rank * half, (rank + 1) * half)), strat.forward_module)
-        losses = [None] * world
-        torch.distributed.all_gather_object(losses, loss)
+        got = job(strat, ctx, lambda rows: [r for j, r in enumerate(rows) if rank * half <= j < (rank + 1) * half])
         if rank == 0:
-            torch.save({"losses": losses, "grads": grads}, out_file)
+            torch.save(got, out_file)
     finally:
         torch.distributed.destroy_process_group()
+
+
+def _grads_job(strat, ctx, share):
+    loss, grads = _loss_and_grads(strat, _batch(share(range(len(SMILES)))), strat.forward_module)
+    return {"losses": ctx.all_gather_object(loss), "grads": grads}
+
+
+def _spawn(tmp_path, *args, world=2, timeout=120):
+    ctx = torch.multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_worker, args=(r, world, str(tmp_path / "init"), *args)) for r in range(world)]
+    for p in procs:
+        p.start()
+    try:
+        for p in procs:
+            p.join(timeout)
+            assert p.exitcode == 0, "a distributed worker failed"
+    finally:
+        for p in procs:
+            if p.is_alive():
+                p.kill()
 
 
 def test_two_processes_of_b_compute_one_process_of_2b(tmp_path, monkeypatch, method="autogcl"):
@@ -86,14 +106,8 @@ def test_two_processes_of_b_compute_one_process_of_2b(tmp_path, monkeypatch, met
     ref = _strategy(method)
     ref_loss, ref_grads = _loss_and_grads(ref, _batch(range(len(SMILES))), ref.losses)
 
-    ctx = torch.multiprocessing.get_context("spawn")
     out = tmp_path / "dist.pt"
-    procs = [ctx.Process(target=_worker, args=(r, 2, str(tmp_path / "init"), str(out), method)) for r in range(2)]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(120)
-        assert p.exitcode == 0, "a distributed worker failed"
+    _spawn(tmp_path, str(out), method, _grads_job)
     got = torch.load(out, weights_only=True)
     # the losses of the two processes average to the one-process loss, and DDP's averaged
     # gradients are the one-process gradients (float64: equal up to rounding)
@@ -125,41 +139,13 @@ def _rows(i):
     return [(j + 3 * i) % len(SMILES) for j in range(len(SMILES))]
 
 
-def _steps_worker(rank, world, init_file, out_file, method):
-    import autogcl.augment.learnable as learnable
-    from autogcl.train import distributed
+def _steps_job(strat, ctx, share):
+    from autogcl.train.distributed import same_everywhere
 
-    learnable.F.gumbel_softmax = _straight_through_argmax
-    torch.set_num_threads(1)
-    torch.distributed.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=world)
-    try:
-        ctx = distributed.DistContext(rank, world, rank, torch.device("cpu"), "gloo")
-        strat = distributed.wrap(_strategy(method), ctx)  # after the optimizer was built, as pretrain does
-        half = len(SMILES) // world
-        _train_steps(strat, lambda i: _rows(i)[rank * half:(rank + 1) * half])
-        params = _params(strat)
-        same = all(distributed.same_everywhere(v, ctx) for v in params.values())
-        if rank == 0:
-            torch.save({"params": params, "same": same,
-                        "buffers": {f"{k}.{n}": b.clone() for k, m in strat.modules().items()
-                                    for n, b in m.named_buffers()}}, out_file)
-    finally:
-        torch.distributed.destroy_process_group()
-
-
-def _spawn(target, tmp_path, *args, world=2, timeout=120):
-    ctx = torch.multiprocessing.get_context("spawn")
-    procs = [ctx.Process(target=target, args=(r, world, str(tmp_path / "init"), *args)) for r in range(world)]
-    for p in procs:
-        p.start()
-    try:
-        for p in procs:
-            p.join(timeout)
-            assert p.exitcode == 0, "a distributed worker failed"
-    finally:
-        for p in procs:
-            if p.is_alive():
-                p.kill()
+    _train_steps(strat, lambda i: share(_rows(i)))
+    params = _params(strat)
+    return {"params": params, "same": all(same_everywhere(v, ctx) for v in params.values()),
+            "buffers": {f"{k}.{n}": b.clone() for k, m in strat.modules().items() for n, b in m.named_buffers()}}
 
 
 def test_k_steps_on_two_processes_train_every_parameter_as_one_process(tmp_path, monkeypatch, method="autogcl"):
@@ -177,7 +163,7 @@ def test_k_steps_on_two_processes_train_every_parameter_as_one_process(tmp_path,
     after = _params(ref)
 
     out = tmp_path / "dist.pt"
-    _spawn(_steps_worker, tmp_path, str(out), method)
+    _spawn(tmp_path, str(out), method, _steps_job)
     got = torch.load(out, weights_only=True)
     assert got["same"], "the processes hold different weights"
     assert got["params"].keys() == after.keys()
