@@ -22,6 +22,24 @@ from ..augment.ops import RowBatchNorm
 __all__ = ["SegmentBatchNorm", "sync"]
 
 
+class _AllReduceSum(torch.autograd.Function):
+    """The sum over the processes, whose gradient is the sum of the processes' gradients
+    (every process's statistics feed every process's output)."""
+
+    @staticmethod
+    def forward(ctx, t, group):
+        ctx.group = group
+        t = t.clone()
+        dist.all_reduce(t, group=group)
+        return t
+
+    @staticmethod
+    def backward(ctx, grad):
+        grad = grad.contiguous().clone()
+        dist.all_reduce(grad, group=ctx.group)
+        return grad, None
+
+
 class SegmentBatchNorm(RowBatchNorm):
     """``nn.BatchNorm1d`` (the same parameters, buffers and state dict) whose forward takes
     ``segments``: the row counts of consecutive segments normalised apart (``None``: all rows
@@ -42,8 +60,6 @@ class SegmentBatchNorm(RowBatchNorm):
         """Mean and biased variance of each segment over the rows of every process (as
         ``torch.nn.SyncBatchNorm``; two passes, for the numbers of one process on all rows);
         running statistics updated per segment, in order, with the unbiased variance."""
-        from torch.distributed.nn.functional import all_reduce  # summed gradients in backward
-
         if x.dim() != 2:
             raise ValueError(f"a synced SegmentBatchNorm takes rows x features, got shape {tuple(x.shape)}")
         if x.dtype in (torch.float16, torch.bfloat16):  # statistics in float32, as BatchNorm under autocast
@@ -52,11 +68,11 @@ class SegmentBatchNorm(RowBatchNorm):
         parts = x.split(sizes) if len(sizes) > 1 else [x]
         k = len(parts)
         local = torch.cat([torch.stack([p.sum(0) for p in parts]).flatten(), x.new_tensor(sizes)])
-        total = all_reduce(local, group=self.process_group)
+        total = _AllReduceSum.apply(local, self.process_group)
         n = total[-k:].clamp_min(1.0)  # a segment empty everywhere: nothing to normalise
         mean = total[:-k].view(k, -1) / n[:, None]
         centred = [p - mean[i] for i, p in enumerate(parts)]
-        var = all_reduce(torch.stack([(c * c).sum(0) for c in centred]), group=self.process_group) / n[:, None]
+        var = _AllReduceSum.apply(torch.stack([(c * c).sum(0) for c in centred]), self.process_group) / n[:, None]
         scale = torch.rsqrt(var + self.eps)
         if self.affine:
             outs = [torch.addcmul(self.bias, c, scale[i] * self.weight) for i, c in enumerate(centred)]

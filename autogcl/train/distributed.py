@@ -50,6 +50,9 @@ class DistContext:
     local_rank: int
     device: torch.device
     backend: str
+    #: the group of CPU collectives that steer the run (gloo; ``None``: the default group,
+    #: itself gloo on CPUs): a check each step costs no GPU synchronisation
+    control: object = None
 
     @property
     def is_main(self) -> bool:
@@ -78,6 +81,13 @@ class DistContext:
                          device=self.device if self.backend == "nccl" else "cpu")
         dist.all_reduce(t)
         return {k: v / self.world_size for k, v in zip(keys, t.tolist())}
+
+    def largest(self, value: int) -> int:
+        """The largest of the processes' ``value`` (a signal noted, 0 for none: every process
+        stops at the same step; :func:`autogcl.preempt.collective`)."""
+        t = torch.tensor([int(value)], dtype=torch.int64)
+        dist.all_reduce(t, op=dist.ReduceOp.MAX, group=self.control)
+        return int(t.item())
 
     def sum(self, value: int) -> int:
         t = torch.tensor([value], dtype=torch.int64, device=self.device if self.backend == "nccl" else "cpu")
@@ -127,7 +137,8 @@ def init(device: torch.device | str = "auto", timeout_s: float = 7200.0) -> Dist
     if not dist.is_initialized():
         dist.init_process_group(backend, timeout=datetime.timedelta(seconds=timeout_s),
                                 **({"device_id": dev} if backend == "nccl" else {}))
-    _CURRENT = DistContext(rank, world, local, dev, backend)
+    control = dist.new_group(backend="gloo") if backend == "nccl" else None
+    _CURRENT = DistContext(rank, world, local, dev, backend, control)
     if rank != 0:  # one process speaks: the others log warnings and errors only
         logging.getLogger("autogcl").setLevel(max(logging.getLogger("autogcl").getEffectiveLevel(),
                                                   logging.WARNING))
