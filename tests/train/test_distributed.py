@@ -7,6 +7,7 @@ by the test and torn down by it (bounded waits)."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -273,6 +274,13 @@ def test_torchrun_pretrains_as_documented(tmp_path, corpus):
     # two processes of 128 molecules per step: 3 full global batches of 256 in each chunk of 1000
     assert result["steps"] == 6 and result["molecules_seen"] == 6 * 256
     assert log.count("pre-trained autogcl") == 1, "only rank 0 reports"
+    # every BatchNorm of the written encoder was trained (issue 41: they stayed at 1 and 0)
+    state = torch.load(out / "encoder.pt", weights_only=True)["state_dict"]
+    bn = sorted(k.rsplit(".", 1)[0] for k in state if ".bns." in k and k.endswith(".weight"))
+    assert len(bn) == 5
+    for layer in bn:
+        assert not torch.equal(state[f"{layer}.weight"], torch.ones_like(state[f"{layer}.weight"])), layer
+        assert not torch.equal(state[f"{layer}.bias"], torch.zeros_like(state[f"{layer}.bias"])), layer
 
 
 def _worker_pids(launcher: int) -> dict[int, int]:
@@ -292,17 +300,26 @@ def _worker_pids(launcher: int) -> dict[int, int]:
     return found
 
 
-def test_a_killed_process_resumes_to_the_unbroken_numbers(tmp_path, corpus):
-    args = ["--corpus", str(corpus), "--max-molecules", "1200", "--chunk-size", "200", "--epochs", "2",
-            "--batch-size", "32", "--dim", "16", "--gen-hidden", "8", "--device", "cpu", "--no-progress"]
-    env = _env(tmp_path)
-    rc, log = _finish(torchrun(args + ["--out", str(tmp_path / "unbroken")], env))
-    assert rc == 0, log[-3000:]
+ARGS = ["--max-molecules", "1200", "--chunk-size", "200", "--epochs", "2", "--batch-size", "32", "--dim", "16",
+        "--gen-hidden", "8", "--device", "cpu", "--no-progress"]
 
+
+@pytest.fixture(scope="module")
+def unbroken(tmp_path_factory, corpus):
+    """The encoder of an unbroken 2-process run of ARGS."""
+    tmp = tmp_path_factory.mktemp("unbroken")
+    rc, log = _finish(torchrun(["--corpus", str(corpus), *ARGS, "--out", str(tmp / "O")], _env(tmp)))
+    assert rc == 0, log[-3000:]
+    return torch.load(tmp / "O" / "encoder.pt", weights_only=True)["state_dict"]
+
+
+def _interrupted(tmp_path, corpus, sig):
+    """A 2-process run of ARGS whose rank 1 gets ``sig`` once chunk 2 of epoch 1 is
+    checkpointed; ``(exit code of torchrun, its output, run folder)``."""
     out = tmp_path / "broken"
     ckpt = out.parent / f".{out.name}.partial" / "checkpoint.pt"
-    proc = torchrun(args + ["--out", str(out)], env)
-    deadline, killed = time.time() + 240, None
+    proc = torchrun(["--corpus", str(corpus), *ARGS, "--out", str(out)], _env(tmp_path))
+    deadline, signalled = time.time() + 240, None
     while time.time() < deadline and proc.poll() is None:
         if ckpt.is_file():
             try:
@@ -312,16 +329,36 @@ def test_a_killed_process_resumes_to_the_unbroken_numbers(tmp_path, corpus):
             if state is not None and (state["epoch"], state["pos"]) >= (1, 2):
                 pids = _worker_pids(proc.pid)
                 if 1 in pids:
-                    os.kill(pids[1], signal.SIGKILL)
-                    killed = pids[1]
+                    os.kill(pids[1], sig)
+                    signalled = pids[1]
                     break
         time.sleep(0.05)
     rc, log = _finish(proc)
-    assert killed is not None, "the run ended before a process could be killed mid-way:\n" + log[-2000:]
+    assert signalled is not None, "the run ended before a process could be signalled mid-way:\n" + log[-2000:]
     assert rc != 0 and not (out / "encoder.pt").is_file()
-    rc, log = _finish(torchrun(args + ["--out", str(out), "--resume"], env))
+    return rc, log, out
+
+
+def _resume_equals(tmp_path, corpus, out, unbroken):
+    rc, log = _finish(torchrun(["--corpus", str(corpus), *ARGS, "--out", str(out), "--resume"], _env(tmp_path)))
     assert rc == 0, log[-3000:]
     assert "resuming at epoch" in log
-    a = torch.load(tmp_path / "unbroken" / "encoder.pt", weights_only=True)["state_dict"]
     b = torch.load(out / "encoder.pt", weights_only=True)["state_dict"]
-    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    assert unbroken.keys() == b.keys() and all(torch.equal(unbroken[k], b[k]) for k in unbroken)
+
+
+def test_a_killed_process_resumes_to_the_unbroken_numbers(tmp_path, corpus, unbroken):
+    _, _, out = _interrupted(tmp_path, corpus, signal.SIGKILL)
+    _resume_equals(tmp_path, corpus, out, unbroken)
+
+
+def test_sigterm_to_one_process_stops_every_process_at_one_step_and_resumes(tmp_path, corpus, unbroken):
+    """SIGTERM to rank 1 alone: both ranks agree to stop before the same step, each exits 143
+    with the resume line (torchrun's summary lists both exit codes), the checkpoint of the last
+    finished chunk is kept, and the resumed run ends with the unbroken run's numbers."""
+    _, log, out = _interrupted(tmp_path, corpus, signal.SIGTERM)
+    assert log.count("autogcl: stopped by SIGTERM") == 2, log[-3000:]
+    assert log.count("resume with: autogcl transfer pretrain") == 2
+    codes = re.findall(r"exitcode\s+:\s*(-?\d+)", log)  # the summary lines, one per rank
+    assert sorted(codes) == ["143", "143"], log[-3000:]
+    _resume_equals(tmp_path, corpus, out, unbroken)
