@@ -13,6 +13,12 @@ both signals are caught:
 
 The command line turns the exception into "stopped by SIGTERM after epoch E; resume with: ..."
 and the shell's exit code (143 for SIGTERM, 130 for SIGINT).
+
+A data-parallel run (torchrun) must stop every process at the same step, or the others wait
+in a collective forever. Its training loop runs inside :func:`collective`: each process notes
+a signal (torchrun forwards its own SIGTERM to every process; a scheduler may signal any of
+them), and before every step all processes call :func:`agreed`, which raises
+:class:`~autogcl.errors.Preempted` on every process at once when any of them noted one.
 """
 
 from __future__ import annotations
@@ -22,11 +28,11 @@ import logging
 import os
 import signal
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from .errors import Preempted
 
-__all__ = ["SIGNALS", "check", "deferring", "handling", "requested"]
+__all__ = ["SIGNALS", "agreed", "check", "collective", "deferring", "handling", "requested"]
 
 log = logging.getLogger(__name__)
 
@@ -34,10 +40,12 @@ SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 _pending: int | None = None  # the signal noted while deferring, not yet acted on
 _deferring = 0  # nesting depth of deferring()
+_agree: Callable[[int], int] | None = None  # set by collective(): the largest signal noted by any process
 _installed = False
 #: False in processes whose signals belong to someone else: a Ray worker's (Ray stops and
 #: retries tasks with them), and the processes of a data-parallel run under torchrun, where one
-#: process stopping alone would leave the others waiting in a collective
+#: process stopping alone would leave the others waiting in a collective (their training loop
+#: handles signals by :func:`collective` instead)
 enabled = os.environ.get("WORLD_SIZE", "1") in ("", "1")
 
 
@@ -56,8 +64,17 @@ def handling() -> Iterator[None]:
     """Catch SIGTERM and SIGINT while the block runs (then the handlers before it are back).
     Only the main thread can set handlers: elsewhere, or nested, or when disabled, a no-op. A
     signal the process was started ignoring (SIGINT of a background job) stays ignored."""
+    if not enabled:
+        yield
+        return
+    with _handlers():
+        yield
+
+
+@contextlib.contextmanager
+def _handlers() -> Iterator[None]:
     global _installed, _pending
-    if _installed or not enabled or threading.current_thread() is not threading.main_thread():
+    if _installed or threading.current_thread() is not threading.main_thread():
         yield
         return
     old = {s: signal.getsignal(s) for s in SIGNALS}
@@ -91,14 +108,51 @@ def deferring() -> Iterator[None]:
             check()
 
 
+@contextlib.contextmanager
+def collective(agree: Callable[[int], int]) -> Iterator[None]:
+    """The training loop of one process of a data-parallel run (every process enters it).
+    SIGTERM and SIGINT are caught and noted here even where :data:`enabled` is off for
+    torchrun's processes; :func:`check` leaves them to :func:`agreed`, which every process
+    calls before each step. ``agree(signum or 0)``: the largest value over the processes (an
+    all-reduce). A second signal to one process still stops it at once (torchrun then ends
+    the others)."""
+    global _agree, _deferring
+    try:
+        with _handlers():
+            _agree, _deferring = agree, _deferring + 1
+            try:
+                yield
+            finally:
+                _agree, _deferring = None, _deferring - 1
+    except Preempted:
+        if threading.current_thread() is threading.main_thread():
+            # every process is stopping: the launcher's own SIGTERM, sent to the others once
+            # the first has exited, must not turn their exit code 143 into a kill
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        raise
+
+
+def agreed() -> None:
+    """Inside :func:`collective`, on every process at the same step: raise
+    :class:`~autogcl.errors.Preempted` on all of them when any noted a signal."""
+    global _pending
+    if _agree is None:
+        return
+    signum = _agree(_pending or 0)
+    if signum:
+        _pending = None
+        raise Preempted(signum)
+
+
 def requested() -> int | None:
     """The signal noted while deferring, if any (a loop stops before its next step)."""
     return _pending
 
 
 def check() -> None:
-    """Raise :class:`~autogcl.errors.Preempted` for a noted signal (and forget it)."""
+    """Raise :class:`~autogcl.errors.Preempted` for a noted signal (and forget it); inside
+    :func:`collective`, nothing (a process never stops alone: :func:`agreed` decides)."""
     global _pending
-    if _pending is not None:
+    if _pending is not None and _agree is None:
         signum, _pending = _pending, None
         raise Preempted(signum)

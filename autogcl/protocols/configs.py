@@ -272,6 +272,11 @@ class PretrainConfig(Config):
             return self.tau
         return 0.5 if self.method == "autogcl" else 0.1
 
+    def pretrainer_options(self) -> dict:
+        """The options of :class:`autogcl.api.pretrain.MoleculePretrainer`: every field but the
+        corpus and its fingerprint (the protocol's)."""
+        return {k: getattr(self, k) for k in self.__dataclass_fields__ if k not in ("corpus", "corpus_fingerprint")}
+
 
 # transfer
 

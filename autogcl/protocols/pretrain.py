@@ -1,12 +1,11 @@
-"""Transfer pre-training (AutoGCL paper, Section 4 and Table 4; docs/method.md): contrastive
-training of the molecule GIN on an unlabeled SMILES corpus, with the naive strategy
-(learnable generators on atom-level features) or GraphCL's random augmentations.
+"""Transfer pre-training (AutoGCL paper, Section 4 and Table 4; docs/method.md): the library's
+:class:`autogcl.api.pretrain.MoleculePretrainer` (the naive strategy with learnable generators
+on atom-level features, or GraphCL's random augmentations) run as one unit in a run folder.
 
-The corpus is read chunk by chunk (:class:`autogcl.data.corpus.MoleculeCorpus`), so memory
-holds one chunk. A checkpoint (weights, optimizer, RNG states, position in the epoch) is
-written after every chunk and every epoch; ``resume`` continues an interrupted run from
-it. The run folder ends with ``encoder.pt`` (the encoder to fine-tune), ``metrics.csv``
-and ``result.json``.
+What is the protocol's: the corpus (the given file, else the MOSES file of the data roots,
+recorded by its content), the run folder (one unit, locked, resumed with ``resume``, its
+checkpoint in the unit's work folder) and its outputs: ``encoder.pt`` (written after every
+epoch; the encoder to fine-tune), ``corpus.json``, ``metrics.csv`` and ``result.json``.
 """
 
 from __future__ import annotations
@@ -14,20 +13,14 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-import torch
-
 from .. import paths, runs
-from ..augment import MoleculeViewGenerator, RandomAugmentor
-from ..data.corpus import MoleculeCorpus
+from ..api.pretrain import MoleculePretrainer
 from ..data.datasets import fingerprint
-from ..data.molecules import VOCAB
 from ..devices import Engine, engine_of, resolve_device, runtime_info
 from ..errors import DataError
-from ..models.gin import ContrastModel
-from ..models.mol_gin import MolEncoder, MolNodeScorer, save_encoder
-from ..train import GraphCLStrategy, NaiveStrategy, distributed
-from ..train.optim import adam
-from ..train.pretrain import ChunkedTrainer, peak_rss_mb
+from ..models.mol_gin import save_encoder
+from ..train import distributed
+from ..train.pretrain import peak_rss_mb
 from .configs import DEFAULT_CORPUS, METHODS, PretrainConfig  # noqa: F401 (re-exported)
 
 log = logging.getLogger(__name__)
@@ -67,21 +60,8 @@ def resolve_corpus(corpus: str, data_root=None) -> Path:
 
 
 def build_strategy(cfg: PretrainConfig):
-    encoder = MolEncoder(VOCAB, cfg.dim, cfg.num_layers, dropout=0.0)
-    model = ContrastModel(encoder)
-    if cfg.method == "autogcl":
-        num_ops = 3 if cfg.add_mask else 2
-        gens = [MoleculeViewGenerator(MolNodeScorer(num_ops, VOCAB, cfg.gen_hidden, cfg.gen_layers),
-                                      add_mask=cfg.add_mask, dropped=cfg.dropped) for _ in range(2)]
-        params = list(model.parameters()) + list(gens[0].parameters()) + list(gens[1].parameters())
-        opt = adam(params, lr=cfg.lr)
-        return NaiveStrategy(model, gens[0], gens[1], opt, tau=cfg.temperature,
-                             cl_variant=cfg.cl_variant,
-                             sim_kind="cosine" if cfg.sim_loss == "none" else cfg.sim_loss,
-                             sim_weight=0.0 if cfg.sim_loss == "none" else 1.0, view_sampling=cfg.view_sampling)
-    opt = adam(model.parameters(), lr=cfg.lr)
-    aug1, aug2 = RandomAugmentor(cfg.aug, cfg.aug_ratio), RandomAugmentor(cfg.aug, cfg.aug_ratio)
-    return GraphCLStrategy(model, aug1, aug2, opt, tau=cfg.temperature, cl_variant=cfg.cl_variant)
+    """The strategy of a run of ``cfg`` (:meth:`autogcl.api.pretrain.MoleculePretrainer.build_strategy`)."""
+    return MoleculePretrainer(**cfg.pretrainer_options()).build_strategy()
 
 
 def pretrain(cfg: PretrainConfig, out: Path, data_root=None, resume: bool = False,
@@ -107,7 +87,7 @@ def pretrain(cfg: PretrainConfig, out: Path, data_root=None, resume: bool = Fals
     else:
         runs.check_run_folder(out, "pre-training")
     engine = engine_of(device)  # the device, and how training computes on it
-    device = resolve_device(engine)
+    resolve_device(engine)  # a device this machine lacks is an error before any work
     corpus_path = resolve_corpus(cfg.corpus, data_root)
     cfg = PretrainConfig.from_dict({**cfg.to_dict(), "corpus": str(corpus_path),
                                     "corpus_fingerprint": fingerprint([corpus_path])[0]})
@@ -120,37 +100,24 @@ def pretrain(cfg: PretrainConfig, out: Path, data_root=None, resume: bool = Fals
 
     def fn(unit):
         work = runs.start_work(unit, runtime) if main else unit.partial
-        corpus = MoleculeCorpus(corpus_path, cfg.smiles_col, cfg.max_molecules, cfg.chunk_size,
-                                workers=workers, progress=show_progress is not False and main)
-        if ctx is not None and not main:
-            ctx.barrier()  # rank 0 featurises the corpus first; the others then read its cache
-        chunks = corpus.prepare()
-        if ctx is not None and main:
-            ctx.barrier()
+        pretrainer = MoleculePretrainer(**cfg.pretrainer_options())
+
+        def write_encoder(rows, encoder):
+            save_encoder(encoder, work / "encoder.pt", _encoder_meta(cfg, pretrainer.corpus_summary, rows))
+
+        pretrainer.fit(corpus_path, work, device=engine, workers=workers, show_progress=show_progress,
+                       max_steps=max_steps, on_epoch=write_encoder)
+        rows, corpus = pretrainer.history, pretrainer.corpus_summary
         if main:
-            runs.atomic_write_json(work / "corpus.json", corpus.summary())
-        loader_gen = runs.seed_everything(cfg.seed)
-        strategy = build_strategy(cfg)
-        if ctx is not None:
-            strategy.to(engine)
-            distributed.wrap(strategy, ctx, seed=cfg.seed)
-            torch.manual_seed(distributed.rank_seed(cfg.seed, ctx))  # each process its own noise
-        trainer = ChunkedTrainer(strategy, len(chunks), corpus.load, cfg.batch_size, work / "checkpoint.pt",
-                                 loader_gen, device=None if ctx is not None else engine, show_progress=show_progress,
-                                 desc=f"pretrain {cfg.method}", dist=ctx)
-
-        def write_encoder(rows):
-            save_encoder(strategy.model.encoder, work / "encoder.pt", _encoder_meta(cfg, corpus, rows))
-
-        rows, stopped_early = trainer.fit(cfg.epochs, max_steps=max_steps, on_epoch=write_encoder)
+            runs.atomic_write_json(work / "corpus.json", corpus)
         result = {"protocol": "pretrain", "method": cfg.method, "seed": cfg.seed,
-                  "epochs": len(rows), "stopped_early": stopped_early,
+                  "epochs": len(rows), "stopped_early": pretrainer.stopped_early,
                   "molecules_seen": int(sum(r["molecules"] for r in rows)),
                   "steps": int(sum(r["steps"] for r in rows)),
                   "train_time_s": float(sum(r["time_s"] for r in rows)),
                   "molecules_per_s": float(sum(r["molecules"] for r in rows) /
                                            max(sum(r["time_s"] for r in rows), 1e-9)),
-                  "peak_rss_mb": peak_rss_mb(), "corpus": corpus.summary(), "config": cfg.to_dict(),
+                  "peak_rss_mb": peak_rss_mb(), "corpus": corpus, "config": cfg.to_dict(),
                   "world_size": 1 if ctx is None else ctx.world_size, "runtime": runtime}
         return runs.publish(unit, rows, result) if main else result
 
@@ -165,7 +132,7 @@ def _run_distributed(unit: runs.Unit, fn, resume: bool, restart_damaged: bool, c
     and locks the run folder and tells the others whether to train; all train; rank 0 publishes."""
     import shutil
 
-    from ..errors import AutoGCLError
+    from ..errors import AutoGCLError, Preempted
 
     decision = None
     if ctx.is_main:
@@ -181,15 +148,19 @@ def _run_distributed(unit: runs.Unit, fn, resume: bool, restart_damaged: bool, c
     if isinstance(decision, tuple):
         raise DataError(decision[1]) if ctx.is_main else SystemExit(2)
     if decision == "run":
-        if ctx.is_main:
-            runs.run_one(unit, fn, restart_damaged)  # holds the unit's lock while it trains
-        else:
-            fn(unit)
+        try:
+            if ctx.is_main:
+                runs.run_one(unit, fn, restart_damaged)  # holds the unit's lock while it trains
+            else:
+                fn(unit)
+        except Preempted:  # every process stopped at the same step: leave the group cleanly
+            distributed.shutdown()
+            raise
     ctx.barrier()  # rank 0 has published
     return unit.result()
 
 
-def _encoder_meta(cfg: PretrainConfig, corpus: MoleculeCorpus, rows: list[dict]) -> dict:
+def _encoder_meta(cfg: PretrainConfig, corpus: dict, rows: list[dict]) -> dict:
     return {"method": cfg.method, "epochs": len(rows),
             "molecules_seen": int(sum(r["molecules"] for r in rows)),
-            "corpus": corpus.summary(), "pretrain_config": cfg.to_dict()}
+            "corpus": corpus, "pretrain_config": cfg.to_dict()}

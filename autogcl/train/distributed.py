@@ -11,9 +11,9 @@ GPUs, gloo on CPUs). :func:`wrap` then makes a contrastive strategy data-paralle
   across processes; a generator left out of a step is an unused parameter);
 * NT-Xent gathers the embeddings of every process (negatives from the whole global batch,
   with gradients flowing back to their process);
-* BatchNorm statistics are computed over the whole global batch (``torch.nn.SyncBatchNorm``
-  on GPUs; :class:`DistributedBatchNorm`, the same computation, on CPUs, where PyTorch's has
-  no kernel);
+* BatchNorm statistics are computed over the whole global batch, each view apart
+  (:class:`autogcl.models.norm.SegmentBatchNorm` synced: all-reduces on either backend, the
+  layers and their parameters unchanged, so the optimizers keep training them);
 * the two views contrasted are drawn from a generator that is the same on every process,
   while each process draws its own Gumbel noise (seeded by rank).
 
@@ -33,10 +33,11 @@ import torch.distributed as dist
 from torch import nn
 
 from ..errors import ConfigError
+from ..models.norm import sync
 
 log = logging.getLogger(__name__)
 
-__all__ = ["DistContext", "DistributedBatchNorm", "check_batch", "current", "gather_rows", "init", "launched",
+__all__ = ["DistContext", "check_batch", "current", "gather_rows", "init", "launched",
            "rank_seed", "same_everywhere", "shutdown", "sync_batchnorm", "wrap"]
 
 
@@ -49,6 +50,9 @@ class DistContext:
     local_rank: int
     device: torch.device
     backend: str
+    #: the group of CPU collectives that steer the run (gloo; ``None``: the default group,
+    #: itself gloo on CPUs): a check each step costs no GPU synchronisation
+    control: object = None
 
     @property
     def is_main(self) -> bool:
@@ -77,6 +81,13 @@ class DistContext:
                          device=self.device if self.backend == "nccl" else "cpu")
         dist.all_reduce(t)
         return {k: v / self.world_size for k, v in zip(keys, t.tolist())}
+
+    def largest(self, value: int) -> int:
+        """The largest of the processes' ``value`` (a signal noted, 0 for none: every process
+        stops at the same step; :func:`autogcl.preempt.collective`)."""
+        t = torch.tensor([int(value)], dtype=torch.int64)
+        dist.all_reduce(t, op=dist.ReduceOp.MAX, group=self.control)
+        return int(t.item())
 
     def sum(self, value: int) -> int:
         t = torch.tensor([value], dtype=torch.int64, device=self.device if self.backend == "nccl" else "cpu")
@@ -126,7 +137,8 @@ def init(device: torch.device | str = "auto", timeout_s: float = 7200.0) -> Dist
     if not dist.is_initialized():
         dist.init_process_group(backend, timeout=datetime.timedelta(seconds=timeout_s),
                                 **({"device_id": dev} if backend == "nccl" else {}))
-    _CURRENT = DistContext(rank, world, local, dev, backend)
+    control = dist.new_group(backend="gloo") if backend == "nccl" else None
+    _CURRENT = DistContext(rank, world, local, dev, backend, control)
     if rank != 0:  # one process speaks: the others log warnings and errors only
         logging.getLogger("autogcl").setLevel(max(logging.getLogger("autogcl").getEffectiveLevel(),
                                                   logging.WARNING))
@@ -166,71 +178,11 @@ def gather_rows(t: torch.Tensor) -> tuple[torch.Tensor, int]:
     return _AllGatherRows.apply(t), dist.get_rank() * t.shape[0]
 
 
-class _AllReduceSum(torch.autograd.Function):
-    """Sum over processes whose gradient is the sum of the processes' gradients (every
-    process's statistics feed every process's output)."""
-
-    @staticmethod
-    def forward(ctx, t):
-        t = t.clone()
-        dist.all_reduce(t)
-        return t
-
-    @staticmethod
-    def backward(ctx, grad):
-        grad = grad.clone()
-        dist.all_reduce(grad)
-        return grad
-
-
-class DistributedBatchNorm(nn.BatchNorm1d):
-    """BatchNorm whose training statistics are those of the rows of every process together,
-    as ``torch.nn.SyncBatchNorm`` computes them, for CPUs (where PyTorch's has no kernel) and
-    with ``segments`` (two views in one batch, normalised apart): mean and biased variance
-    over all rows, running variance updated with the unbiased one."""
-
-    def forward(self, x: torch.Tensor, segments: tuple[int, ...] | None = None) -> torch.Tensor:
-        if not self.training or not dist.is_initialized():
-            return super().forward(x)
-        parts = x.split(list(segments)) if segments else [x]
-        return torch.cat([self._one(p) for p in parts]) if len(parts) > 1 else self._one(parts[0])
-
-    def _one(self, x: torch.Tensor) -> torch.Tensor:
-        count = torch.tensor([float(x.shape[0])], dtype=x.dtype, device=x.device)
-        stats = _AllReduceSum.apply(torch.cat([x.sum(0), count]))
-        n = stats[-1]
-        mean = stats[:-1] / n
-        centred = x - mean
-        var = _AllReduceSum.apply((centred * centred).sum(0)) / n
-        out = centred * torch.rsqrt(var + self.eps)
-        if self.affine:
-            out = out * self.weight + self.bias
-        if self.track_running_stats:
-            with torch.no_grad():
-                self.num_batches_tracked.add_(1)
-                m = self.momentum if self.momentum is not None else 1.0 / float(self.num_batches_tracked)
-                self.running_mean.mul_(1 - m).add_(mean.detach(), alpha=m)
-                self.running_var.mul_(1 - m).add_(var.detach() * n / (n - 1).clamp_min(1), alpha=m)
-        return out
-
-
 def sync_batchnorm(module: nn.Module, ctx: DistContext) -> nn.Module:
-    """Every BatchNorm of ``module`` computing its statistics over all processes (in place of
-    the originals, with their parameters and buffers)."""
-    if ctx.backend == "nccl":
-        return nn.SyncBatchNorm.convert_sync_batchnorm(module)
-    for name, child in list(module.named_children()):
-        if isinstance(child, nn.modules.batchnorm._BatchNorm) and not isinstance(child, DistributedBatchNorm):
-            new = DistributedBatchNorm(child.num_features, child.eps, child.momentum, child.affine,
-                                       child.track_running_stats)
-            ref = child.weight if child.affine else child.running_mean
-            new.to(device=ref.device, dtype=ref.dtype)
-            new.load_state_dict(child.state_dict())
-            new.train(child.training)
-            setattr(module, name, new)
-        else:
-            sync_batchnorm(child, ctx)
-    return module
+    """Every BatchNorm of ``module`` computing its statistics over all processes, segments
+    included, on either backend (:func:`autogcl.models.norm.sync`): in place, with the very
+    parameters and buffers an optimizer built before holds."""
+    return sync(module)
 
 
 class _StepForward(nn.Module):
@@ -250,17 +202,15 @@ class _StepForward(nn.Module):
 def wrap(strategy, ctx: DistContext, seed: int = 0):
     """Make ``strategy`` (:class:`autogcl.train.NaiveStrategy` or
     :class:`autogcl.train.GraphCLStrategy`, its modules on ``ctx.device``) data-parallel:
-    synced BatchNorm, a DDP forward, NT-Xent over every process's graphs, the same view draws
-    on every process. Two views are then encoded in two passes (synced statistics per view)."""
+    synced BatchNorm (two views read in one pass, each with its own statistics), a DDP forward,
+    NT-Xent over every process's graphs, the same view draws on every process. May be called
+    after the optimizers were built: they keep training every parameter."""
     from torch.nn.parallel import DistributedDataParallel
 
     if not hasattr(strategy, "losses"):
         raise ConfigError(f"{type(strategy).__name__} cannot train data-parallel (it has no losses())")
     for name, mod in strategy.modules().items():
         sync_batchnorm(mod, ctx)
-        enc = getattr(mod, "encoder", None)
-        if enc is not None and getattr(enc, "segment_norm", False) and ctx.backend == "nccl":
-            enc.segment_norm = False  # torch's SyncBatchNorm has no segments: one pass per view
     step_module = _StepForward(strategy)
     ids = [ctx.local_rank] if ctx.backend == "nccl" else None
     # buffers (BatchNorm statistics) are the same everywhere already: synced statistics

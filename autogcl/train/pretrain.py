@@ -8,6 +8,7 @@ with the numbers of an uninterrupted one.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import resource
 import time
@@ -35,6 +36,7 @@ def _counted(loader, count: dict, limit: int | None, world_size: int = 1):
     for batch in loader:
         if limit is not None and count["steps"] >= limit:
             return
+        preempt.agreed()  # a data-parallel run: every process stops at the same step, or none
         count["steps"] += 1
         count["molecules"] += int(batch.num_graphs) * world_size
         yield batch
@@ -94,12 +96,16 @@ class ChunkedTrainer:
         """``(rows, stopped_early)``: a row per finished epoch (molecules, steps, time,
         throughput, mean loss terms, peak memory). ``max_steps`` stops after that many
         optimizer steps in total; ``on_epoch(rows)`` runs after every epoch (e.g. to write
-        the encoder). SIGTERM or SIGINT (:mod:`autogcl.preempt`; a single process) stops it
-        before the next step, keeping the checkpoint of the last finished chunk, with a
-        :class:`autogcl.errors.Preempted`."""
-        if self.dist is not None:  # every process must stop at the same step: not handled here
-            return self._fit(epochs, max_steps, on_epoch)
-        with preempt.handling(), preempt.deferring():
+        the encoder). SIGTERM or SIGINT (:mod:`autogcl.preempt`) stops it before the next step,
+        keeping the checkpoint of the last finished chunk, with a
+        :class:`autogcl.errors.Preempted`; in a data-parallel run, every process at the same
+        step when any of them was signalled."""
+        with contextlib.ExitStack() as guard:
+            if self.dist is None:
+                guard.enter_context(preempt.handling())
+                guard.enter_context(preempt.deferring())
+            else:  # every process stops at the same step (torchrun's processes)
+                guard.enter_context(preempt.collective(self.dist.largest))
             try:
                 return self._fit(epochs, max_steps, on_epoch)
             except Preempted as exc:

@@ -7,6 +7,7 @@ by the test and torn down by it (bounded waits)."""
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -31,10 +32,13 @@ def _straight_through_argmax(logits, tau=1.0, hard=True):
 
 
 def _strategy(method="autogcl"):
-    from autogcl.protocols.pretrain import PretrainConfig, build_strategy
+    """The pre-training strategy of ``method`` at width 8, in float64; GraphCL's augmentation is
+    the identity, so that a process draws for its molecules what one process draws for them."""
+    from autogcl.api.pretrain import MoleculePretrainer
 
     torch.manual_seed(0)
-    strat = build_strategy(PretrainConfig(method=method, dim=8, gen_hidden=8, batch_size=len(SMILES)))
+    options = {"gen_hidden": 8} if method == "autogcl" else {"aug": "none"}
+    strat = MoleculePretrainer(method, dim=8, batch_size=len(SMILES), **options).build_strategy()
     for m in strat.modules().values():
         m.double().train()
     return strat
@@ -59,7 +63,9 @@ def _loss_and_grads(strat, batch, forward):
     return float(terms["loss"]), grads
 
 
-def _worker(rank, world, init_file, out_file, method):
+def _worker(rank, world, init_file, out_file, method, job):
+    """One process of a 2-process gloo group: the wrapped strategy of ``method`` does ``job``
+    (``_grads_job`` or ``_steps_job``) on its half of the molecules; rank 0 saves what it returns."""
     import autogcl.augment.learnable as learnable
     from autogcl.train import distributed
 
@@ -68,15 +74,33 @@ def _worker(rank, world, init_file, out_file, method):
     torch.distributed.init_process_group("gloo", init_method=f"file://{init_file}", rank=rank, world_size=world)
     try:
         ctx = distributed.DistContext(rank, world, rank, torch.device("cpu"), "gloo")
-        strat = distributed.wrap(_strategy(method), ctx)
+        strat = distributed.wrap(_strategy(method), ctx)  # after the optimizer was built, as pretrain does
         half = len(SMILES) // world
-        loss, grads = _loss_and_grads(strat, _batch(range(rank * half, (rank + 1) * half)), strat.forward_module)
-        losses = [None] * world
-        torch.distributed.all_gather_object(losses, loss)
+        got = job(strat, ctx, lambda rows: [r for j, r in enumerate(rows) if rank * half <= j < (rank + 1) * half])
         if rank == 0:
-            torch.save({"losses": losses, "grads": grads}, out_file)
+            torch.save(got, out_file)
     finally:
         torch.distributed.destroy_process_group()
+
+
+def _grads_job(strat, ctx, share):
+    loss, grads = _loss_and_grads(strat, _batch(share(range(len(SMILES)))), strat.forward_module)
+    return {"losses": ctx.all_gather_object(loss), "grads": grads}
+
+
+def _spawn(tmp_path, *args, world=2, timeout=120):
+    ctx = torch.multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_worker, args=(r, world, str(tmp_path / "init"), *args)) for r in range(world)]
+    for p in procs:
+        p.start()
+    try:
+        for p in procs:
+            p.join(timeout)
+            assert p.exitcode == 0, "a distributed worker failed"
+    finally:
+        for p in procs:
+            if p.is_alive():
+                p.kill()
 
 
 def test_two_processes_of_b_compute_one_process_of_2b(tmp_path, monkeypatch, method="autogcl"):
@@ -86,14 +110,8 @@ def test_two_processes_of_b_compute_one_process_of_2b(tmp_path, monkeypatch, met
     ref = _strategy(method)
     ref_loss, ref_grads = _loss_and_grads(ref, _batch(range(len(SMILES))), ref.losses)
 
-    ctx = torch.multiprocessing.get_context("spawn")
     out = tmp_path / "dist.pt"
-    procs = [ctx.Process(target=_worker, args=(r, 2, str(tmp_path / "init"), str(out), method)) for r in range(2)]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(120)
-        assert p.exitcode == 0, "a distributed worker failed"
+    _spawn(tmp_path, str(out), method, _grads_job)
     got = torch.load(out, weights_only=True)
     # the losses of the two processes average to the one-process loss, and DDP's averaged
     # gradients are the one-process gradients (float64: equal up to rounding)
@@ -104,6 +122,101 @@ def test_two_processes_of_b_compute_one_process_of_2b(tmp_path, monkeypatch, met
         assert torch.allclose(got["grads"][name], g, rtol=1e-7, atol=1e-10), name
         moved += int(g.abs().sum() > 0)
     assert moved > len(ref_grads) // 2, "most parameters must get a gradient for the comparison to mean anything"
+
+
+STEPS = 3
+
+
+def _params(strat) -> dict:
+    return {f"{k}.{n}": p.detach().clone() for k, m in strat.modules().items() for n, p in m.named_parameters()}
+
+
+def _train_steps(strat, rows_of_step):
+    """``STEPS`` optimizer steps (``strat.step``: the training loop's), step ``i`` on the
+    molecules ``rows_of_step(i)``."""
+    for i in range(STEPS):
+        strat.step(_batch(rows_of_step(i)), 1, i)
+
+
+def _rows(i):
+    """The global batch of step ``i``: every molecule, in a step-dependent order."""
+    return [(j + 3 * i) % len(SMILES) for j in range(len(SMILES))]
+
+
+def _steps_job(strat, ctx, share):
+    from autogcl.train.distributed import same_everywhere
+
+    _train_steps(strat, lambda i: share(_rows(i)))
+    params = _params(strat)
+    return {"params": params, "same": all(same_everywhere(v, ctx) for v in params.values()),
+            "buffers": {f"{k}.{n}": b.clone() for k, m in strat.modules().items() for n, b in m.named_buffers()}}
+
+
+@pytest.mark.parametrize("method", ["autogcl", "graphcl"])
+def test_k_steps_on_two_processes_train_every_parameter_as_one_process(tmp_path, monkeypatch, method):
+    """Parameter values (not gradients) after STEPS Adam steps: 2 processes of 4 molecules
+    against 1 process of the same 8, float64. Every parameter tensor moves, BatchNorm
+    included, and ends within 1e-9 of the one-process value; the BatchNorm running statistics
+    (updated per view, from the synced statistics) agree too."""
+    import autogcl.augment.learnable as learnable
+
+    monkeypatch.setattr(learnable.F, "gumbel_softmax", _straight_through_argmax)
+    ref = _strategy(method)
+    ref.view_gen = torch.Generator().manual_seed(0)  # wrap()'s view draws (seed 0)
+    before = _params(ref)
+    _train_steps(ref, _rows)
+    after = _params(ref)
+
+    out = tmp_path / "dist.pt"
+    _spawn(tmp_path, str(out), method, _steps_job)
+    got = torch.load(out, weights_only=True)
+    assert got["same"], "the processes hold different weights"
+    assert got["params"].keys() == after.keys()
+    bn = [k for k in after if ".bns." in k]
+    assert bn, "the encoder has BatchNorm layers"
+    for name, value in after.items():
+        assert not torch.equal(value, before[name]), f"{name} did not move on one process"
+        assert not torch.equal(got["params"][name], before[name]), f"{name} did not move on two processes"
+        assert torch.allclose(got["params"][name], value, rtol=0, atol=1e-9), name
+    ref_buffers = {f"{k}.{n}": b for k, m in ref.modules().items() for n, b in m.named_buffers()}
+    for name, value in ref_buffers.items():
+        assert torch.allclose(got["buffers"][name].to(value.dtype), value, rtol=0, atol=1e-9), name
+
+
+def test_the_nccl_module_path_keeps_the_optimizers_parameters_and_takes_segments(tmp_path):
+    """What an NCCL run does to the modules, on the CPU: the conversion is the gloo one (no
+    torch SyncBatchNorm, whose forward has no ``segments``), in place, with the parameter
+    objects the optimizer holds; a plain BatchNorm1d becomes a synced SegmentBatchNorm sharing
+    its tensors; the molecule GIN's forward with two segments runs synced (a 1-process group:
+    the numbers of the unsynced layer, within 1e-12 in float64)."""
+    from torch import nn
+
+    from autogcl.data.batching import pair_batches
+    from autogcl.models.norm import SegmentBatchNorm
+    from autogcl.train.distributed import DistContext, sync_batchnorm
+
+    strat = _strategy()
+    held = {id(p) for g in strat.opt.param_groups for p in g["params"]}
+    ctx = DistContext(0, 1, 0, torch.device("cpu"), "nccl")
+    plain = nn.Sequential(nn.Linear(3, 4), nn.BatchNorm1d(4))
+    weight, mean = plain[1].weight, plain[1].running_mean
+    sync_batchnorm(plain, ctx)
+    assert isinstance(plain[1], SegmentBatchNorm) and plain[1].synced
+    assert plain[1].weight is weight and plain[1].running_mean is mean
+    batch = _batch(range(4)), _batch(range(4, 8))
+    model = strat.modules()["model"]
+    expected = model.encoder(pair_batches(*batch))
+    for mod in strat.modules().values():
+        sync_batchnorm(mod, ctx)
+    bns = [m for mod in strat.modules().values() for m in mod.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)]
+    assert bns and all(type(m) is SegmentBatchNorm and m.synced for m in bns)
+    assert {id(p) for mod in strat.modules().values() for p in mod.parameters()} <= held
+    torch.distributed.init_process_group("gloo", init_method=f"file://{tmp_path / 'init'}", rank=0, world_size=1)
+    try:
+        got = model.encoder(pair_batches(*batch))
+    finally:
+        torch.distributed.destroy_process_group()
+    assert torch.allclose(got, expected, rtol=0, atol=1e-12)
 
 
 def test_a_batch_that_does_not_split_evenly_is_refused():
@@ -165,6 +278,13 @@ def test_torchrun_pretrains_as_documented(tmp_path, corpus):
     # two processes of 128 molecules per step: 3 full global batches of 256 in each chunk of 1000
     assert result["steps"] == 6 and result["molecules_seen"] == 6 * 256
     assert log.count("pre-trained autogcl") == 1, "only rank 0 reports"
+    # every BatchNorm of the written encoder was trained (issue 41: they stayed at 1 and 0)
+    state = torch.load(out / "encoder.pt", weights_only=True)["state_dict"]
+    bn = sorted(k.rsplit(".", 1)[0] for k in state if ".bns." in k and k.endswith(".weight"))
+    assert len(bn) == 5
+    for layer in bn:
+        assert not torch.equal(state[f"{layer}.weight"], torch.ones_like(state[f"{layer}.weight"])), layer
+        assert not torch.equal(state[f"{layer}.bias"], torch.zeros_like(state[f"{layer}.bias"])), layer
 
 
 def _worker_pids(launcher: int) -> dict[int, int]:
@@ -184,17 +304,26 @@ def _worker_pids(launcher: int) -> dict[int, int]:
     return found
 
 
-def test_a_killed_process_resumes_to_the_unbroken_numbers(tmp_path, corpus):
-    args = ["--corpus", str(corpus), "--max-molecules", "1200", "--chunk-size", "200", "--epochs", "2",
-            "--batch-size", "32", "--dim", "16", "--gen-hidden", "8", "--device", "cpu", "--no-progress"]
-    env = _env(tmp_path)
-    rc, log = _finish(torchrun(args + ["--out", str(tmp_path / "unbroken")], env))
-    assert rc == 0, log[-3000:]
+ARGS = ["--max-molecules", "1200", "--chunk-size", "200", "--epochs", "2", "--batch-size", "32", "--dim", "16",
+        "--gen-hidden", "8", "--device", "cpu", "--no-progress"]
 
+
+@pytest.fixture(scope="module")
+def unbroken(tmp_path_factory, corpus):
+    """The encoder of an unbroken 2-process run of ARGS."""
+    tmp = tmp_path_factory.mktemp("unbroken")
+    rc, log = _finish(torchrun(["--corpus", str(corpus), *ARGS, "--out", str(tmp / "O")], _env(tmp)))
+    assert rc == 0, log[-3000:]
+    return torch.load(tmp / "O" / "encoder.pt", weights_only=True)["state_dict"]
+
+
+def _interrupted(tmp_path, corpus, sig):
+    """A 2-process run of ARGS whose rank 1 gets ``sig`` once chunk 2 of epoch 1 is
+    checkpointed; ``(exit code of torchrun, its output, run folder)``."""
     out = tmp_path / "broken"
     ckpt = out.parent / f".{out.name}.partial" / "checkpoint.pt"
-    proc = torchrun(args + ["--out", str(out)], env)
-    deadline, killed = time.time() + 240, None
+    proc = torchrun(["--corpus", str(corpus), *ARGS, "--out", str(out)], _env(tmp_path))
+    deadline, signalled = time.time() + 240, None
     while time.time() < deadline and proc.poll() is None:
         if ckpt.is_file():
             try:
@@ -204,16 +333,36 @@ def test_a_killed_process_resumes_to_the_unbroken_numbers(tmp_path, corpus):
             if state is not None and (state["epoch"], state["pos"]) >= (1, 2):
                 pids = _worker_pids(proc.pid)
                 if 1 in pids:
-                    os.kill(pids[1], signal.SIGKILL)
-                    killed = pids[1]
+                    os.kill(pids[1], sig)
+                    signalled = pids[1]
                     break
         time.sleep(0.05)
     rc, log = _finish(proc)
-    assert killed is not None, "the run ended before a process could be killed mid-way:\n" + log[-2000:]
+    assert signalled is not None, "the run ended before a process could be signalled mid-way:\n" + log[-2000:]
     assert rc != 0 and not (out / "encoder.pt").is_file()
-    rc, log = _finish(torchrun(args + ["--out", str(out), "--resume"], env))
+    return rc, log, out
+
+
+def _resume_equals(tmp_path, corpus, out, unbroken):
+    rc, log = _finish(torchrun(["--corpus", str(corpus), *ARGS, "--out", str(out), "--resume"], _env(tmp_path)))
     assert rc == 0, log[-3000:]
     assert "resuming at epoch" in log
-    a = torch.load(tmp_path / "unbroken" / "encoder.pt", weights_only=True)["state_dict"]
     b = torch.load(out / "encoder.pt", weights_only=True)["state_dict"]
-    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    assert unbroken.keys() == b.keys() and all(torch.equal(unbroken[k], b[k]) for k in unbroken)
+
+
+def test_a_killed_process_resumes_to_the_unbroken_numbers(tmp_path, corpus, unbroken):
+    _, _, out = _interrupted(tmp_path, corpus, signal.SIGKILL)
+    _resume_equals(tmp_path, corpus, out, unbroken)
+
+
+def test_sigterm_to_one_process_stops_every_process_at_one_step_and_resumes(tmp_path, corpus, unbroken):
+    """SIGTERM to rank 1 alone: both ranks agree to stop before the same step, each exits 143
+    with the resume line (torchrun's summary lists both exit codes), the checkpoint of the last
+    finished chunk is kept, and the resumed run ends with the unbroken run's numbers."""
+    _, log, out = _interrupted(tmp_path, corpus, signal.SIGTERM)
+    assert log.count("autogcl: stopped by SIGTERM") == 2, log[-3000:]
+    assert log.count("resume with: autogcl transfer pretrain") == 2
+    codes = re.findall(r"exitcode\s+:\s*(-?\d+)", log)  # the summary lines, one per rank
+    assert sorted(codes) == ["143", "143"], log[-3000:]
+    _resume_equals(tmp_path, corpus, out, unbroken)

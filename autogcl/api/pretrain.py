@@ -1,0 +1,203 @@
+"""Contrastive pre-training of the molecule GIN on an unlabeled SMILES corpus, as a library
+call: :class:`MoleculePretrainer` (and :func:`pretrain_molecules`, its one-line form) gives a
+:class:`autogcl.molecules.MoleculeEncoder` to embed or fine-tune.
+
+The corpus is read chunk by chunk (:class:`autogcl.data.corpus.MoleculeCorpus`), so memory
+holds one chunk; with a checkpoint folder, a checkpoint (weights, optimizer, RNG states,
+position in the epoch) is written after every chunk and epoch, and the same call continues an
+interrupted run from it with the numbers of an unbroken one. Started by ``torchrun`` as several
+processes, it trains data-parallel (:mod:`autogcl.train.distributed`; ``batch_size`` is the
+global batch). ``autogcl transfer pretrain`` is this call inside a run folder.
+
+::
+
+    from autogcl.api.pretrain import pretrain_molecules
+
+    encoder = pretrain_molecules("moses_train.csv.gz", "runs/my-pretrain", epochs=20, device="cuda")
+    encoder.save("encoder.pt")
+"""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+
+from .. import runs
+from ..augment import MoleculeViewGenerator, RandomAugmentor
+from ..augment.learnable import DROPPED_MODES
+from ..choices import AUGMENTATIONS, CL_VARIANTS, SIM_LOSSES
+from ..data.corpus import MoleculeCorpus
+from ..data.molecules import VOCAB
+from ..devices import Engine, engine_of
+from ..errors import ConfigError, DataError
+from ..models.gin import ContrastModel
+from ..models.mol_gin import MolEncoder, MolNodeScorer
+from ..train import GraphCLStrategy, NaiveStrategy, distributed
+from ..train.optim import adam
+from ..train.pretrain import ChunkedTrainer
+
+__all__ = ["MoleculePretrainer", "pretrain_molecules"]
+
+log = logging.getLogger(__name__)
+
+#: the checkpoint file a pre-training writes in its checkpoint folder
+CHECKPOINT = "checkpoint.pt"
+
+
+def _naive(p: MoleculePretrainer, model: ContrastModel):
+    """AutoGCL's naive strategy: two learnable view generators on atom-level features."""
+    num_ops = 3 if p.add_mask else 2
+    gens = [MoleculeViewGenerator(MolNodeScorer(num_ops, VOCAB, p.gen_hidden, p.gen_layers),
+                                  add_mask=p.add_mask, dropped=p.dropped) for _ in range(2)]
+    params = list(model.parameters()) + list(gens[0].parameters()) + list(gens[1].parameters())
+    return NaiveStrategy(model, gens[0], gens[1], adam(params, lr=p.lr), tau=p.temperature, cl_variant=p.cl_variant,
+                         sim_kind="cosine" if p.sim_loss == "none" else p.sim_loss,
+                         sim_weight=0.0 if p.sim_loss == "none" else 1.0, view_sampling=p.view_sampling)
+
+
+def _graphcl(p: MoleculePretrainer, model: ContrastModel):
+    """GraphCL: two random augmentations of every molecule."""
+    aug1, aug2 = RandomAugmentor(p.aug, p.aug_ratio), RandomAugmentor(p.aug, p.aug_ratio)
+    return GraphCLStrategy(model, aug1, aug2, adam(model.parameters(), lr=p.lr), tau=p.temperature,
+                           cl_variant=p.cl_variant)
+
+
+#: the pre-training methods, by name
+STRATEGIES = {"autogcl": _naive, "graphcl": _graphcl}
+
+
+class MoleculePretrainer:
+    """Pre-train the molecule GIN of Hu et al. (``num_layers`` x ``dim``) contrastively.
+
+    ``method``: ``"autogcl"`` (learnable view generators, the naive strategy: ``gen_hidden``,
+    ``gen_layers``, ``add_mask``, ``dropped``, ``sim_loss``, ``view_sampling``) or ``"graphcl"``
+    (random augmentations ``aug`` at ``aug_ratio``). ``tau``: the NT-Xent temperature (default
+    0.5 for autogcl, 0.1 for graphcl). ``chunk_size``, ``max_molecules``, ``smiles_col``: how
+    the corpus is read. The defaults are those of ``autogcl transfer pretrain`` (the paper's).
+
+    After :meth:`fit`: ``history`` (a row per epoch: molecules, steps, time, throughput, mean
+    loss terms, peak memory), ``stopped_early`` and ``corpus_summary``."""
+
+    def __init__(self, method: str = "autogcl", *, epochs: int = 20, batch_size: int = 256, lr: float = 0.001,
+                 dim: int = 300, num_layers: int = 5, gen_hidden: int = 128, gen_layers: int = 2,
+                 add_mask: bool = True, dropped: str = "remove", tau: float | None = None,
+                 cl_variant: str = "simclr", sim_loss: str = "none", view_sampling: str = "replacement",
+                 aug: str = "random4", aug_ratio: float = 0.2, chunk_size: int = 50_000,
+                 max_molecules: int | None = None, smiles_col: str | None = None, seed: int = 0):
+        for name, value, allowed in (("method", method, tuple(STRATEGIES)), ("dropped", dropped, DROPPED_MODES),
+                                     ("cl_variant", cl_variant, CL_VARIANTS), ("sim_loss", sim_loss, SIM_LOSSES),
+                                     ("view_sampling", view_sampling, ("replacement", "generated")),
+                                     ("aug", aug, AUGMENTATIONS)):
+            if value not in allowed:
+                raise ConfigError(f"{name}={value!r} is not one of {', '.join(map(str, allowed))}")
+        for name, value in (("epochs", epochs), ("batch_size", batch_size - 1), ("dim", dim),
+                            ("num_layers", num_layers), ("gen_hidden", gen_hidden), ("gen_layers", gen_layers)):
+            if value < 1:
+                raise ConfigError(f"{name} must be at least {2 if name == 'batch_size' else 1}")
+        if chunk_size < 2 or (max_molecules is not None and max_molecules < 2):
+            raise ConfigError("chunk_size and max_molecules must be at least 2")
+        if not lr > 0 or (tau is not None and not tau > 0) or not 0 <= aug_ratio < 1:
+            raise ConfigError(f"lr and tau must be positive and aug_ratio in [0, 1) (got {lr}, {tau}, {aug_ratio})")
+        self.method, self.epochs, self.batch_size, self.lr = method, epochs, batch_size, lr
+        self.dim, self.num_layers, self.gen_hidden, self.gen_layers = dim, num_layers, gen_hidden, gen_layers
+        self.add_mask, self.dropped, self.tau, self.cl_variant = add_mask, dropped, tau, cl_variant
+        self.sim_loss, self.view_sampling, self.aug, self.aug_ratio = sim_loss, view_sampling, aug, aug_ratio
+        self.chunk_size, self.max_molecules, self.smiles_col, self.seed = chunk_size, max_molecules, smiles_col, seed
+        self.history: list[dict] = []
+        self.stopped_early = False
+        self.corpus_summary: dict | None = None
+
+    @property
+    def temperature(self) -> float:
+        return self.tau if self.tau is not None else (0.5 if self.method == "autogcl" else 0.1)
+
+    def get_params(self) -> dict:
+        """The options this pre-training was built with."""
+        names = ("method", "epochs", "batch_size", "lr", "dim", "num_layers", "gen_hidden", "gen_layers",
+                 "add_mask", "dropped", "tau", "cl_variant", "sim_loss", "view_sampling", "aug", "aug_ratio",
+                 "chunk_size", "max_molecules", "smiles_col", "seed")
+        return {k: getattr(self, k) for k in names}
+
+    def build_strategy(self):
+        """The contrast model (a fresh molecule GIN), its optimizer and the training strategy
+        (``strategy.model.encoder`` is the encoder trained)."""
+        return STRATEGIES[self.method](self, ContrastModel(MolEncoder(VOCAB, self.dim, self.num_layers, dropout=0.0)))
+
+    def fit(self, corpus: str | Path, checkpoint_dir: str | Path | None = None, *, device="cpu",
+            workers: int | None = None, show_progress: bool | None = None, max_steps: int | None = None,
+            on_epoch: Callable[[list[dict], MolEncoder], None] | None = None):
+        """Pre-train on the SMILES file ``corpus`` (a CSV with a SMILES column, or ``.smi``;
+        ``.gz`` ok) and return the encoder (:class:`autogcl.molecules.MoleculeEncoder`, on
+        ``device``, in eval mode).
+
+        ``checkpoint_dir``: the folder of the checkpoint; a checkpoint already there is
+        continued (``None``: a temporary one, removed at the end). ``workers``: processes that
+        featurise the corpus. ``max_steps`` stops after that many optimizer steps in total
+        (``stopped_early``). ``on_epoch(history, encoder)`` runs after every epoch (on rank 0
+        of a data-parallel run), with the encoder being trained. SIGTERM or SIGINT stops the
+        fit before its next step with :class:`autogcl.errors.Preempted` (the checkpoint of the
+        last finished chunk is kept)."""
+        corpus = Path(corpus).expanduser()
+        if not corpus.is_file():
+            raise DataError(f"{corpus}: no such SMILES file")
+        if checkpoint_dir is None:
+            with tempfile.TemporaryDirectory(prefix="autogcl-pretrain-") as tmp:
+                return self.fit(corpus, tmp, device=device, workers=workers, show_progress=show_progress,
+                                max_steps=max_steps, on_epoch=on_epoch)
+        checkpoint = Path(checkpoint_dir) / CHECKPOINT
+        checkpoint.parent.mkdir(parents=True, exist_ok=True)
+        ctx = distributed.init(device) if distributed.launched() else None
+        engine = engine_of(device)
+        if ctx is not None:
+            distributed.check_batch(self.batch_size, ctx)
+            engine = Engine(str(ctx.device), engine.precision, engine.compile)
+        main = ctx is None or ctx.is_main
+        reader = MoleculeCorpus(corpus, self.smiles_col, self.max_molecules, self.chunk_size, workers=workers,
+                                progress=show_progress is not False and main)
+        if ctx is not None and not main:
+            ctx.barrier()  # rank 0 featurises the corpus first; the others then read its cache
+        chunks = reader.prepare()
+        if ctx is not None and main:
+            ctx.barrier()
+        self.corpus_summary = reader.summary()
+        loader_gen = runs.seed_everything(self.seed)
+        strategy = self.build_strategy()
+        if ctx is not None:
+            strategy.to(engine)
+            distributed.wrap(strategy, ctx, seed=self.seed)
+            torch.manual_seed(distributed.rank_seed(self.seed, ctx))  # each process its own noise
+        trainer = ChunkedTrainer(strategy, len(chunks), reader.load, self.batch_size, checkpoint, loader_gen,
+                                 device=None if ctx is not None else engine, show_progress=show_progress,
+                                 desc=f"pretrain {self.method}", dist=ctx)
+        encoder = strategy.model.encoder
+        self.history, self.stopped_early = trainer.fit(
+            self.epochs, max_steps=max_steps, on_epoch=None if on_epoch is None else lambda rows: on_epoch(rows, encoder))
+        return self._result(encoder)
+
+    def _result(self, trained: MolEncoder):
+        """The trained weights in a :class:`~autogcl.molecules.MoleculeEncoder` of their own."""
+        from ..molecules import MoleculeEncoder  # the molecule API imports this package
+
+        out = MoleculeEncoder(self.dim, self.num_layers, VOCAB, meta=self.meta())
+        out.encoder.load_state_dict(trained.state_dict())
+        return out.to(next(trained.parameters()).device).eval()
+
+    def meta(self) -> dict:
+        """What an encoder file records of this pre-training."""
+        return {"method": self.method, "epochs": len(self.history),
+                "molecules_seen": int(sum(r["molecules"] for r in self.history)),
+                "corpus": self.corpus_summary, "pretrain_options": self.get_params()}
+
+
+def pretrain_molecules(corpus: str | Path, checkpoint_dir: str | Path | None = None, *, device="cpu",
+                       workers: int | None = None, show_progress: bool | None = None,
+                       max_steps: int | None = None, **options):
+    """``MoleculePretrainer(**options).fit(corpus, checkpoint_dir, ...)``: the pre-trained
+    :class:`autogcl.molecules.MoleculeEncoder` (its ``meta`` records the options, the corpus
+    and the epochs)."""
+    return MoleculePretrainer(**options).fit(corpus, checkpoint_dir, device=device, workers=workers,
+                                             show_progress=show_progress, max_steps=max_steps)

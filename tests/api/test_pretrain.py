@@ -1,0 +1,83 @@
+"""The public molecule pre-training entry point (autogcl.api.pretrain): ``autogcl transfer
+pretrain`` gives the numbers of the library call; the options default to the command's; an
+interrupted fit continues from its checkpoint folder; bad options are ConfigErrors."""
+
+from __future__ import annotations
+
+import gzip
+
+import pytest
+import torch
+
+from autogcl.api.pretrain import MoleculePretrainer, pretrain_molecules
+from autogcl.errors import ConfigError, DataError
+
+SMALL = {"epochs": 2, "batch_size": 16, "chunk_size": 40, "dim": 16, "num_layers": 2, "gen_hidden": 8}
+
+
+@pytest.fixture
+def corpus(data_root, tmp_path):
+    with gzip.open(data_root / "pretrain" / "moses_train.csv.gz", "rt") as f:
+        lines = [next(f) for _ in range(81)]  # header + 80 SMILES: 2 chunks
+    p = tmp_path / "slice.csv"
+    p.write_text("".join(lines))
+    return p
+
+
+def test_the_defaults_are_the_commands():
+    from autogcl.protocols.configs import PretrainConfig
+
+    assert MoleculePretrainer().get_params() == PretrainConfig().pretrainer_options()
+
+
+@pytest.mark.parametrize("method", ["autogcl", "graphcl"])
+def test_the_command_line_gives_the_numbers_of_the_library_call(corpus, tmp_path, method):
+    from autogcl.cli import main
+
+    flags = [f"--{k.replace('_', '-')}={v}" for k, v in SMALL.items()]
+    rc = main(["transfer", "pretrain", "--corpus", str(corpus), "--method", method, *flags, "--workers", "1",
+               "--no-progress", "--out", str(tmp_path / "cli")])
+    assert rc == 0
+    cli = torch.load(tmp_path / "cli" / "encoder.pt", weights_only=True)["state_dict"]
+    enc = pretrain_molecules(corpus, tmp_path / "lib", method=method, workers=1, show_progress=False, **SMALL)
+    lib = enc.encoder.state_dict()
+    assert cli.keys() == lib.keys() and all(torch.equal(cli[k], lib[k]) for k in cli)  # same ops: bit-exact
+    assert enc.meta["epochs"] == 2 and enc.meta["corpus"]["molecules"] == 80 and not enc.training
+    assert enc.meta["pretrain_options"]["method"] == method
+
+
+def test_an_interrupted_fit_continues_from_its_checkpoint_folder(corpus, tmp_path, monkeypatch):
+    from autogcl.data.corpus import MoleculeCorpus
+
+    whole = pretrain_molecules(corpus, None, workers=1, show_progress=False, **SMALL)
+    load, calls = MoleculeCorpus.load, []
+
+    def flaky(self, i):
+        calls.append(i)
+        if len(calls) == 4:  # inside epoch 2, after its first chunk
+            raise KeyboardInterrupt
+        return load(self, i)
+
+    monkeypatch.setattr(MoleculeCorpus, "load", flaky)
+    with pytest.raises(KeyboardInterrupt):
+        MoleculePretrainer(**SMALL).fit(corpus, tmp_path / "ck", workers=1, show_progress=False)
+    monkeypatch.setattr(MoleculeCorpus, "load", load)
+    again, seen = MoleculePretrainer(**SMALL), []
+    enc = again.fit(corpus, tmp_path / "ck", workers=1, show_progress=False,
+                    on_epoch=lambda rows, encoder: seen.append(len(rows)))
+    assert seen == [2] and len(again.history) == 2 and not again.stopped_early
+    a, b = whole.encoder.state_dict(), enc.encoder.state_dict()
+    assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+@pytest.mark.parametrize("options, match", [({"method": "simclr"}, "method='simclr'"),
+                                            ({"sim_loss": "l2"}, "sim_loss"), ({"batch_size": 1}, "batch_size"),
+                                            ({"chunk_size": 1}, "chunk_size"), ({"lr": 0}, "lr")])
+def test_bad_options_are_config_errors(options, match):
+    with pytest.raises(ConfigError, match=match):
+        MoleculePretrainer(**options)
+
+
+def test_a_missing_corpus_is_a_data_error(tmp_path):
+    with pytest.raises(DataError, match="no such SMILES file"):
+        MoleculePretrainer().fit(tmp_path / "none.csv")
