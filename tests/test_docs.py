@@ -33,6 +33,9 @@ import subprocess  # noqa: E402
 import sys  # noqa: E402
 
 
+sys.path.insert(0, str(REPO / "scripts"))  # scripts/docsgen: the documentation's generators
+
+
 def _docs_script():
     spec = importlib.util.spec_from_file_location("docs_script", REPO / "scripts" / "docs.py")
     module = importlib.util.module_from_spec(spec)
@@ -69,7 +72,7 @@ def test_a_doctored_table_fails_the_check_and_is_rewritten(checkout, capsys):
 
 
 def test_a_cell_without_its_run_says_not_run_and_names_it(checkout):
-    from autogcl.protocols.paper import regenerate
+    from docsgen import regenerate
 
     folder = "docs/results/summaries/unsupervised/MUTAG-autogcl"
     shutil.rmtree(checkout / folder)
@@ -81,7 +84,7 @@ def test_a_cell_without_its_run_says_not_run_and_names_it(checkout):
 
 def test_a_document_without_its_markers_is_named(checkout):
     from autogcl.errors import DataError
-    from autogcl.protocols.paper import regenerate
+    from docsgen import regenerate
 
     doc = checkout / "docs" / "results" / "gpu_queue.md"
     doc.write_text(doc.read_text(encoding="utf-8").replace("<!-- autogcl:end queue -->", ""), encoding="utf-8")
@@ -98,7 +101,7 @@ def _perf(root, name, device, rows, threads=1):
 
 
 def test_goals_read_the_benchmark_files(checkout):
-    from autogcl.protocols.paper import GOALS
+    from docsgen.perf import GOALS
 
     shutil.rmtree(checkout / "docs" / "results" / "perf", ignore_errors=True)  # only this test's files
 
@@ -124,7 +127,7 @@ def test_goals_read_the_benchmark_files(checkout):
     value, limit, status = base.measure(checkout)
     assert status == "missing" and limit == ">= 100"
     assert goal["DD AutoGCL epoch on a GPU, s"].measure(checkout)[2] == "not measured"  # a CPU file is not a GPU's
-    from autogcl.protocols.paper import regenerate
+    from docsgen import regenerate
 
     page = regenerate(checkout)["docs/performance.md"][1]
     assert "test box" in page and "python benchmarks/engine.py --sections tu_epochs" in page
