@@ -142,6 +142,20 @@ def views_block(root: Path) -> str:
     return "\n".join(lines) + f"\n\nCode commit(s) of these runs: {said}."
 
 
+def loss_forms_block(root: Path) -> str:
+    """The paired comparison of the two loss forms (``scripts/compare_runs.py`` over the committed
+    summaries of both), with its two robust checks."""
+    import compare_runs  # scripts/compare_runs.py (scripts/ is on the path of docs.py)
+
+    a = compare_runs.sweeps(Path(root) / RESULTS / "summaries" / "unsupervised")
+    b = compare_runs.sweeps(Path(root) / RESULTS / "summaries" / "lossforms" / "unsupervised")
+    labels = ("paper", "released")
+    runs = sorted({f.parent for d in ("unsupervised", "lossforms/unsupervised")
+                   for f in (Path(root) / RESULTS / "summaries" / d).glob("*-autogcl/summary.json")})
+    checks = "\n".join(compare_runs.robust(a, b, labels))
+    return compare_runs.table(a, b, labels) + "\n\n```\n" + checks + "\n```\n\n" + commits_line(runs)
+
+
 # ----------------------------------------------------------------------------------------- manifest
 
 SPREAD_NOTE = ("± is the {} of each cell; `val`: the epoch chosen on data that is not the test fold; "
@@ -186,6 +200,10 @@ TABLES = (
           (f"{RESULTS}/summaries/gpu/unsupervised",), "bash scripts/gpu_runs.sh tu", "Table 2"),
     Table("gpu-transfer", f"{RESULTS}/gpu_transfer.md", report_block(f"{RESULTS}/summaries/gpu/transfer"),
           (f"{RESULTS}/summaries/gpu/transfer",), "bash scripts/gpu_runs.sh finetune", "Table 4"),
+    Table("loss-forms", f"{RESULTS}/loss_forms.md", loss_forms_block,
+          (f"{RESULTS}/summaries/unsupervised", f"{RESULTS}/summaries/lossforms/unsupervised"),
+          "python scripts/compare_runs.py docs/results/summaries/unsupervised "
+          "docs/results/summaries/lossforms/unsupervised --labels paper,released", ""),
     Table("views-mnist", "docs/tutorial.md", views_block, (f"{RESULTS}/views_MNIST",),
           "OMP_NUM_THREADS=1 autogcl visualize views --data-root ../shared/data --seed S", "Figure (views on MNIST)"),
     Table("performance", "docs/performance.md", perf_block, (PERF,), "python benchmarks/engine.py", ""),
