@@ -525,7 +525,9 @@ def run_budget(cells, root: Path, budget: float, *, data_root: str | None = None
              + ("" if rc == 0 else "; its checkpoint stays for the next call"))
     counts["not_started"] = len(queue)
     for j in queue:
-        why = "no estimate (give --unit-seconds)" if j.seconds is None else f"~{j.seconds:.0f} s does not fit"
+        why = ("no estimate (give --unit-seconds)" if j.seconds is None else
+               f"~{j.seconds:.0f} s does not fit the budget" if j.seconds > budget else
+               f"~{j.seconds:.0f} s no longer fitted when a slot was free")
         echo(f"reproduce: not started: {j.label}: {why}")
     published = []
     seen = set()
