@@ -176,7 +176,8 @@ def check_document(root: Path, doc: str, text: str) -> list[str]:
     def flush():
         pending = []  # (line number, figure) not yet covered by a marker
         for number, line in paragraph:
-            marks = [(m.start(), m.group("paths")) for m in FROM.finditer(line)]
+            bare = re.sub(r"`[^`]*`", lambda m: " " * len(m.group(0)), line)  # a marker in code is shown, not used
+            marks = [(m.start(), m.group("paths")) for m in FROM.finditer(bare)]
             items = sorted([(f[0], "fig", f[1:]) for f in figures_in(line)]
                            + [(col, "mark", p) for col, p in marks], key=lambda x: x[0])
             for _, what, item in items:
