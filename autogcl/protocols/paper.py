@@ -438,19 +438,18 @@ def _spawn(argv: list[str], root: Path, log: Path) -> subprocess.Popen:
                                 stderr=subprocess.STDOUT, start_new_session=True)
 
 
-def _summarise(cell: Cell, root: Path, data_root, extra, spawn, echo) -> None:
-    """After a budgeted window: a cell split by seeds gets the summary of its seeds 0..k-1 when
+def _summarise(cell: Cell, root: Path, data_root, extra, spawn, echo) -> bool:
+    """After a budgeted window, for a cell split by seeds: the summary of its seeds 0..k-1 when
     they have all finished and k is more than its committed summary counts (``--seeds k
-    --resume``: no unit trains again)."""
-    if cell.protocol not in ("unsupervised", "transfer"):
-        return
+    --resume``: no unit trains again). True when it wrote one (the one-seed commands' own
+    summaries are never published)."""
     have = {_seed(u) for u in finished_units(Path(root) / cell.out)}
     k = 0
     while k in have and k < cell.seeds:
         k += 1
     hit = cell.found(root)
     if k == 0 or (hit and hit[0] == Path(cell.runs[0]) and cell.count(hit[1]) >= k):
-        return
+        return False
     argv = _with(_argv(cell.command, data_root, list(extra or []), resume=True), seeds=k)
     if "--resume" not in argv:
         argv.append("--resume")
@@ -458,6 +457,7 @@ def _summarise(cell: Cell, root: Path, data_root, extra, spawn, echo) -> None:
     rc = proc.wait()
     echo(f"reproduce: {' / '.join(cell.label)}: summary of seeds 0-{k - 1} " + ("written" if rc == 0 else
                                                                                 f"failed (exit code {rc})"))
+    return rc == 0
 
 
 def run_budget(cells, root: Path, budget: float, *, data_root: str | None = None, extra: list[str] | None = None,
@@ -536,8 +536,12 @@ def run_budget(cells, root: Path, budget: float, *, data_root: str | None = None
             if id(c) in seen:
                 continue
             seen.add(id(c))
-            _summarise(c, root, data_root, extra, spawn, echo)
-            dst = publish(c, root)
+            if "--first-seed" in j.argv:  # split by seeds: only a summary of seeds 0..k-1 is published
+                dst = publish(c, root) if _summarise(c, root, data_root, extra, spawn, echo) else None
+                if dst is None:
+                    publish_units(c, root)
+            else:
+                dst = publish(c, root)
             if dst is not None:
                 published.append(c)
                 echo(f"reproduce: {' / '.join(c.label)} -> {dst.relative_to(root)}")

@@ -66,10 +66,10 @@ FAKE = Cell("unsupervised", ("FAKE", "autogcl"), ("docs/results/summaries/fake/F
             "autogcl unsupervised --dataset FAKE --method autogcl --seeds 3 --out runs/fake --resume", seeds=3)
 
 #: a stand-in for `autogcl unsupervised`: a unit (--first-seed S --seeds 1) sleeps, then writes its
-#: result.json (seed 2 sleeps long); a run over seeds 0..k-1 whose units exist writes the summary.
+#: result.json (seed 2, or $SLOW_SEED, sleeps long); every finished command writes the summary of its seeds.
 #: SIGTERM: exit 143, as the protocols do after their checkpoint.
 FAKE_SCRIPT = r'''
-import json, signal, sys, time
+import json, os, signal, sys, time
 from pathlib import Path
 signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 argv = sys.argv[1:]
@@ -81,16 +81,16 @@ for s in range(first, first + seeds):
     unit = out / f"seed{s}"
     if (unit / "result.json").is_file():
         continue
-    time.sleep(60 if s == 2 else 0.3)
+    time.sleep(60 if s == int(os.environ.get("SLOW_SEED", 2)) else 0.3)
     unit.mkdir(parents=True, exist_ok=True)
     (unit / "config.json").write_text("{}")
     (unit / "result.json").write_text(json.dumps({"seed": s, "acc": 80.0 + s, "runtime": {"device": "cpu"}}))
-if first == 0:
-    vals = {"mean": 80.5, "std": 0.5, "values": [80.0 + s for s in range(seeds)]}
-    (out / "summary.json").write_text(json.dumps({
-        "protocol": "unsupervised", "dataset": "FAKE", "method": "autogcl", "tag": "FAKE-autogcl",
-        "n_seeds": seeds, "seeds": list(range(seeds)), "config": {}, "val": vals, "test_max": vals,
-        "train_time_s": 0.3}))
+# like the protocols, every finished command writes the summary of its own seeds
+vals = {"mean": 80.5, "std": 0.5, "values": [80.0 + s for s in range(first, first + seeds)]}
+(out / "summary.json").write_text(json.dumps({
+    "protocol": "unsupervised", "dataset": "FAKE", "method": "autogcl", "tag": "FAKE-autogcl",
+    "n_seeds": seeds, "seeds": list(range(first, first + seeds)), "config": {}, "val": vals, "test_max": vals,
+    "train_time_s": 0.3}))
 '''
 
 
@@ -164,3 +164,20 @@ def test_the_cli_plans_a_budgeted_window(capsys):
     out = capsys.readouterr().out
     assert "plan: transfer / bbbp / none seed 0:" in out and "summaries/gpu/transfer" in out
     assert "tox21" not in out
+
+
+def test_a_window_whose_first_seed_is_stopped_publishes_units_but_no_summary(tmp_path, monkeypatch):
+    """Seeds 1 and 2 finish, seed 0 is stopped: no summary of seeds 0..k-1 exists, so none is
+    published (not the one-seed commands' own, left in the run folder), only the finished units."""
+    script = tmp_path / "fake_autogcl.py"
+    script.write_text(FAKE_SCRIPT)
+    monkeypatch.setenv("SLOW_SEED", "0")
+    root = tmp_path / "repo"
+    root.mkdir()
+    res = run_budget([FAKE], root, 4, jobs=3, unit_default=0.5, grace=5, spawn=fake_spawn(script),
+                     echo=lambda _: None)
+    assert (res["finished"], res["stopped"], res["published"]) == (2, 1, [])
+    assert json.loads((root / FAKE.out / "summary.json").read_text())["n_seeds"] == 1  # a one-seed command's
+    assert not (root / FAKE.runs[0] / "summary.json").exists() and FAKE.status(root) == "missing"
+    units = root / "docs/results/units/fake/FAKE-autogcl"
+    assert sorted(p.name for p in units.iterdir()) == ["seed1", "seed2"]
