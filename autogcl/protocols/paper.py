@@ -180,9 +180,11 @@ def _seed(unit: Path) -> int | None:
         return None
 
 
-def code_commit(root: Path) -> tuple[str | None, bool]:
-    """(commit, dirty) of the code in ``root``: ``AUTOGCL_COMMIT`` when set (a copy without its
-    git folder, e.g. a lent GPU machine), else ``git rev-parse HEAD``; (None, False) when unknown."""
+def code_commit(root: Path | None = None) -> tuple[str | None, bool]:
+    """(commit, dirty) of the code that runs: ``AUTOGCL_COMMIT`` when set (a copy without its
+    git folder, e.g. a lent GPU machine), else ``git rev-parse HEAD`` in the checkout holding this
+    package (``root``: another checkout); (None, False) when unknown."""
+    root = Path(__file__).resolve().parents[2] if root is None else root
     given = os.environ.get("AUTOGCL_COMMIT", "").strip()
     if given:
         return given, given.endswith("+dirty")
@@ -233,7 +235,7 @@ def publish(cell: Cell, root: Path) -> Path | None:
             runtime = {}
         if runtime.get("device"):
             devices.add(str(runtime["device"]))
-    commit, dirty = code_commit(root)
+    commit, dirty = code_commit()
     record = {"commit": commit, "dirty": dirty, "devices": sorted(devices),
               "published": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     (dst / "provenance.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
@@ -465,7 +467,9 @@ def run_budget(cells, root: Path, budget: float, *, data_root: str | None = None
                spawn=_spawn, echo=print, clock=time.monotonic) -> dict:
     """Run the :func:`plan` of ``cells`` within ``budget`` seconds, ``jobs`` processes at a
     time: a job starts only when its estimate fits the time left (a job without an estimate never
-    does); at the budget every running job gets SIGTERM (the protocols checkpoint and exit 143)
+    does), and one job at a time per sweep folder (the protocols lock it), so the jobs packed
+    together are different cells; at the budget every running job gets SIGTERM (the protocols
+    checkpoint and exit 143)
     and ``grace`` seconds to exit. Then every finished unit and summary is published
     (:func:`publish`), so the same call later resumes from them. Returns counts: ``finished``,
     ``stopped``, ``failed``, ``not_started`` jobs and the cells ``published``."""
@@ -494,6 +498,8 @@ def run_budget(cells, root: Path, budget: float, *, data_root: str | None = None
                 break
             if j.seconds is None or now + j.seconds > deadline:
                 continue
+            if any(c.out == r.cells[0].out for r in running.values() for c in j.cells):
+                continue  # one process per sweep folder (its lock): the next seed waits for this one
             queue.remove(j)
             n += 1
             running[spawn(j.argv, root, logs / f"{n:03d}.log")] = j

@@ -167,17 +167,39 @@ def test_the_cli_plans_a_budgeted_window(capsys):
 
 
 def test_a_window_whose_first_seed_is_stopped_publishes_units_but_no_summary(tmp_path, monkeypatch):
-    """Seeds 1 and 2 finish, seed 0 is stopped: no summary of seeds 0..k-1 exists, so none is
-    published (not the one-seed commands' own, left in the run folder), only the finished units."""
+    """Seeds 1 and 2 finished in an earlier window (their one-seed commands left a summary of
+    seed 2 alone in the run folder); seed 0 is stopped: no summary of seeds 0..k-1 exists, so
+    none is published, only the finished units."""
     script = tmp_path / "fake_autogcl.py"
     script.write_text(FAKE_SCRIPT)
     monkeypatch.setenv("SLOW_SEED", "0")
     root = tmp_path / "repo"
-    root.mkdir()
-    res = run_budget([FAKE], root, 4, jobs=3, unit_default=0.5, grace=5, spawn=fake_spawn(script),
+    for s in (1, 2):
+        unit = root / FAKE.out / f"seed{s}"
+        unit.mkdir(parents=True)
+        (unit / "result.json").write_text(json.dumps({"seed": s, "runtime": {"device": "cpu"}}))
+    vals = {"mean": 82.0, "std": 0.0, "values": [82.0]}
+    (root / FAKE.out / "summary.json").write_text(json.dumps({
+        "protocol": "unsupervised", "dataset": "FAKE", "method": "autogcl", "tag": "FAKE-autogcl", "n_seeds": 1,
+        "seeds": [2], "config": {}, "val": vals, "test_max": vals}))
+    res = run_budget([FAKE], root, 3, jobs=3, unit_default=0.5, grace=5, spawn=fake_spawn(script),
                      echo=lambda _: None)
-    assert (res["finished"], res["stopped"], res["published"]) == (2, 1, [])
-    assert json.loads((root / FAKE.out / "summary.json").read_text())["n_seeds"] == 1  # a one-seed command's
+    assert (res["finished"], res["stopped"], res["published"]) == (0, 1, [])
     assert not (root / FAKE.runs[0] / "summary.json").exists() and FAKE.status(root) == "missing"
     units = root / "docs/results/units/fake/FAKE-autogcl"
     assert sorted(p.name for p in units.iterdir()) == ["seed1", "seed2"]
+
+
+def test_seeds_of_one_sweep_folder_never_run_at_once(tmp_path, monkeypatch):
+    """The protocols lock a sweep folder: two seeds of one cell would collide, so a window runs
+    them one after the other even with free slots (two cells would share the slots)."""
+    script = tmp_path / "fake_autogcl.py"
+    script.write_text(FAKE_SCRIPT)
+    monkeypatch.setenv("SLOW_SEED", "99")  # every seed quick
+    root = tmp_path / "repo"
+    root.mkdir()
+    lines = []
+    run_budget([FAKE], root, 30, jobs=3, unit_default=0.5, grace=5, spawn=fake_spawn(script), echo=lines.append)
+    events = [line.split(":")[1].strip().split(" ")[0] + line.rsplit("seed ", 1)[1][:1] for line in lines
+              if line.startswith(("reproduce: start", "reproduce: done"))]
+    assert events == ["start0", "done0", "start1", "done1", "start2", "done2"], lines
