@@ -437,7 +437,7 @@ def _spawn(argv: list[str], root: Path, log: Path) -> subprocess.Popen:
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "w", encoding="utf-8") as f:
         return subprocess.Popen([sys.executable, "-m", "autogcl", *argv], cwd=root, env=env, stdout=f,
-                                stderr=subprocess.STDOUT, start_new_session=True)
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
 
 
 def _summarise(cell: Cell, root: Path, data_root, extra, spawn, echo) -> bool:
