@@ -575,7 +575,7 @@ def reproduce(cells, root: Path, *, data_root: str | None = None, extra: list[st
         by_command.setdefault(c.command, []).append(c)
     if run is None:  # the command line in a child process (the caller may pass autogcl.cli.main)
         def run(argv):
-            return subprocess.run([sys.executable, "-m", "autogcl", *argv]).returncode
+            return subprocess.run([sys.executable, "-m", "autogcl", *argv], stdin=subprocess.DEVNULL).returncode
     done = []
     for command, group in by_command.items():
         argv = _argv(command, data_root, list(extra or []), resume)
