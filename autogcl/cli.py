@@ -531,7 +531,10 @@ def add_reproduce(sub) -> None:
                 "Run the command of every cell of the manifest of published tables (autogcl/protocols/paper.py) "
                 "that is not done, once per distinct command, on the chosen executor; copy each finished summary "
                 "and its units into the committed folder the manifest names. Cells done are skipped, and with "
-                "--resume interrupted units continue, so the same command resumes an interrupted reproduce.")
+                "--resume interrupted units continue, so the same command resumes an interrupted reproduce. "
+                "With --budget SECONDS only units estimated to finish in time start (--jobs of them at a time, "
+                "sharing the device), running ones are stopped with a checkpoint at the budget, and whatever "
+                "finished is published.")
     add_options(p, ReproduceConfig)
     _run_options(p, ("resume", "device", "data_root", "executor", "ray_address", "cpus_per_unit", "gpus_per_unit"))
     p.set_defaults(func=cmd_reproduce)
@@ -539,7 +542,7 @@ def add_reproduce(sub) -> None:
 
 def cmd_reproduce(args) -> int:
     from .config import from_args
-    from .protocols.paper import CELLS, ReproduceConfig, reproduce
+    from .protocols.paper import CELLS, ReproduceConfig, reproduce, run_budget, select
 
     cfg = from_args(ReproduceConfig, args)
     if not cfg.missing:
@@ -552,7 +555,11 @@ def cmd_reproduce(args) -> int:
     extra += ["--cpus-per-unit", str(run.cpus_per_unit)] if run.cpus_per_unit else []
     extra += ["--gpus-per-unit", str(run.gpus_per_unit)] if run.gpus_per_unit else []
     extra += ["--device", args.device] if args.device != "auto" else []
-    cells = [c for c in CELLS if cfg.compute in ("all", c.compute)]
+    cells = select(CELLS, cfg.compute, cfg.only)
+    if cfg.budget is not None:
+        res = run_budget(cells, Path(cfg.root), cfg.budget, data_root=run.data_root, extra=extra, jobs=cfg.jobs,
+                         unit_default=cfg.unit_seconds, grace=cfg.grace, dry_run=cfg.dry_run)
+        return 1 if res["failed"] else 0
     reproduce(cells, Path(cfg.root), data_root=run.data_root, extra=extra, resume=run.resume, dry_run=cfg.dry_run,
               run=main)
     return 0

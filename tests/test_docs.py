@@ -33,6 +33,9 @@ import subprocess  # noqa: E402
 import sys  # noqa: E402
 
 
+sys.path.insert(0, str(REPO / "scripts"))  # scripts/docsgen: the documentation's generators
+
+
 def _docs_script():
     spec = importlib.util.spec_from_file_location("docs_script", REPO / "scripts" / "docs.py")
     module = importlib.util.module_from_spec(spec)
@@ -69,7 +72,7 @@ def test_a_doctored_table_fails_the_check_and_is_rewritten(checkout, capsys):
 
 
 def test_a_cell_without_its_run_says_not_run_and_names_it(checkout):
-    from autogcl.protocols.paper import regenerate
+    from docsgen import regenerate
 
     folder = "docs/results/summaries/unsupervised/MUTAG-autogcl"
     shutil.rmtree(checkout / folder)
@@ -81,7 +84,7 @@ def test_a_cell_without_its_run_says_not_run_and_names_it(checkout):
 
 def test_a_document_without_its_markers_is_named(checkout):
     from autogcl.errors import DataError
-    from autogcl.protocols.paper import regenerate
+    from docsgen import regenerate
 
     doc = checkout / "docs" / "results" / "gpu_queue.md"
     doc.write_text(doc.read_text(encoding="utf-8").replace("<!-- autogcl:end queue -->", ""), encoding="utf-8")
@@ -98,7 +101,7 @@ def _perf(root, name, device, rows, threads=1):
 
 
 def test_goals_read_the_benchmark_files(checkout):
-    from autogcl.protocols.paper import GOALS
+    from docsgen.perf import GOALS
 
     shutil.rmtree(checkout / "docs" / "results" / "perf", ignore_errors=True)  # only this test's files
 
@@ -124,7 +127,7 @@ def test_goals_read_the_benchmark_files(checkout):
     value, limit, status = base.measure(checkout)
     assert status == "missing" and limit == ">= 100"
     assert goal["DD AutoGCL epoch on a GPU, s"].measure(checkout)[2] == "not measured"  # a CPU file is not a GPU's
-    from autogcl.protocols.paper import regenerate
+    from docsgen import regenerate
 
     page = regenerate(checkout)["docs/performance.md"][1]
     assert "test box" in page and "python benchmarks/engine.py --sections tu_epochs" in page
@@ -167,3 +170,75 @@ def test_the_loss_form_table_matches_its_regeneration():
     assert len(rows) >= 8
     committed = (REPO / "docs" / "results" / "loss_forms.md").read_text(encoding="utf-8").splitlines()
     assert [r for r in rows if r not in committed] == []
+
+
+# ------------------------------------------------------------------ figures typed by hand (docsgen.figures)
+
+DD = "docs/results/summaries/unsupervised/DD-autogcl"
+
+
+def _problems(text, root=REPO):
+    from docsgen.figures import check_document
+
+    return check_document(root, "docs/example.md", text)
+
+
+def test_a_figure_typed_into_the_prose_fails_the_check(checkout, capsys):
+    docs = _docs_script()
+    page = checkout / "docs" / "tutorial.md"
+    page.write_text(page.read_text(encoding="utf-8") + "\nOn MUTAG it reaches 91.23 ± 0.45 in 2.5 h.\n",
+                    encoding="utf-8")
+    assert docs.main(["--check", "--root", str(checkout)]) == 1
+    err = capsys.readouterr().err
+    assert "docs/tutorial.md" in err and "figure 91.23 typed by hand" in err and "figure 2.5 typed by hand" in err
+
+
+@pytest.mark.parametrize("text", [
+    "Training took 3,847 s per seed.", "about 2.5 h on two cores", "15,431 molecules/s on an H100",
+    "it scores 59.5% held out", "a step is 2.8x faster", "the loss reaches 0.018", "from 77.54 to 76.92",
+    "gives 89.47 ± 0.75 `val`"])
+def test_result_figures_are_found(text):
+    assert _problems(text), text
+
+
+@pytest.mark.parametrize("text", [
+    "30 epochs, batch 128, lr 0.001", "waits up to 2 seconds", "p < 0.05 in neither check", "10% labels",
+    "seeds 0-4 and 5 folds", "torch 2.13.0", "`--budget 540` (about nine minutes)", "1.58 M SMILES",
+    "the paper's 88.64 ± 1.08 on MUTAG", "published 75.16"])
+def test_settings_counts_and_the_papers_figures_are_not_result_figures(text):
+    assert _problems(text) == [], text
+
+
+def test_a_marked_figure_must_be_in_the_file_it_names():
+    assert _problems(f"DD gives 77.20 ± 0.69 under `val` <!-- from: {DD}/summary.json -->.") == []
+    assert _problems(f"DD gives 77.20 ± 0.69\nunder `val` <!-- from: {DD} -->.") == []  # a folder: its JSON files
+    wrong = _problems(f"DD gives 77.21 ± 0.69 under `val` <!-- from: {DD}/summary.json -->.")
+    assert len(wrong) == 1 and "figure 77.21 is not in" in wrong[0]
+    gone = _problems("DD gives 77.20 ± 0.69 <!-- from: docs/results/summaries/none/summary.json -->.")
+    assert any("names no committed file" in p for p in gone)
+    # a marker covers the figures before it in its paragraph, not those after it
+    after = _problems(f"<!-- from: {DD} --> DD gives 77.20 ± 0.69.")
+    assert len(after) == 2 and "typed by hand" in after[0]
+    # the paper's figure as a pair: a mean with another std is no quote
+    assert _problems("the paper's 88.64 ± 0.36") != []
+
+
+def test_a_region_not_reproducible_must_say_so():
+    body = "| run | val |\n|---|---|\n| a | 70.12 ± 1.63 |\n"
+    said = ("<!-- figures: not reproducible -->\n*Not reproducible from committed files: never committed.*\n\n"
+            + body + "<!-- figures: end -->\n")
+    assert _problems(said) == []
+    silent = "<!-- figures: not reproducible -->\n" + body + "<!-- figures: end -->\n"
+    assert any("must begin with a line saying" in p for p in _problems(silent))
+    assert any("without" in p for p in _problems(said.replace("<!-- figures: end -->\n", "")))
+
+
+def test_generated_tables_name_the_commit_of_their_runs(checkout):
+    from docsgen import regenerate
+
+    readme = regenerate(checkout)["README.md"][1]
+    assert "Code commit(s) of these runs: commit not recorded" in readme
+    folder = checkout / "docs/results/summaries/unsupervised/MUTAG-autogcl"
+    (folder / "provenance.json").write_text(json.dumps({"commit": "abc1234", "devices": ["cpu"]}), encoding="utf-8")
+    readme = regenerate(checkout)["README.md"][1]
+    assert "`abc1234` (1 run folder)" in readme and "commit not recorded (5 run folders" in readme

@@ -359,3 +359,40 @@ def test_transfer_sizes_pool_writes_the_table_and_refuses_nothing_to_pair(tmp_pa
     with pytest.raises(SystemExit, match="no sweep to pair with other"):
         ts.main(["pool", cpu, "--reference", "other"])
     assert "no other sweep" in capsys.readouterr().err
+
+
+def test_gpu_window_on_the_cpu_with_a_tiny_budget(data_root, tmp_path):
+    """scripts/gpu_window.sh run, on the CPU, one MUTAG cell, a budget too small for a whole unit:
+    it exits cleanly, stops the running unit at the budget, returns the log and one archive of
+    what finished (here, at most the units that made it), and a second call resumes the same plan."""
+    import os
+    import subprocess
+    import sys
+    import tarfile
+
+    root, out = tmp_path / "root", tmp_path / "out"
+    root.mkdir()
+    env = {**os.environ, "OUT": str(out), "ROOT": str(root), "DATA": str(data_root), "DEVICE": "cpu",
+           "COMPUTE": "all", "BUDGET": "30", "GRACE": "20", "JOBS": "1", "ONLY": "unsupervised / MUTAG / autogcl",
+           "UNIT_SECONDS": "5", "PYTHON": sys.executable, "WHEELS": "0"}
+    script = str(ROOT / "scripts" / "gpu_window.sh")
+    done = subprocess.run(["bash", script, "run"], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    log = (out / "window.log").read_text()
+    assert "plan: unsupervised / MUTAG / autogcl seed 0" in log
+    assert "start unsupervised / MUTAG / autogcl seed 0" in log
+    assert "stopped at the budget" in log or "done: unsupervised / MUTAG / autogcl seed 0" in log
+    with tarfile.open(out / "window.tar.gz") as tar:
+        names = tar.getnames()
+    units = [n for n in names if n.endswith("result.json")]
+    assert all(n.startswith("docs/results/units/unsupervised/MUTAG-autogcl/seed") for n in units)
+    assert all((root / n).is_file() for n in units)  # published in the repository as well
+    assert "runs/reproduce/logs/001.log" in names
+
+    # the same call again, with no time: it plans what is left and starts nothing; the stopped
+    # unit's folder (and checkpoint, if it wrote one) stays for a later window
+    env["BUDGET"] = "0"
+    again = subprocess.run(["bash", script, "run"], env=env, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stdout[-2000:] + again.stderr[-2000:]
+    log = (out / "window.log").read_text()
+    assert "start " not in log and ("not started" in log or "every listed cell is done" in log)

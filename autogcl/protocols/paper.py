@@ -1,26 +1,29 @@
-"""The manifest of every published table: which committed run folders fill it, the command that
-makes them, where it is shown (a document and a marker name) and the paper's figure beside it.
+"""The manifest of the paper's cells and the command that runs them (``autogcl reproduce``).
 
-``python scripts/docs.py`` renders each :class:`Table` between the markers
-``<!-- autogcl:begin NAME -->`` and ``<!-- autogcl:end NAME -->`` of its document, from the
-committed files alone; ``--check`` says which documents differ from their regeneration. A
-:class:`Cell` whose run folder holds no summary yet says "not run" and names the folder; the
-cells that need more compute than the project's 2-core machine are its queue
-(``docs/results/gpu_queue.md``, ``autogcl reproduce --missing``). Performance figures come from
-the benchmark files of ``docs/results/perf/`` (written by ``benchmarks/engine.py``), and the
-engine's goals (:data:`GOALS`) are "reached" or "missing" only from them.
+Each :class:`Cell` names the committed run folders that fill it, the command that makes them,
+where that command writes its sweep and the paper's figure beside it. :func:`reproduce` runs the
+commands of the cells that are not done, optionally within a time budget (only units that can
+finish start; running ones are stopped with SIGTERM, which checkpoints them, at the budget), and
+:func:`publish` copies each finished sweep into its committed folder with a ``provenance.json``
+(the code commit and devices it ran on).
 
-Everything here reads JSON and writes Markdown: no torch.
+The documentation's tables, the engine's goals and the GPU queue page are rendered outside the
+package, by ``scripts/docs.py`` (``scripts/docsgen/``), from this manifest and the committed files.
+
+Everything here reads JSON and starts processes: no torch.
 """
 
 from __future__ import annotations
 
 import json
-import re
+import os
 import shutil
-from dataclasses import dataclass, field
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from ..errors import DataError
 from . import published
@@ -48,7 +51,8 @@ class Cell:
     holding ``file`` fills the cell; ``out``: where ``command`` writes the sweep (``runs/...``),
     published into ``runs[0]`` by :func:`publish`. ``seeds``: how many seeds (or seed x fold
     results) the paper's cell needs: a summary with fewer is shown but stays in the queue.
-    ``compute``: ``cpu`` (fits the 2-core machine) or ``gpu`` (the queue of gpu_queue.md)."""
+    ``compute``: ``cpu`` (fits the 2-core machine) or ``gpu`` (the queue of gpu_queue.md).
+    ``proxy``: where :func:`unit_seconds` reads an estimate when the cell's folders hold none."""
 
     protocol: str
     label: tuple
@@ -59,6 +63,9 @@ class Cell:
     seeds: int = 0
     compute: str = "cpu"
     file: str = "summary.json"
+    #: committed summaries of similar runs, with a factor, that estimate this cell's unit time
+    #: where its own folders hold none: ((folder, factor), ...)
+    proxy: tuple = ()
 
     def found(self, root: Path) -> tuple[Path, dict] | None:
         """(folder, summary) of the first committed run folder holding the cell's file."""
@@ -106,6 +113,9 @@ def _semi_cell(ds: str, row: str) -> Cell:
 
 
 ENCODER = "pretrained/autogcl-moses-fullx1.pt"
+#: molecules of each MoleculeNet set (the mirror's CSVs): a fine-tuning unit's time scales with them
+MOLECULES = {"bbbp": 2039, "tox21": 7831, "toxcast": 8575, "sider": 1427, "clintox": 1478, "muv": 93087,
+             "hiv": 41127, "bace": 1513}
 
 
 def _transfer_cell(ds: str, pre: str) -> Cell:
@@ -114,9 +124,12 @@ def _transfer_cell(ds: str, pre: str) -> Cell:
     runs = [f"{RESULTS}/summaries/paper/transfer/{tag}/{ds}"]
     runs.append(f"{RESULTS}/summaries/sizes/transfer/{tag}/{ds}")  # the size study: 3 seeds, CPU
     pub = published.TRANSFER.get(("autogcl" if pre == "autogcl" else "no_pretrain", ds))
+    # the GPU runs of bbbp (docs/results/gpu.md), scaled by the number of molecules
+    proxy = tuple((f"{RESULTS}/summaries/gpu/transfer/{t}/bbbp", MOLECULES[ds] / MOLECULES["bbbp"])
+                  for t in ("no_pretrain", "moses200k"))
     return Cell("transfer", (ds, pre), tuple(runs), f"runs/paper/transfer/{tag}/{ds}",
                 f"autogcl transfer finetune --dataset {ds} --seeds 10 --epochs 100{ckpt} --data-root {DATA} "
-                f"--out runs/paper/transfer --resume --device cuda", pub, seeds=10, compute="gpu")
+                f"--out runs/paper/transfer --resume --device cuda", pub, seeds=10, compute="gpu", proxy=proxy)
 
 
 UNSUPERVISED_CELLS = tuple(_unsup_cell(d, m) for d in TU for m in ("autogcl", "graphcl"))
@@ -138,232 +151,7 @@ ABLATION_CELLS = tuple(
 CELLS = UNSUPERVISED_CELLS + SEMI_CELLS + TRANSFER_CELLS + PRETRAIN_CELLS + ABLATION_CELLS
 
 
-# ----------------------------------------------------------------------------------------- tables
-
-
-@dataclass(frozen=True)
-class Table:
-    """A generated block: ``render(root)`` is its Markdown, shown in ``doc`` between the markers
-    named ``name``; ``command`` made the runs it reads (``runs``), ``paper`` names the paper's table."""
-
-    name: str
-    doc: str
-    render: Callable[[Path], str] = field(compare=False)
-    runs: tuple = ()
-    command: str = ""
-    paper: str = ""
-
-
-def _cell_values(cell: Cell, root: Path) -> tuple[str, str, str, str]:
-    """(count, val, test_max, source) of a cell; "not run" naming the folder when it has no run."""
-    from .report import _ms
-
-    hit = cell.found(root)
-    if hit is None:
-        return "-", "not run", "not run", f"not run: `{cell.runs[0]}`"
-    folder, s = hit
-    n = cell.count(s)
-    count = f"{n} of {cell.seeds}" if cell.seeds and n < cell.seeds else str(n)
-    return count, _ms(s["val"]), _ms(s["test_max"]), f"`{folder}`"
-
-
-def cells_table(cells, head: tuple[str, str], unit: str) -> Callable[[Path], str]:
-    """A table with one row per cell: its labels, the count of results, both selections, the
-    paper's figure and the run folder it comes from."""
-
-    def render_cells(root: Path) -> str:
-        lines = [f"| {head[0]} | {head[1]} | {unit} | val (ours) | test_max (ours) | paper (test_max) | run folder |",
-                 "|---|---|---|---|---|---|---|"]
-        for c in cells:
-            count, val, tmax, src = _cell_values(c, root)
-            lines.append(f"| {c.label[0]} | {c.label[1]} | {count} | {val} | {tmax} | {published.fmt(c.paper)} | {src} |")
-        return "\n".join(lines)
-
-    return render_cells
-
-
-def report_block(*folders: str) -> Callable[[Path], str]:
-    """``autogcl report`` over committed summary folders (every summary below them)."""
-
-    def render_report(root: Path) -> str:
-        from .report import collect, render
-
-        return render(collect([Path(root) / f for f in folders]))
-
-    return render_report
-
-
-def views_block(root: Path) -> str:
-    """The MNIST view figure's runs (``docs/results/views_MNIST/seed*.json``): per seed the view
-    accuracy, the test accuracy on original graphs and each view's kept share of strokes
-    (superpixels of mean intensity >= 0.5) and of the other superpixels, on the test graphs."""
-    files = sorted((Path(root) / RESULTS / "views_MNIST").glob("seed*.json"))
-    if not files:
-        return f"not run: no `{RESULTS}/views_MNIST/seed*.json`"
-
-    def pct(x):
-        return f"{100 * x:.1f}%"
-
-    lines = ["| run | view accuracy, validation / test | test accuracy, original graphs | view 1: strokes / other kept "
-             "| view 2: strokes / other kept | GraphCL node drop 0.2: strokes / other kept | wall_s |",
-             "|---|---|---|---|---|---|---|"]
-    for f in files:
-        d = json.loads(f.read_text(encoding="utf-8"))
-        k = d["kept_shares"]
-        views = [k.get(v) for v in ("AutoGCL view 1", "AutoGCL view 2", "GraphCL node drop 0.2")]
-        cells = [f"{pct(v['high_intensity_kept'])} / {pct(v['other_kept'])}" if v else "-" for v in views]
-        lines.append(f"| `{f.relative_to(root).as_posix()}` | {pct(d['val_view_acc'])} / {pct(d['view_acc'])} | "
-                     f"{pct(d['test_acc'])} | " + " | ".join(cells) + f" | {d['wall_s']:.0f} |")
-    return "\n".join(lines)
-
-
-# -------------------------------------------------------------------------------------- performance
-
-PERF = f"{RESULTS}/perf"
-
-
-def perf_files(root: Path) -> list[tuple[Path, dict]]:
-    """Every benchmark file of ``docs/results/perf/``, checked for the fields the tables read."""
-    out = []
-    for f in sorted((Path(root) / PERF).glob("*.json")):
-        try:
-            doc = json.loads(f.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise DataError(f"{f}: not JSON ({exc})") from exc
-        missing = [k for k in ("benchmark", "command", "machine", "device", "threads", "date", "rows") if k not in doc]
-        if missing or not isinstance(doc.get("rows"), list):
-            raise DataError(f"{f}: not a benchmark file of benchmarks/engine.py (missing: {', '.join(missing) or 'rows'})")
-        out.append((f, doc))
-    return out
-
-
-def _fmt(v) -> str:
-    if isinstance(v, float):
-        return f"{v:,.3g}" if abs(v) < 100 else f"{v:,.0f}"
-    return str(v)
-
-
-def perf_block(root: Path) -> str:
-    """One section per benchmark file: its command, machine, device, threads, torch, date, then
-    its rows (every field they have)."""
-    files = perf_files(root)
-    if not files:
-        return f"not run: no benchmark file in `{PERF}/` (`python benchmarks/engine.py --data-root {DATA}`)"
-    parts = []
-    for f, doc in files:
-        rel = f.relative_to(root).as_posix()
-        head = [f"#### {doc['benchmark']} (`{rel}`)", "",
-                f"`{doc['command']}`; machine: {doc['machine']}; device: {doc['device']}; threads: {doc['threads']}; "
-                f"torch {doc.get('torch', '?')}; {doc['date']}." + (f" {doc['note']}." if doc.get("note") else "")]
-        keys = list(dict.fromkeys(k for r in doc["rows"] for k in r))
-        rows = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
-        rows += ["| " + " | ".join(_fmt(r.get(k, "")) for k in keys) + " |" for r in doc["rows"]]
-        parts.append("\n".join(head + [""] + rows))
-    return "\n\n".join(parts)
-
-
-@dataclass(frozen=True)
-class Goal:
-    """An engine goal (issue 34): the ``field`` of the rows of benchmark ``benchmark`` (on a
-    device whose name starts with ``device``) that match ``where``, against ``threshold``
-    (``direction`` ``<=`` or ``>=``). ``threshold`` is a number, or a row selector of the same
-    file whose ``field`` is the threshold (e.g. the baseline's rows). ``agg``: ``all`` (every
-    matching row must pass; the worst is shown) or ``best`` (the best row)."""
-
-    name: str
-    benchmark: str
-    device: str
-    where: dict
-    field: str
-    threshold: float | dict
-    direction: str = "<="
-    agg: str = "all"
-    threads: int | None = None  # only files measured at this many torch threads
-
-    def measure(self, root: Path) -> tuple[str, str, str]:
-        """(value, threshold, status) with status ``reached``, ``missing`` or ``not measured``."""
-        for f, doc in perf_files(root):
-            if doc["benchmark"] != self.benchmark or not str(doc["device"]).startswith(self.device):
-                continue
-            if self.threads is not None and doc.get("threads") != self.threads:
-                continue
-            rows = [r for r in doc["rows"] if all(r.get(k) == v for k, v in self.where.items()) and self.field in r]
-            if not rows:
-                continue
-            limit = self.threshold
-            if isinstance(limit, dict):
-                ref = [r[self.field] for r in doc["rows"] if all(r.get(k) == v for k, v in limit.items())
-                       and self.field in r]
-                if not ref:
-                    continue
-                limit = ref[0]
-            values = [r[self.field] for r in rows]
-            lower_better = self.direction == "<="
-            pick = (max if lower_better else min) if self.agg == "all" else (min if lower_better else max)
-            v = pick(values)
-            ok = v <= limit if lower_better else v >= limit
-            src = f.relative_to(root).as_posix()
-            return f"{_fmt(float(v))} (`{src}`)", f"{self.direction} {_fmt(float(limit))}", "reached" if ok else "missing"
-        limit = self.threshold
-        if isinstance(limit, dict):
-            limit = "the row " + ", ".join(f"{k}={v}" for k, v in limit.items())
-        else:
-            limit = _fmt(float(limit))
-        return "-", f"{self.direction} {limit}", "not measured"
-
-
-THIS = {"code": "this"}
-GOALS = (
-    Goal("pre-training throughput on an H100, molecules/s", "pretrain_throughput", "cuda", {**THIS, "width": 300},
-         "molecules_per_s", 20000.0, ">=", agg="best"),
-    Goal("DD AutoGCL epoch on a GPU, s", "tu_epochs", "cuda", {**THIS, "dataset": "DD", "method": "autogcl"},
-         "s_per_epoch", 0.2),
-    Goal("whole unsupervised table on a GPU, s", "unsupervised_table", "cuda", {}, "wall_s", 1800.0),
-    Goal("whole transfer table on a GPU, s", "transfer_table", "cuda", {}, "wall_s", 3600.0),
-    Goal("CPU pre-training step at width 8 (1 thread), ms", "pretrain_throughput", "cpu",
-         {**THIS, "width": 8, "precision": "fp32", "compile": False}, "step_ms", 12.0, threads=1),
-    Goal("CPU operations per pre-training step", "pretrain_ops", "cpu", THIS, "ops_per_step", 1000.0),
-    Goal("CPU full-size throughput against 881293c (2 threads), molecules/s", "pretrain_throughput", "cpu",
-         {**THIS, "width": 300, "precision": "fp32", "compile": False}, "molecules_per_s",
-         {"code": "baseline", "width": 300}, ">=", threads=2),
-    Goal("CPU AutoGCL epoch on PROTEINS, plain GIN epochs", "tu_epochs", "cpu",
-         {**THIS, "dataset": "PROTEINS", "method": "autogcl"}, "plain_epochs", 2.0),
-    Goal("CPU AutoGCL epoch on NCI1, plain GIN epochs", "tu_epochs", "cpu",
-         {**THIS, "dataset": "NCI1", "method": "autogcl"}, "plain_epochs", 2.0),
-    Goal("CPU PROTEINS seed (30 epochs + SVM), plain GIN epochs", "tu_seed", "cpu", THIS, "plain_epochs", 80.0),
-    Goal("CPU peak RSS over the import floor, MB", "tu_memory", "cpu", THIS, "over_floor_mb", 150.0),
-)
-
-
-def goals_block(root: Path) -> str:
-    lines = ["| goal | measured | goal | status | reads |", "|---|---|---|---|---|"]
-    for g in GOALS:
-        value, limit, status = g.measure(root)
-        where = ", ".join(f"{k}={v}" for k, v in g.where.items()) or "every row"
-        reads = f"`{g.field}` of benchmark `{g.benchmark}` on {g.device}, rows {where}" + (
-            " (the best)" if g.agg == "best" else " (the worst)")
-        lines.append(f"| {g.name} | {value} | {limit} | {status} | {reads} |")
-    return "\n".join(lines)
-
-
-# ------------------------------------------------------------------------------------------- queue
-
-
-def queue_block(root: Path) -> str:
-    """Every cell that is not done: the GPU queue first, then what fits the CPU machine."""
-    lines = ["| where | protocol | cell | state | committed run folder | command |", "|---|---|---|---|---|---|"]
-    seen = set()
-    for compute in ("gpu", "cpu"):
-        for c in CELLS:
-            st = c.status(root)
-            if c.compute != compute or st == "done":
-                continue
-            hit = c.found(root)
-            state = "not run" if hit is None else f"partial: {c.count(hit[1])} of {c.seeds} (`{hit[0]}`)"
-            cmd = "same command as above" if c.command in seen else f"`{c.command}`"
-            seen.add(c.command)
-            lines.append(f"| {compute} | {c.protocol} | {' / '.join(c.label)} | {state} | `{c.runs[0]}` | {cmd} |")
-    return "\n".join(lines)
+# ------------------------------------------------------------------------------------------ state
 
 
 def missing(cells=CELLS, root: Path = Path("."), compute: str | None = None) -> list[Cell]:
@@ -371,115 +159,145 @@ def missing(cells=CELLS, root: Path = Path("."), compute: str | None = None) -> 
     return [c for c in cells if c.status(root) != "done" and (compute is None or c.compute == compute)]
 
 
-def publish(cell: Cell, root: Path) -> Path | None:
-    """Copy a finished sweep's ``summary.json`` (and its units' ``config.json``, ``metrics.csv``,
-    ``result.json``: no checkpoints) from ``cell.out`` into the committed folder ``cell.runs[0]``
-    and its ``units`` twin; the folder written, or None when the sweep has not finished."""
+def units_folder(run: str) -> str:
+    """The committed units of a committed summary folder (``summaries/`` -> ``units/``)."""
+    return run.replace("/summaries/", "/units/", 1)
+
+
+def finished_units(folder: Path) -> list[Path]:
+    """The finished units (a ``result.json``) below a sweep folder, partial folders left out."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        return []
+    return sorted(r.parent for r in folder.rglob("result.json")
+                  if r.parent != folder and not any(p.startswith(".") for p in r.relative_to(folder).parts))
+
+
+def _seed(unit: Path) -> int | None:
+    try:
+        return json.loads((unit / "result.json").read_text(encoding="utf-8")).get("seed")
+    except (OSError, json.JSONDecodeError):
+        return None
+
+
+def code_commit(root: Path | None = None) -> tuple[str | None, bool]:
+    """(commit, dirty) of the code that runs: ``AUTOGCL_COMMIT`` when set (a copy without its
+    git folder, e.g. a lent GPU machine), else ``git rev-parse HEAD`` in the checkout holding this
+    package (``root``: another checkout); (None, False) when unknown."""
+    root = Path(__file__).resolve().parents[2] if root is None else root
+    given = os.environ.get("AUTOGCL_COMMIT", "").strip()
+    if given:
+        return given, given.endswith("+dirty")
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=20)
+        if head.returncode:
+            return None, False
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", "autogcl"], cwd=root,
+                               capture_output=True, text=True, timeout=20).stdout.strip() != ""
+        return head.stdout.strip(), dirty
+    except (OSError, subprocess.SubprocessError):
+        return None, False
+
+
+def publish_units(cell: Cell, root: Path) -> list[Path]:
+    """Copy the finished units of ``cell.out`` (``config.json``, ``metrics.csv``, ``result.json``:
+    no checkpoints) into the committed units folder of ``cell.runs[0]``; the units copied."""
     src = Path(root) / cell.out
+    units = Path(root) / units_folder(cell.runs[0])
+    copied = []
+    for unit in finished_units(src):
+        target = units / unit.relative_to(src)
+        target.mkdir(parents=True, exist_ok=True)
+        for name in ("config.json", "metrics.csv", "result.json"):
+            if (unit / name).is_file():
+                shutil.copy2(unit / name, target / name)
+        copied.append(target)
+    return copied
+
+
+def publish(cell: Cell, root: Path) -> Path | None:
+    """Copy a finished sweep's ``summary.json`` (and its finished units: :func:`publish_units`)
+    from ``cell.out`` into the committed folder ``cell.runs[0]``, with a ``provenance.json``
+    naming the code commit (:func:`code_commit`) and the devices its units ran on; the folder
+    written, or None when the sweep has no summary yet (its finished units are copied anyway)."""
+    src = Path(root) / cell.out
+    units = publish_units(cell, root)
     if not (src / cell.file).is_file():
         return None
     dst = Path(root) / cell.runs[0]
     dst.mkdir(parents=True, exist_ok=True)
     shutil.copy2(src / cell.file, dst / cell.file)
-    units = Path(root) / cell.runs[0].replace("/summaries/", "/units/", 1)
-    for result in src.rglob("result.json"):
-        if result.parent == src or any(p.startswith(".") for p in result.relative_to(src).parts):
-            continue
-        target = units / result.parent.relative_to(src)
-        target.mkdir(parents=True, exist_ok=True)
-        for name in ("config.json", "metrics.csv", "result.json"):
-            if (result.parent / name).is_file():
-                shutil.copy2(result.parent / name, target / name)
+    devices = set()
+    for unit in units or [src]:
+        try:
+            runtime = json.loads((unit / "result.json").read_text(encoding="utf-8")).get("runtime") or {}
+        except (OSError, json.JSONDecodeError):
+            runtime = {}
+        if runtime.get("device"):
+            devices.add(str(runtime["device"]))
+    commit, dirty = code_commit()
+    record = {"commit": commit, "dirty": dirty, "devices": sorted(devices),
+              "published": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+    (dst / "provenance.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
     return dst
 
 
-# ----------------------------------------------------------------------------------------- manifest
-
-SPREAD_NOTE = ("± is the {} of each cell; `val`: the epoch chosen on data that is not the test fold; "
-               "`test_max`: the best test score over epochs (the published protocol). A count below the "
-               "paper's (\"3 of 10\") is a partial cell, queued in [gpu_queue.md]({}).")
-
-
-def _with_note(fn, protocol: str, queue_link: str):
-    def rendered(root: Path) -> str:
-        return fn(root) + "\n\n" + SPREAD_NOTE.format(SPREAD[protocol], queue_link)
-    return rendered
-
-
-README_CELLS = tuple(c for c in UNSUPERVISED_CELLS if c.label[0] in ("MUTAG", "PROTEINS", "NCI1"))
-
-TABLES = (
-    Table("readme-unsupervised", "README.md",
-          _with_note(cells_table(README_CELLS, ("dataset", "method"), "seeds"), "unsupervised",
-                     "docs/results/gpu_queue.md"),
-          tuple(r for c in README_CELLS for r in c.runs),
-          "bash scripts/tables.sh (autogcl unsupervised --seeds 5, one torch thread per unit)",
-          "Table 2 (unsupervised, test_max)"),
-    Table("paper-unsupervised", "docs/results.md",
-          _with_note(cells_table(UNSUPERVISED_CELLS, ("dataset", "method"), "seeds"), "unsupervised",
-                     "results/gpu_queue.md"),
-          tuple(r for c in UNSUPERVISED_CELLS for r in c.runs), "bash scripts/tables.sh", "Table 2"),
-    Table("paper-semi", "docs/results.md",
-          _with_note(cells_table(SEMI_CELLS, ("dataset", "row"), "folds"), "semi", "results/gpu_queue.md"),
-          tuple(r for c in SEMI_CELLS for r in c.runs), "bash scripts/tables.sh", "Table 3"),
-    Table("paper-transfer", "docs/results.md",
-          _with_note(cells_table(TRANSFER_CELLS, ("dataset", "pre-training"), "seeds"), "transfer",
-                     "results/gpu_queue.md"),
-          tuple(r for c in TRANSFER_CELLS for r in c.runs),
-          "python scripts/transfer_sizes.py run (3 seeds, 100 epochs, CPU); the paper's 10 seeds: the queue",
-          "Table 4"),
-    Table("paper-ablation", "docs/results.md",
-          _with_note(cells_table(ABLATION_CELLS, ("dataset", "node-drop ratio"), "folds"), "semi",
-                     "results/gpu_queue.md"),
-          tuple(r for c in ABLATION_CELLS for r in c.runs), ABLATION_CELLS[0].command, "appendix, node-drop ratios"),
-    Table("unsupervised", f"{RESULTS}/unsupervised.md", report_block(f"{RESULTS}/summaries/unsupervised"),
-          (f"{RESULTS}/summaries/unsupervised",), "bash scripts/tables.sh", "Table 2"),
-    Table("semi", f"{RESULTS}/semi.md", report_block(f"{RESULTS}/summaries/semi"),
-          (f"{RESULTS}/summaries/semi",), "bash scripts/tables.sh", "Table 3"),
-    Table("gpu-unsupervised", f"{RESULTS}/gpu_unsupervised.md", report_block(f"{RESULTS}/summaries/gpu/unsupervised"),
-          (f"{RESULTS}/summaries/gpu/unsupervised",), "bash scripts/gpu_runs.sh tu", "Table 2"),
-    Table("gpu-transfer", f"{RESULTS}/gpu_transfer.md", report_block(f"{RESULTS}/summaries/gpu/transfer"),
-          (f"{RESULTS}/summaries/gpu/transfer",), "bash scripts/gpu_runs.sh finetune", "Table 4"),
-    Table("views-mnist", "docs/tutorial.md", views_block, (f"{RESULTS}/views_MNIST",),
-          "OMP_NUM_THREADS=1 autogcl visualize views --data-root ../shared/data --seed S", "Figure (views on MNIST)"),
-    Table("performance", "docs/performance.md", perf_block, (PERF,), "python benchmarks/engine.py", ""),
-    Table("goals", "docs/performance.md", goals_block, (PERF,), "python benchmarks/engine.py", ""),
-    Table("queue", f"{RESULTS}/gpu_queue.md", queue_block, tuple(r for c in CELLS for r in c.runs),
-          "autogcl reproduce --missing", "Tables 2-4"),
-    Table("queue-goals", f"{RESULTS}/gpu_queue.md", goals_block, (PERF,), "python benchmarks/engine.py", ""),
-)
+def restore(cell: Cell, root: Path) -> int:
+    """Copy the committed finished units of ``cell`` that its sweep folder lacks into it (a fresh
+    clone, a bare GPU machine), so that ``--resume`` skips them; how many were copied."""
+    units = Path(root) / units_folder(cell.runs[0])
+    out = Path(root) / cell.out
+    n = 0
+    for unit in finished_units(units):
+        target = out / unit.relative_to(units)
+        if (target / "result.json").is_file():
+            continue
+        target.mkdir(parents=True, exist_ok=True)
+        for name in ("config.json", "metrics.csv", "result.json"):
+            if (unit / name).is_file():
+                shutil.copy2(unit / name, target / name)
+        n += 1
+    return n
 
 
-# ------------------------------------------------------------------------------------- regeneration
-
-MARK = "<!-- autogcl:{} {} -->"
+# -------------------------------------------------------------------------------------- estimates
 
 
-def _block(name: str) -> re.Pattern:
-    return re.compile(re.escape(MARK.format("begin", name)) + r"\n.*?" + re.escape(MARK.format("end", name)), re.S)
+def _provenance_device(folder: Path) -> str | None:
+    try:
+        devices = json.loads((folder / "provenance.json").read_text(encoding="utf-8")).get("devices") or []
+    except (OSError, json.JSONDecodeError):
+        return None
+    return "cuda" if any(str(d).startswith("cuda") for d in devices) else ("cpu" if devices else None)
 
 
-def regenerate(root: Path, tables=TABLES) -> dict[str, tuple[str, str]]:
-    """doc -> (committed text, regenerated text) for every document of ``tables``. A document
-    that lacks a table's markers is a :class:`DataError` naming both."""
-    root = Path(root)
-    docs: dict[str, tuple[str, str]] = {}
-    for t in tables:
-        path = root / t.doc
-        if t.doc not in docs:
-            if not path.is_file():
-                raise DataError(f"{t.doc}: no such document (the manifest shows table {t.name!r} there)")
-            text = path.read_text(encoding="utf-8")
-            docs[t.doc] = (text, text)
-        old, new = docs[t.doc]
-        pattern = _block(t.name)
-        if not pattern.search(new):
-            raise DataError(f"{t.doc}: no markers {MARK.format('begin', t.name)} ... {MARK.format('end', t.name)} "
-                            f"for table {t.name!r}")
-        body = t.render(root).rstrip("\n")
-        block = f"{MARK.format('begin', t.name)}\n{body}\n{MARK.format('end', t.name)}"
-        docs[t.doc] = (old, pattern.sub(lambda _: block, new, count=1))
-    return docs
+def unit_seconds(cell: Cell, root: Path, device: str) -> tuple[float, str] | None:
+    """(seconds, source): the time one unit of ``cell`` takes on ``device`` (``cpu`` or
+    ``cuda``), from committed files: the mean per-unit ``train_time_s`` + ``eval_time_s`` of the
+    cell's own summaries (semi: ``time_per_fold_s``), else of its :attr:`Cell.proxy` summaries
+    times their factor. A summary's
+    device is its ``provenance.json``'s, else ``cuda`` for folders under ``summaries/gpu/``.
+    None when no committed file estimates it."""
+    kind = "cuda" if str(device).startswith("cuda") else "cpu"
+    for folder, factor in [(r, 1.0) for r in cell.runs] + list(cell.proxy):
+        f = Path(root) / folder / "summary.json"
+        if not f.is_file():
+            continue
+        try:
+            s = json.loads(f.read_text(encoding="utf-8"))
+        except json.JSONDecodeError:
+            continue
+        dev = _provenance_device(f.parent) or ("cuda" if "/summaries/gpu/" in f"/{folder}/" else "cpu")
+        if dev != kind:
+            continue
+        if "time_per_fold_s" in s:  # semi: a unit is a fold
+            per_unit = float(s["time_per_fold_s"])
+        elif "train_time_s" in s:  # unsupervised, transfer: means over seeds
+            per_unit = float(s["train_time_s"]) + float(s.get("eval_time_s", 0.0))
+        else:
+            continue
+        return per_unit * factor, f"{folder}/summary.json" + (f" x {factor:.2g}" if factor != 1.0 else "")
+    return None
 
 
 # --------------------------------------------------------------------------------------- reproduce
@@ -489,17 +307,35 @@ from ..config import Config, option  # noqa: E402
 
 @dataclass
 class ReproduceConfig(Config):
-    """``autogcl reproduce``: which of the manifest's cells to run."""
+    """``autogcl reproduce``: which of the manifest's cells to run, and for how long."""
 
     missing: bool = option(False, "run every cell of the manifest that is not done (no summary, or fewer seeds "
                                   "than the paper's), then copy its summary and units into the committed folder")
     compute: str = option("all", "only the cells that fit the 2-core CPU machine (cpu), only those queued for a "
                                  "GPU (gpu), or all", choices=("all", "cpu", "gpu"))
-    dry_run: bool = option(False, "print the commands, run nothing")
+    only: str | None = option(None, "only the cells whose 'protocol / label' contains this text (e.g. "
+                                    "'transfer / tox21')", type=str, metavar="TEXT")
+    budget: float | None = option(None, "seconds for the whole run: only units whose estimated time fits what is "
+                                        "left start, and running ones are stopped (SIGTERM: they checkpoint) at "
+                                        "the budget; finished units and summaries are published either way",
+                                  type=float, low=0, metavar="SECONDS")
+    jobs: int = option(1, "with --budget: units (processes) at a time, sharing the device (e.g. 8 on one GPU)", low=1)
+    unit_seconds: float | None = option(None, "with --budget: the time assumed for a unit that no committed file "
+                                              "estimates (default: such units are not started)", type=float, low=0,
+                                        low_open=True, metavar="SECONDS")
+    grace: float = option(60.0, "with --budget: seconds a stopped unit has to write its checkpoint", low=0)
+    dry_run: bool = option(False, "print the commands (and, with --budget, the estimates), run nothing")
     root: str = option(".", "the repository root (its docs/results/ receives the runs)")
 
     def __post_init__(self):
         self.check_choices()
+
+
+def select(cells, compute: str = "all", only: str | None = None) -> list[Cell]:
+    """The manifest's cells on ``compute`` (``all``, ``cpu``, ``gpu``) whose ``protocol / label``
+    contains ``only``."""
+    return [c for c in cells if compute in ("all", c.compute)
+            and (not only or only in " / ".join((c.protocol,) + tuple(c.label)))]
 
 
 def _argv(command: str, data_root: str | None, extra: list[str], resume: bool) -> list[str]:
@@ -526,16 +362,209 @@ def _argv(command: str, data_root: str | None, extra: list[str], resume: bool) -
     return out + extra
 
 
+def _with(argv: list[str], **options) -> list[str]:
+    """``argv`` with ``--NAME VALUE`` set for each option (replaced where present)."""
+    out = list(argv)
+    for name, value in options.items():
+        flag = "--" + name.replace("_", "-")
+        if flag in out:
+            out[out.index(flag) + 1] = str(value)
+        else:
+            out += [flag, str(value)]
+    return out
+
+
+def _device(argv: list[str]) -> str:
+    return argv[argv.index("--device") + 1] if "--device" in argv else "cpu"
+
+
+@dataclass
+class Job:
+    """One process of a budgeted reproduce: ``units`` units of ``cells`` (one seed of a cell, or
+    a whole command), estimated at ``seconds`` (None: unknown)."""
+
+    cells: list
+    argv: list
+    units: int
+    seconds: float | None
+    source: str
+    label: str
+
+
+def plan(cells, root: Path, *, data_root: str | None = None, extra: list[str] | None = None,
+         unit_default: float | None = None) -> list[Job]:
+    """The jobs of a budgeted reproduce, most valuable first: cells with no committed run before
+    partial ones, cheaper before dearer. A cell whose command takes ``--seeds`` (unsupervised,
+    transfer) is split into one job per seed it still lacks (``--first-seed S --seeds 1``), so
+    each unit starts only when it can finish; other commands (semi folds, pre-training, the
+    ablation) are one job of all the units they still lack. The committed units are restored
+    into the sweep folders first (:func:`restore`)."""
+    root = Path(root)
+    groups: dict[str, list[Cell]] = {}
+    for c in missing(cells, root):
+        groups.setdefault(c.command, []).append(c)
+    jobs = []
+    for command, group in groups.items():
+        argv = _argv(command, data_root, list(extra or []), resume=True)
+        if "--resume" not in argv:
+            argv.append("--resume")
+        dev = _device(argv)
+        first = group[0]
+        for c in group:
+            restore(c, root)
+        est = unit_seconds(first, root, dev)
+        seconds, source = (est if est else (unit_default, "--unit-seconds") if unit_default else (None, "no estimate"))
+        name = " / ".join((first.protocol,) + tuple(first.label))
+        if len(group) == 1 and first.protocol in ("unsupervised", "transfer") and "--seeds" in argv:
+            have = {_seed(u) for u in finished_units(root / first.out)}
+            for s in range(first.seeds):
+                if s not in have:
+                    jobs.append(Job(group, _with(argv, first_seed=s, seeds=1), 1, seconds, source, f"{name} seed {s}"))
+            continue
+        want = max(c.seeds or 1 for c in group)
+        left = max(want - len(finished_units(root / first.out)), 1)
+        total = None if seconds is None else seconds * left
+        jobs.append(Job(group, argv, left, total, source, f"{name} ({left} units)"))
+    rank = {id(c): (0 if c.status(root) == "missing" else 1) for c in cells}
+    return sorted(jobs, key=lambda j: (rank.get(id(j.cells[0]), 1), float("inf") if j.seconds is None else j.seconds))
+
+
+def _spawn(argv: list[str], root: Path, log: Path) -> subprocess.Popen:
+    """``python -m autogcl ARGV`` in ``root`` as a child process writing to ``log``."""
+    env = dict(os.environ)
+    here = str(Path(__file__).resolve().parents[2])  # the folder holding the autogcl package
+    env["PYTHONPATH"] = here + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "w", encoding="utf-8") as f:
+        return subprocess.Popen([sys.executable, "-m", "autogcl", *argv], cwd=root, env=env, stdout=f,
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+
+
+def _summarise(cell: Cell, root: Path, data_root, extra, spawn, echo) -> bool:
+    """After a budgeted window, for a cell split by seeds: the summary of its seeds 0..k-1 when
+    they have all finished and k is more than its committed summary counts (``--seeds k
+    --resume``: no unit trains again). True when it wrote one (the one-seed commands' own
+    summaries are never published)."""
+    have = {_seed(u) for u in finished_units(Path(root) / cell.out)}
+    k = 0
+    while k in have and k < cell.seeds:
+        k += 1
+    hit = cell.found(root)
+    if k == 0 or (hit and hit[0] == Path(cell.runs[0]) and cell.count(hit[1]) >= k):
+        return False
+    argv = _with(_argv(cell.command, data_root, list(extra or []), resume=True), seeds=k)
+    if "--resume" not in argv:
+        argv.append("--resume")
+    proc = spawn(argv, Path(root), Path(root) / "runs" / "reproduce" / "logs" / f"summary-{abs(hash(cell.out))}.log")
+    rc = proc.wait()
+    echo(f"reproduce: {' / '.join(cell.label)}: summary of seeds 0-{k - 1} " + ("written" if rc == 0 else
+                                                                                f"failed (exit code {rc})"))
+    return rc == 0
+
+
+def run_budget(cells, root: Path, budget: float, *, data_root: str | None = None, extra: list[str] | None = None,
+               jobs: int = 1, unit_default: float | None = None, grace: float = 60.0, dry_run: bool = False,
+               spawn=_spawn, echo=print, clock=time.monotonic) -> dict:
+    """Run the :func:`plan` of ``cells`` within ``budget`` seconds, ``jobs`` processes at a
+    time: a job starts only when its estimate fits the time left (a job without an estimate never
+    does), and one job at a time per sweep folder (the protocols lock it), so the jobs packed
+    together are different cells; at the budget every running job gets SIGTERM (the protocols
+    checkpoint and exit 143)
+    and ``grace`` seconds to exit. Then every finished unit and summary is published
+    (:func:`publish`), so the same call later resumes from them. Returns counts: ``finished``,
+    ``stopped``, ``failed``, ``not_started`` jobs and the cells ``published``."""
+    root = Path(root).resolve()
+    start = clock()
+    todo = plan(cells, root, data_root=data_root, extra=extra, unit_default=unit_default)
+    for j in todo:
+        est = "no estimate" if j.seconds is None else f"~{j.seconds:.0f} s ({j.source})"
+        echo(f"reproduce: plan: {j.label}: {est}")
+    if dry_run or not todo:
+        if not todo:
+            echo("reproduce: every listed cell is done")
+        return {"finished": 0, "stopped": 0, "failed": 0, "not_started": len(todo), "published": []}
+    deadline = start + budget
+    running: dict = {}
+    counts = {"finished": 0, "stopped": 0, "failed": 0, "not_started": 0}
+    logs = root / "runs" / "reproduce" / "logs"
+    queue = list(todo)
+    n = 0
+    while queue or running:
+        now = clock()
+        if now >= deadline:
+            break
+        for j in list(queue):
+            if len(running) >= jobs:
+                break
+            if j.seconds is None or now + j.seconds > deadline:
+                continue
+            if any(c.out == r.cells[0].out for r in running.values() for c in j.cells):
+                continue  # one process per sweep folder (its lock): the next seed waits for this one
+            queue.remove(j)
+            n += 1
+            running[spawn(j.argv, root, logs / f"{n:03d}.log")] = j
+            echo(f"reproduce: start {j.label}: autogcl {' '.join(j.argv)}")
+        if not running and not any(j.seconds is not None and now + j.seconds <= deadline for j in queue):
+            break  # nothing running and nothing left that fits
+        for proc, j in list(running.items()):
+            rc = proc.poll()
+            if rc is None:
+                continue
+            del running[proc]
+            counts["finished" if rc == 0 else "failed"] += 1
+            echo(f"reproduce: {'done' if rc == 0 else f'failed (exit code {rc})'}: {j.label}")
+        time.sleep(0.2)
+    for proc, j in running.items():  # the budget is spent: checkpoint and stop
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    end = clock() + grace
+    for proc, j in running.items():
+        try:
+            rc = proc.wait(timeout=max(end - clock(), 0.1))
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            rc = proc.wait()
+        counts["finished" if rc == 0 else "stopped"] += 1
+        echo(f"reproduce: {'done' if rc == 0 else 'stopped at the budget'} (exit code {rc}): {j.label}"
+             + ("" if rc == 0 else "; its checkpoint stays for the next call"))
+    counts["not_started"] = len(queue)
+    for j in queue:
+        why = ("no estimate (give --unit-seconds)" if j.seconds is None else
+               f"~{j.seconds:.0f} s does not fit the budget" if j.seconds > budget else
+               f"~{j.seconds:.0f} s no longer fitted when a slot was free")
+        echo(f"reproduce: not started: {j.label}: {why}")
+    published = []
+    seen = set()
+    for j in todo:
+        for c in j.cells:
+            if id(c) in seen:
+                continue
+            seen.add(id(c))
+            if "--first-seed" in j.argv:  # split by seeds: only a summary of seeds 0..k-1 is published
+                dst = publish(c, root) if _summarise(c, root, data_root, extra, spawn, echo) else None
+                if dst is None:
+                    publish_units(c, root)
+            else:
+                dst = publish(c, root)
+            if dst is not None:
+                published.append(c)
+                echo(f"reproduce: {' / '.join(c.label)} -> {dst.relative_to(root)}")
+    echo(f"reproduce: {counts['finished']} finished, {counts['stopped']} stopped at the budget, {counts['failed']} "
+         f"failed, {counts['not_started']} not started; {len(published)} summaries published")
+    return {**counts, "published": published}
+
+
 def reproduce(cells, root: Path, *, data_root: str | None = None, extra: list[str] | None = None,
               resume: bool = False, dry_run: bool = False, run=None, echo=print) -> list[Cell]:
     """Run the command of every cell of ``cells`` that is not done (once per distinct command),
     from ``root``, then :func:`publish` each cell it fills. ``run(argv) -> int`` runs one
     ``autogcl`` command (default: ``python -m autogcl`` in a child process; the command line passes
-    :func:`autogcl.cli.main`, so the runner and the executor switch are those of every protocol). Cells already done are skipped, and with
-    ``resume`` each command continues its interrupted units, so an interrupted reproduce
-    continues where it stopped. Returns the cells published."""
-    import os
-
+    :func:`autogcl.cli.main`, so the runner and the executor switch are those of every protocol).
+    Cells already done are skipped, and with ``resume`` each command continues its interrupted
+    units, so an interrupted reproduce continues where it stopped. Returns the cells published.
+    :func:`run_budget` is the same within a time budget."""
     root = Path(root).resolve()
     todo = missing(cells, root)
     if not todo:
@@ -545,11 +574,8 @@ def reproduce(cells, root: Path, *, data_root: str | None = None, extra: list[st
     for c in todo:
         by_command.setdefault(c.command, []).append(c)
     if run is None:  # the command line in a child process (the caller may pass autogcl.cli.main)
-        import subprocess
-        import sys
-
         def run(argv):
-            return subprocess.run([sys.executable, "-m", "autogcl", *argv]).returncode
+            return subprocess.run([sys.executable, "-m", "autogcl", *argv], stdin=subprocess.DEVNULL).returncode
     done = []
     for command, group in by_command.items():
         argv = _argv(command, data_root, list(extra or []), resume)
@@ -557,6 +583,9 @@ def reproduce(cells, root: Path, *, data_root: str | None = None, extra: list[st
         echo(f"reproduce: {labels}: autogcl {' '.join(argv)}")
         if dry_run:
             continue
+        if resume:
+            for c in group:
+                restore(c, root)
         here = os.getcwd()
         os.chdir(root)
         try:

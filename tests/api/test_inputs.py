@@ -26,6 +26,11 @@ def ring(n, feat=None, y=None, dtype=torch.float32):
     return g
 
 
+#: one graph's embedding alone and inside another batch differ only by float32 rounding, whose
+#: last bits depend on the CPU's kernels (a sum over other rows, split another way)
+BATCHING = {"rtol": 1e-5, "atol": 1e-5}
+
+
 def small(**kw):
     return autogcl.AutoGCL(hidden=8, num_layers=2, **kw)
 
@@ -37,10 +42,12 @@ def test_a_dataloader_a_batch_a_list_and_a_dataset_give_the_same_embeddings(data
     torch.manual_seed(0)
     model = small()
     ref = model.embed(ds)
+    # the same single batch: bit-exact by construction
     assert torch.equal(model.embed([ds[i] for i in range(20)]), ref)
-    assert torch.equal(model.embed(DataLoader(ds, batch_size=7)), ref)
     assert torch.equal(model.embed(Batch.from_data_list([ds[i] for i in range(20)])), ref)
-    assert torch.equal(model.embed(ds[3]), ref[3:4])
+    # other batchings sum and normalise in another order: equal within float32 rounding (BATCHING)
+    torch.testing.assert_close(model.embed(DataLoader(ds, batch_size=7)), ref, **BATCHING)
+    torch.testing.assert_close(model.embed(ds[3]), ref[3:4], **BATCHING)
 
 
 def test_fit_takes_a_dataloader_and_its_batch_size():
@@ -246,8 +253,8 @@ def test_an_in_memory_dataset_is_prepared_without_a_pass_over_its_graphs_and_the
         assert torch.equal(a[key], b[key]), key
     assert torch.equal(fast.labels, slow.labels) and torch.equal(a.y.view(-1), b.y.view(-1))
     assert torch.equal(model.embed(ds), model.embed([ds[i] for i in range(len(ds))]))
-    part = ds[10:30]  # a subset of a dataset: its graphs only
-    assert torch.equal(model.embed(part), model.embed(ds)[10:30])
+    part = ds[10:30]  # a subset of a dataset: its graphs only (another batch: float32 rounding)
+    torch.testing.assert_close(model.embed(part), model.embed(ds)[10:30], **BATCHING)
 
 
 def test_the_fast_path_checks_what_the_general_one_checks(data_root):

@@ -49,3 +49,157 @@ def test_the_cli_lists_the_gpu_queue(capsys):
     assert "autogcl semi --dataset COLLAB --row joint" in out and "--data-root /mirror" in out
     assert "ablate" not in out  # a CPU cell
     assert main(["reproduce", "--dry-run"]) == 2  # nothing named to run
+
+
+# --- a budgeted window (run_budget): a fake command in place of autogcl, so that the scheduler's
+# decisions (what starts, what is stopped, what is published) are the test's, in seconds
+
+import os  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+
+from autogcl.protocols.paper import plan, run_budget  # noqa: E402
+
+FAKE = Cell("unsupervised", ("FAKE", "autogcl"), ("docs/results/summaries/fake/FAKE-autogcl",),
+            "runs/fake/FAKE-autogcl",
+            "autogcl unsupervised --dataset FAKE --method autogcl --seeds 3 --out runs/fake --resume", seeds=3)
+
+#: a stand-in for `autogcl unsupervised`: a unit (--first-seed S --seeds 1) sleeps, then writes its
+#: result.json (seed 2, or $SLOW_SEED, sleeps long); every finished command writes the summary of its seeds.
+#: SIGTERM: exit 143, as the protocols do after their checkpoint.
+FAKE_SCRIPT = r'''
+import json, os, signal, sys, time
+from pathlib import Path
+signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+argv = sys.argv[1:]
+opt = lambda name, d=None: argv[argv.index(name) + 1] if name in argv else d
+out = Path(opt("--out")) / "FAKE-autogcl"
+seeds = int(opt("--seeds"))
+first = int(opt("--first-seed", 0))
+for s in range(first, first + seeds):
+    unit = out / f"seed{s}"
+    if (unit / "result.json").is_file():
+        continue
+    time.sleep(60 if s == int(os.environ.get("SLOW_SEED", 2)) else 0.3)
+    unit.mkdir(parents=True, exist_ok=True)
+    (unit / "config.json").write_text("{}")
+    (unit / "result.json").write_text(json.dumps({"seed": s, "acc": 80.0 + s, "runtime": {"device": "cpu"}}))
+# like the protocols, every finished command writes the summary of its own seeds
+vals = {"mean": 80.5, "std": 0.5, "values": [80.0 + s for s in range(first, first + seeds)]}
+(out / "summary.json").write_text(json.dumps({
+    "protocol": "unsupervised", "dataset": "FAKE", "method": "autogcl", "tag": "FAKE-autogcl",
+    "n_seeds": seeds, "seeds": list(range(first, first + seeds)), "config": {}, "val": vals, "test_max": vals,
+    "train_time_s": 0.3}))
+'''
+
+
+def fake_spawn(script):
+    def spawn(argv, root, log):
+        log.parent.mkdir(parents=True, exist_ok=True)
+        with open(log, "w") as f:
+            return subprocess.Popen([sys.executable, str(script), *argv], cwd=root, stdout=f,
+                                    stderr=subprocess.STDOUT, start_new_session=True)
+    return spawn
+
+
+def test_a_budget_starts_what_fits_stops_the_rest_and_publishes_what_finished(tmp_path, monkeypatch):
+    script = tmp_path / "fake_autogcl.py"
+    script.write_text(FAKE_SCRIPT)
+    monkeypatch.setenv("AUTOGCL_COMMIT", "abc1234")
+    root = tmp_path / "repo"
+    root.mkdir()
+    lines = []
+    jobs = plan([FAKE], root, unit_default=0.5)
+    assert [j.label for j in jobs] == [f"unsupervised / FAKE / autogcl seed {s}" for s in range(3)]
+    assert all("--first-seed" in j.argv and j.argv[j.argv.index("--seeds") + 1] == "1" for j in jobs)
+    # no estimate at all: nothing starts, nothing breaks
+    assert run_budget([FAKE], root, 5, spawn=fake_spawn(script), echo=lines.append)["not_started"] == 3
+    assert not (root / "runs").exists() and any("no estimate" in line for line in lines)
+
+    t0 = time.monotonic()
+    res = run_budget([FAKE], root, 4, jobs=2, unit_default=0.5, grace=5, spawn=fake_spawn(script),
+                     echo=lines.append)
+    assert time.monotonic() - t0 < 30  # stopped at the budget, not after seed 2's minute
+    assert (res["finished"], res["stopped"], res["failed"], res["not_started"]) == (2, 1, 0, 0)
+    assert res["published"] == [FAKE]
+    summary = json.loads((root / FAKE.runs[0] / "summary.json").read_text())
+    assert summary["n_seeds"] == 2 and FAKE.count(summary) == 2 and FAKE.status(root) == "partial"
+    provenance = json.loads((root / FAKE.runs[0] / "provenance.json").read_text())
+    assert provenance["commit"] == "abc1234" and provenance["devices"] == ["cpu"]
+    units = root / "docs/results/units/fake/FAKE-autogcl"
+    assert sorted(p.name for p in units.iterdir()) == ["seed0", "seed1"]  # the stopped seed is not published
+
+    # a bare machine: the run folder is gone; the committed units come back, only seed 2 is left
+    import shutil
+
+    shutil.rmtree(root / "runs")
+    jobs = plan([FAKE], root)
+    assert [j.label for j in jobs] == ["unsupervised / FAKE / autogcl seed 2"]
+    assert (root / FAKE.out / "seed0" / "result.json").is_file()  # restored
+    # the committed summary now estimates a unit (0.3 s, its train_time_s on the CPU), ahead of
+    # --unit-seconds; it does not fit 0.2 s: not started, and nothing committed is lost
+    assert plan([FAKE], root, unit_default=100)[0].seconds == 0.3
+    res = run_budget([FAKE], root, 0.2, unit_default=100, spawn=fake_spawn(script), echo=lines.append)
+    assert res["not_started"] == 1 and res["published"] == [] and FAKE.count(
+        json.loads((root / FAKE.runs[0] / "summary.json").read_text())) == 2
+
+
+def test_estimates_come_from_committed_summaries_of_the_same_device(tmp_path):
+    from autogcl.protocols.paper import TRANSFER_CELLS, unit_seconds
+
+    tox21 = next(c for c in TRANSFER_CELLS if c.label == ("tox21", "none"))
+    from tests.conftest import REPO
+
+    est = unit_seconds(tox21, REPO, "cuda")
+    assert est is not None and "summaries/gpu/transfer" in est[1] and "x 3.8" in est[1]  # bbbp's, scaled
+    bbbp = json.loads((REPO / "docs/results/summaries/gpu/transfer/no_pretrain/bbbp/summary.json").read_text())
+    assert abs(est[0] - bbbp["train_time_s"] * 7831 / 2039) < 1e-6
+    assert unit_seconds(tox21, tmp_path, "cuda") is None  # no committed file, no estimate
+
+
+def test_the_cli_plans_a_budgeted_window(capsys):
+    assert main(["reproduce", "--missing", "--dry-run", "--budget", "540", "--jobs", "8", "--compute", "gpu",
+                 "--only", "transfer / bbbp / none", "--data-root", "/mirror", "--device", "cuda"]) == 0
+    out = capsys.readouterr().out
+    assert "plan: transfer / bbbp / none seed 0:" in out and "summaries/gpu/transfer" in out
+    assert "tox21" not in out
+
+
+def test_a_window_whose_first_seed_is_stopped_publishes_units_but_no_summary(tmp_path, monkeypatch):
+    """Seeds 1 and 2 finished in an earlier window (their one-seed commands left a summary of
+    seed 2 alone in the run folder); seed 0 is stopped: no summary of seeds 0..k-1 exists, so
+    none is published, only the finished units."""
+    script = tmp_path / "fake_autogcl.py"
+    script.write_text(FAKE_SCRIPT)
+    monkeypatch.setenv("SLOW_SEED", "0")
+    root = tmp_path / "repo"
+    for s in (1, 2):
+        unit = root / FAKE.out / f"seed{s}"
+        unit.mkdir(parents=True)
+        (unit / "result.json").write_text(json.dumps({"seed": s, "runtime": {"device": "cpu"}}))
+    vals = {"mean": 82.0, "std": 0.0, "values": [82.0]}
+    (root / FAKE.out / "summary.json").write_text(json.dumps({
+        "protocol": "unsupervised", "dataset": "FAKE", "method": "autogcl", "tag": "FAKE-autogcl", "n_seeds": 1,
+        "seeds": [2], "config": {}, "val": vals, "test_max": vals}))
+    res = run_budget([FAKE], root, 3, jobs=3, unit_default=0.5, grace=5, spawn=fake_spawn(script),
+                     echo=lambda _: None)
+    assert (res["finished"], res["stopped"], res["published"]) == (0, 1, [])
+    assert not (root / FAKE.runs[0] / "summary.json").exists() and FAKE.status(root) == "missing"
+    units = root / "docs/results/units/fake/FAKE-autogcl"
+    assert sorted(p.name for p in units.iterdir()) == ["seed1", "seed2"]
+
+
+def test_seeds_of_one_sweep_folder_never_run_at_once(tmp_path, monkeypatch):
+    """The protocols lock a sweep folder: two seeds of one cell would collide, so a window runs
+    them one after the other even with free slots (two cells would share the slots)."""
+    script = tmp_path / "fake_autogcl.py"
+    script.write_text(FAKE_SCRIPT)
+    monkeypatch.setenv("SLOW_SEED", "99")  # every seed quick
+    root = tmp_path / "repo"
+    root.mkdir()
+    lines = []
+    run_budget([FAKE], root, 30, jobs=3, unit_default=0.5, grace=5, spawn=fake_spawn(script), echo=lines.append)
+    events = [line.split(":")[1].strip().split(" ")[0] + line.rsplit("seed ", 1)[1][:1] for line in lines
+              if line.startswith(("reproduce: start", "reproduce: done"))]
+    assert events == ["start0", "done0", "start1", "done1", "start2", "done2"], lines

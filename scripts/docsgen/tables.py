@@ -1,0 +1,248 @@
+"""The generated blocks of the README and docs/: each :class:`Table` renders, from the committed
+files alone, the Markdown shown between ``<!-- autogcl:begin NAME -->`` and
+``<!-- autogcl:end NAME -->`` of its document; :func:`regenerate` gives every document's
+committed and regenerated text. Every table of runs names the code commit(s) they came from
+(each published folder's ``provenance.json``; "commit not recorded" where a folder has none)."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from autogcl.errors import DataError
+from autogcl.protocols import published
+from autogcl.protocols.paper import ABLATION_CELLS, CELLS, RESULTS, SEMI_CELLS, SPREAD, TRANSFER_CELLS, \
+    UNSUPERVISED_CELLS, Cell
+
+from .perf import PERF, goals_block, perf_block
+from .queue import queue_block
+
+
+@dataclass(frozen=True)
+class Table:
+    """A generated block: ``render(root)`` is its Markdown, shown in ``doc`` between the markers
+    named ``name``; ``command`` made the runs it reads (``runs``), ``paper`` names the paper's table."""
+
+    name: str
+    doc: str
+    render: Callable[[Path], str] = field(compare=False)
+    runs: tuple = ()
+    command: str = ""
+    paper: str = ""
+
+
+# ---------------------------------------------------------------------------------------- commits
+
+
+def folder_commit(folder: Path) -> str | None:
+    """The code commit of a committed run folder: its ``provenance.json`` (written by
+    ``autogcl reproduce``), else a ``commit`` its summary or result records; None if neither."""
+    folder = Path(folder)
+    for name in ("provenance.json", "summary.json", "result.json"):
+        f = folder / name
+        if f.is_file():
+            try:
+                commit = json.loads(f.read_text(encoding="utf-8")).get("commit")
+            except (json.JSONDecodeError, AttributeError):
+                commit = None
+            if commit:
+                return str(commit)[:12]
+    return None
+
+
+def commits_line(folders) -> str:
+    """"Code commit(s): `abc` (N runs); commit not recorded (M runs)." over run folders."""
+    counts = Counter(folder_commit(f) for f in folders)
+    if not counts:
+        return "Code commit(s): no run yet."
+    parts = [f"`{c}` ({n} run folder{'s' if n > 1 else ''})" for c, n in sorted((k, v) for k, v in counts.items() if k)]
+    if counts.get(None):
+        n = counts[None]
+        parts.append(f"commit not recorded ({n} run folder{'s' if n > 1 else ''}: they predate provenance.json)")
+    return "Code commit(s) of these runs: " + "; ".join(parts) + "."
+
+
+# ----------------------------------------------------------------------------------------- tables
+
+
+def _cell_values(cell: Cell, root: Path) -> tuple[str, str, str, str]:
+    """(count, val, test_max, source) of a cell; "not run" naming the folder when it has no run."""
+    from autogcl.protocols.report import _ms
+
+    hit = cell.found(root)
+    if hit is None:
+        return "-", "not run", "not run", f"not run: `{cell.runs[0]}`"
+    folder, s = hit
+    n = cell.count(s)
+    count = f"{n} of {cell.seeds}" if cell.seeds and n < cell.seeds else str(n)
+    return count, _ms(s["val"]), _ms(s["test_max"]), f"`{folder}`"
+
+
+def cells_table(cells, head: tuple[str, str], unit: str) -> Callable[[Path], str]:
+    """A table with one row per cell: its labels, the count of results, both selections, the
+    paper's figure and the run folder it comes from; under it, the code commit(s) of those runs."""
+
+    def render_cells(root: Path) -> str:
+        lines = [f"| {head[0]} | {head[1]} | {unit} | val (ours) | test_max (ours) | paper (test_max) | run folder |",
+                 "|---|---|---|---|---|---|---|"]
+        folders = []
+        for c in cells:
+            count, val, tmax, src = _cell_values(c, root)
+            lines.append(f"| {c.label[0]} | {c.label[1]} | {count} | {val} | {tmax} | {published.fmt(c.paper)} | {src} |")
+            hit = c.found(root)
+            if hit:
+                folders.append(Path(root) / hit[0])
+        return "\n".join(lines) + "\n\n" + commits_line(folders)
+
+    return render_cells
+
+
+def report_block(*folders: str) -> Callable[[Path], str]:
+    """``autogcl report`` over committed summary folders (every summary below them), and the
+    code commit(s) of those runs."""
+
+    def render_report(root: Path) -> str:
+        from autogcl.protocols.report import collect, render
+
+        runs = sorted({f.parent for d in folders for f in (Path(root) / d).rglob("summary.json")})
+        return render(collect([Path(root) / f for f in folders])) + "\n\n" + commits_line(runs)
+
+    return render_report
+
+
+def views_block(root: Path) -> str:
+    """The MNIST view figure's runs (``docs/results/views_MNIST/seed*.json``): per seed the view
+    accuracy, the test accuracy on original graphs and each view's kept share of strokes
+    (superpixels of mean intensity >= 0.5) and of the other superpixels, on the test graphs."""
+    files = sorted((Path(root) / RESULTS / "views_MNIST").glob("seed*.json"))
+    if not files:
+        return f"not run: no `{RESULTS}/views_MNIST/seed*.json`"
+
+    def pct(x):
+        return f"{100 * x:.1f}%"
+
+    lines = ["| run | view accuracy, validation / test | test accuracy, original graphs | view 1: strokes / other kept "
+             "| view 2: strokes / other kept | GraphCL node drop 0.2: strokes / other kept | wall_s |",
+             "|---|---|---|---|---|---|---|"]
+    commits = Counter()
+    for f in files:
+        d = json.loads(f.read_text(encoding="utf-8"))
+        commits[d.get("commit")] += 1
+        k = d["kept_shares"]
+        views = [k.get(v) for v in ("AutoGCL view 1", "AutoGCL view 2", "GraphCL node drop 0.2")]
+        cells = [f"{pct(v['high_intensity_kept'])} / {pct(v['other_kept'])}" if v else "-" for v in views]
+        lines.append(f"| `{f.relative_to(root).as_posix()}` | {pct(d['val_view_acc'])} / {pct(d['view_acc'])} | "
+                     f"{pct(d['test_acc'])} | " + " | ".join(cells) + f" | {d['wall_s']:.0f} |")
+    named = [f"`{c}`" for c in commits if c]
+    said = "; ".join(named + (["commit not recorded (the runs predate it)"] if commits.get(None) else []))
+    return "\n".join(lines) + f"\n\nCode commit(s) of these runs: {said}."
+
+
+def loss_forms_block(root: Path) -> str:
+    """The paired comparison of the two loss forms (``scripts/compare_runs.py`` over the committed
+    summaries of both), with its two robust checks."""
+    import compare_runs  # scripts/compare_runs.py (scripts/ is on the path of docs.py)
+
+    a = compare_runs.sweeps(Path(root) / RESULTS / "summaries" / "unsupervised")
+    b = compare_runs.sweeps(Path(root) / RESULTS / "summaries" / "lossforms" / "unsupervised")
+    labels = ("paper", "released")
+    runs = sorted({f.parent for d in ("unsupervised", "lossforms/unsupervised")
+                   for f in (Path(root) / RESULTS / "summaries" / d).glob("*-autogcl/summary.json")})
+    checks = "\n".join(compare_runs.robust(a, b, labels))
+    return compare_runs.table(a, b, labels) + "\n\n```\n" + checks + "\n```\n\n" + commits_line(runs)
+
+
+# ----------------------------------------------------------------------------------------- manifest
+
+SPREAD_NOTE = ("± is the {} of each cell; `val`: the epoch chosen on data that is not the test fold; "
+               "`test_max`: the best test score over epochs (the published protocol). A count below the "
+               "paper's (\"3 of 10\") is a partial cell, queued in [gpu_queue.md]({}).")
+
+
+def _with_note(fn, protocol: str, queue_link: str):
+    def rendered(root: Path) -> str:
+        return fn(root) + "\n\n" + SPREAD_NOTE.format(SPREAD[protocol], queue_link)
+    return rendered
+
+
+README_CELLS = tuple(c for c in UNSUPERVISED_CELLS if c.label[0] in ("MUTAG", "PROTEINS", "NCI1"))
+
+
+
+def _paper_table(name: str, cells, head: tuple[str, str], unit: str, protocol: str, command: str, paper: str,
+                 doc: str = "docs/results.md", queue: str = "results/gpu_queue.md") -> Table:
+    """A table of the manifest's cells, with the note on its ± and the queue."""
+    return Table(name, doc, _with_note(cells_table(cells, head, unit), protocol, queue),
+                 tuple(r for c in cells for r in c.runs), command, paper)
+
+
+TABLES = (
+    _paper_table("readme-unsupervised", README_CELLS, ("dataset", "method"), "seeds", "unsupervised",
+                 "bash scripts/tables.sh (autogcl unsupervised --seeds 5, one torch thread per unit)",
+                 "Table 2 (unsupervised, test_max)", doc="README.md", queue="docs/results/gpu_queue.md"),
+    _paper_table("paper-unsupervised", UNSUPERVISED_CELLS, ("dataset", "method"), "seeds", "unsupervised",
+                 "bash scripts/tables.sh", "Table 2"),
+    _paper_table("paper-semi", SEMI_CELLS, ("dataset", "row"), "folds", "semi", "bash scripts/tables.sh", "Table 3"),
+    _paper_table("paper-transfer", TRANSFER_CELLS, ("dataset", "pre-training"), "seeds", "transfer",
+                 "python scripts/transfer_sizes.py run (3 seeds, 100 epochs, CPU); the paper's 10 seeds: the queue",
+                 "Table 4"),
+    _paper_table("paper-ablation", ABLATION_CELLS, ("dataset", "node-drop ratio"), "folds", "semi",
+                 ABLATION_CELLS[0].command, "appendix, node-drop ratios"),
+    Table("unsupervised", f"{RESULTS}/unsupervised.md", report_block(f"{RESULTS}/summaries/unsupervised"),
+          (f"{RESULTS}/summaries/unsupervised",), "bash scripts/tables.sh", "Table 2"),
+    Table("semi", f"{RESULTS}/semi.md", report_block(f"{RESULTS}/summaries/semi"),
+          (f"{RESULTS}/summaries/semi",), "bash scripts/tables.sh", "Table 3"),
+    Table("gpu-unsupervised", f"{RESULTS}/gpu_unsupervised.md", report_block(f"{RESULTS}/summaries/gpu/unsupervised"),
+          (f"{RESULTS}/summaries/gpu/unsupervised",), "bash scripts/gpu_runs.sh tu", "Table 2"),
+    Table("gpu-transfer", f"{RESULTS}/gpu_transfer.md", report_block(f"{RESULTS}/summaries/gpu/transfer"),
+          (f"{RESULTS}/summaries/gpu/transfer",), "bash scripts/gpu_runs.sh finetune", "Table 4"),
+    Table("loss-forms", f"{RESULTS}/loss_forms.md", loss_forms_block,
+          (f"{RESULTS}/summaries/unsupervised", f"{RESULTS}/summaries/lossforms/unsupervised"),
+          "python scripts/compare_runs.py docs/results/summaries/unsupervised "
+          "docs/results/summaries/lossforms/unsupervised --labels paper,released", ""),
+    Table("views-mnist", "docs/tutorial.md", views_block, (f"{RESULTS}/views_MNIST",),
+          "OMP_NUM_THREADS=1 autogcl visualize views --data-root ../shared/data --seed S", "Figure (views on MNIST)"),
+    Table("performance", "docs/performance.md", perf_block, (PERF,), "python benchmarks/engine.py", ""),
+    Table("goals", "docs/performance.md", goals_block, (PERF,), "python benchmarks/engine.py", ""),
+    Table("queue", f"{RESULTS}/gpu_queue.md", queue_block, tuple(r for c in CELLS for r in c.runs),
+          "autogcl reproduce --missing", "Tables 2-4"),
+    Table("queue-goals", f"{RESULTS}/gpu_queue.md", goals_block, (PERF,), "python benchmarks/engine.py", ""),
+)
+
+
+# ------------------------------------------------------------------------------------- regeneration
+
+MARK = "<!-- autogcl:{} {} -->"
+
+
+def _block(name: str) -> re.Pattern:
+    return re.compile(re.escape(MARK.format("begin", name)) + r"\n.*?" + re.escape(MARK.format("end", name)), re.S)
+
+
+def regenerate(root: Path, tables=TABLES) -> dict[str, tuple[str, str]]:
+    """doc -> (committed text, regenerated text) for every document of ``tables``. A document
+    that lacks a table's markers is a :class:`DataError` naming both."""
+    root = Path(root)
+    docs: dict[str, tuple[str, str]] = {}
+    for t in tables:
+        path = root / t.doc
+        if t.doc not in docs:
+            if not path.is_file():
+                raise DataError(f"{t.doc}: no such document (the manifest shows table {t.name!r} there)")
+            text = path.read_text(encoding="utf-8")
+            docs[t.doc] = (text, text)
+        old, new = docs[t.doc]
+        pattern = _block(t.name)
+        if not pattern.search(new):
+            raise DataError(f"{t.doc}: no markers {MARK.format('begin', t.name)} ... {MARK.format('end', t.name)} "
+                            f"for table {t.name!r}")
+        body = t.render(root).rstrip("\n")
+        block = f"{MARK.format('begin', t.name)}\n{body}\n{MARK.format('end', t.name)}"
+        docs[t.doc] = (old, pattern.sub(lambda _: block, new, count=1))
+    return docs
+
+
