@@ -120,3 +120,30 @@ def test_predict_returns_labels_then_scores_graph_by_graph():
     assert y.shape == scores.shape == (5, 2)
     assert np.array_equal(y, np.array(labels), equal_nan=True)
     assert np.array_equal(scores, np.array([[n, -n] for n in sizes], dtype=np.float32))
+
+
+@pytest.mark.parametrize("pretrained", [False, True])
+def test_make_summary_sets_a_row_beside_the_paper_figure_of_its_pre_training(tmp_path, pretrained):
+    from autogcl.protocols.published import TRANSFER, fmt
+    from autogcl.protocols.report import transfer_table
+
+    ddir = tmp_path / "mytag" / "bbbp"
+    T.runs.atomic_write_json(ddir / "split.json", {"num_graphs": 50, "sizes": {"train": 40, "valid": 5, "test": 5}})
+    T.runs.atomic_write_json(ddir / "dataset.json", {"skipped": ["C1", "x"]})
+    meta = {"method": "autogcl", "epochs": 3, "molecules_seen": 600, "corpus": {"molecules": 200}}
+    rs = [{"seed": i, "train_time_s": 2.0 * i, "encoder_meta": meta if pretrained else {},
+           "selections": {"val": {"auc": v}, "test_max": {"auc": t}}} for i, (v, t) in enumerate([(0.6, 0.9), (0.7, 0.95)])]
+    cfg = T.FinetuneConfig(dataset="bbbp", checkpoint="encoder.pt" if pretrained else None, select="test_max")
+    s = T.make_summary(cfg, rs, ddir)
+    assert (s["protocol"], s["tag"], s["dataset"], s["selection"], s["pretrained"]) == (
+        "transfer", "mytag", "bbbp", "test_max", pretrained)
+    assert s["pretrain_method"] == ("autogcl" if pretrained else None)
+    assert s["pretrain"] == ({"epochs": 3, "molecules_seen": 600, "corpus_molecules": 200} if pretrained else None)
+    assert s["config"] == cfg.to_dict() and (s["num_molecules"], s["skipped_smiles"]) == (50, 2)
+    assert s["split_sizes"] == {"train": 40, "valid": 5, "test": 5}
+    assert s["val"] == T.summarize(rs)["val"] and s["test_max"]["values"] == pytest.approx([90, 95])
+    assert s["n_seeds"] == 2 and s["train_time_s"] == 1.0
+    # the table sets the row beside the paper's figure of its pre-training (or of "No pretrain")
+    row = transfer_table([s]).splitlines()[-1]
+    assert row.endswith(fmt(TRANSFER["autogcl" if pretrained else "no_pretrain", "bbbp"]) + " |")
+    assert row.startswith("| bbbp | mytag | 2 | ") and "65.00 ± 5.00" in row
