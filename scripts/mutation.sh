@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Mutation testing of the selection code (issues 35 and 42), outside CI: mutmut 3.x mutates
 # the files in FILES below and runs the selection tests alone (tests/selection) against each
-# mutant. How to rerun it in a new session: docs/results/mutation/README.md.
+# mutant. How to rerun it in a new session: the top of docs/results/mutation/survivors.md.
 #
 #   bash scripts/mutation.sh                      # every mutant of the selection files
 #   bash scripts/mutation.sh 'autogcl.eval.svm.*'  # only the mutants whose names match (rerun even if done)
@@ -9,10 +9,11 @@
 # It works in a copy of the tracked (and untracked, not ignored) files under runs/mutation/work
 # (ignored), so the checkout gets no mutants/ folder; the copy's [tool.mutmut] is given FILES.
 # The commit the copy was taken from is written to runs/mutation/commit (with "+changes" when
-# the mutated files or tests/selection differ from it). scripts/mutation_notes.py then writes
+# the mutated files or tests/selection differ from it), and a line per run to
+# runs/mutation/runs.tsv. scripts/mutation_notes.py then writes
 # docs/results/mutation/survivors.md: every survivor with its note from
-# docs/results/mutation/notes.tsv (it exits 1 while a survivor has no note or a note names
-# a mutant that no longer survives).
+# docs/results/mutation/notes.tsv (it exits 1 while a survivor has no note, a note was written
+# for another change, or a note names a mutant that no longer survives).
 #
 # The machine is shared: one mutmut process (MUTMUT_CHILDREN, default 1), at nice 19, with
 # one BLAS/OpenMP thread. MUTATION_OUT: another folder than runs/mutation; PYTHON: the
@@ -39,6 +40,8 @@ mkdir -p "$work"
 commit=$(git -C "$repo" rev-parse HEAD)
 if [ -n "$(git -C "$repo" status --porcelain -- "${FILES[@]}" tests/selection)" ]; then commit="$commit+changes"; fi
 echo "$commit" > "$out/commit"
+# every run, one line: commit, UTC time, the names it ran (all: every mutant); survivors.md lists them
+printf '%s\t%s\t%s\n' "$commit" "$(date -u +%Y-%m-%dT%H:%MZ)" "${*:-all}" >> "$out/runs.tsv"
 # the copy's [tool.mutmut]: FILES are mutated; tests/selection/test_nci1_outlier.py checks a
 # committed note (not a selection), and needs scripts/ and docs/, which the copy leaves out
 "$py" - "$work/pyproject.toml" "${FILES[@]}" <<'EOF'

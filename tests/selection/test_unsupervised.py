@@ -34,6 +34,22 @@ def test_a_seed_reports_the_epoch_its_selection_names(data_root, tmp_path, monke
     assert summary["test_max"]["values"] == [pytest.approx(100 * TEST_MAX)]
 
 
+def test_the_svm_scores_every_graph_in_the_dataset_order(data_root, tmp_path, monkeypatch):
+    """The SVM's outer folds are drawn over the graphs in the dataset's order (as the published
+    protocol's): an evaluation pass that shuffled them would score other folds."""
+    dataset = load_tu("MUTAG", data_root)
+    scripted, seen = scripted_svm(), []
+
+    def svm(emb, y, *args, **kwargs):
+        seen.append((emb.shape[0], [int(v) for v in y.view(-1)]))
+        return scripted(emb, y, *args, **kwargs)
+    monkeypatch.setattr(U, "svm_evaluate", svm)
+    cfg = U.UnsupervisedConfig(dataset="MUTAG", method="graphcl", epochs=2, eval_epochs=[1, 2])
+    U.run_sweep(cfg, dataset, [0], tmp_path, show_progress=False)
+    labels = dataset._data.y.view(-1).tolist()
+    assert seen == [(len(dataset), labels)] * 2
+
+
 def test_summarize_keeps_each_selection_apart():
     rs = [{"seed": i, "train_time_s": 1.0 + i, "eval_time_s": 2.0 * i, "selections": {"val": {"acc": v}, "test_max": {"acc": t}}}
           for i, (v, t) in zip([3, 5], [(0.6, 0.9), (0.7, 0.95)])]
