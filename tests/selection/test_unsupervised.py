@@ -34,20 +34,23 @@ def test_a_seed_reports_the_epoch_its_selection_names(data_root, tmp_path, monke
     assert summary["test_max"]["values"] == [pytest.approx(100 * TEST_MAX)]
 
 
-def test_the_svm_scores_every_graph_in_the_dataset_order(data_root, tmp_path, monkeypatch):
-    """The SVM's outer folds are drawn over the graphs in the dataset's order (as the published
-    protocol's): an evaluation pass that shuffled them would score other folds."""
+def test_the_svm_scores_every_graph_in_the_dataset_order_with_the_configured_folds(data_root, tmp_path, monkeypatch):
+    """Each evaluation hands the SVM every graph's embedding with its label, in the dataset's
+    order (the outer folds are drawn over that order, as the published protocol's: a shuffled
+    pass would score other folds), the configured outer and inner folds and the unit's seed."""
     dataset = load_tu("MUTAG", data_root)
     scripted, seen = scripted_svm(), []
 
-    def svm(emb, y, *args, **kwargs):
-        seen.append((emb.shape[0], [int(v) for v in y.view(-1)]))
-        return scripted(emb, y, *args, **kwargs)
+    def svm(emb, y, folds=10, inner_folds=5, cs=None, seed=0, n_jobs=1):
+        assert emb.shape[1] == cfg.hidden * cfg.layers and bool(emb.isfinite().all())  # the graph embeddings
+        seen.append((emb.shape[0], [int(v) for v in y.view(-1)], folds, inner_folds, seed))
+        return scripted(emb, y)
     monkeypatch.setattr(U, "svm_evaluate", svm)
-    cfg = U.UnsupervisedConfig(dataset="MUTAG", method="graphcl", epochs=2, eval_epochs=[1, 2])
-    U.run_sweep(cfg, dataset, [0], tmp_path, show_progress=False)
+    cfg = U.UnsupervisedConfig(dataset="MUTAG", method="graphcl", epochs=2, eval_epochs=[1, 2], hidden=8,
+                               svm_folds=4, svm_inner_folds=3)
+    U.run_sweep(cfg, dataset, [3], tmp_path, show_progress=False)
     labels = dataset._data.y.view(-1).tolist()
-    assert seen == [(len(dataset), labels)] * 2
+    assert seen == [(len(dataset), labels, 4, 3, 3)] * 2
 
 
 def test_summarize_keeps_each_selection_apart():
