@@ -137,9 +137,23 @@ failure), so a killed mutant of a small function takes about a second of CPU, an
 a function on a protocol's training path (`semi.run_fold`, `transfer.run_unit`,
 `unsupervised.run_unit`) trains a fold or a seed, several seconds. On the shared 2-core machine at
 `nice -n 19` (load 15-18) about 650 mutants of the small selection functions took 35 minutes, so
-the runs below name the functions that choose epochs, C and summaries, and of the training
-paths only the mutants of their selection lines (scoring, `select`, the reported figure); the
-other mutants are `not checked`. A machine with more cores: `MUTMUT_CHILDREN=8`.
+the runs below name every mutant of the functions that choose epochs, C, configurations and
+summaries (`select`, `select_epoch`, `_choose`, `_outer_fold`, `svm_protocol`, `roc_auc`,
+`summarize`, `make_summary`, `_pretraining`, `grid_report`, `validation_score`, `write_reports`),
+and of four longer functions only the mutants of the lines that select or report:
+
+- `semi.run_fold`: the evaluation loaders (`eval_l`), the scoring (`accuracy`), the training rows
+  the selection reads, `select`, and the result's `selection`, `acc` and `selections`;
+- `transfer.run_unit`: the validation and test loaders and their indices, the scoring
+  (`roc_auc`), `select`, and the result's `selection`, `auc` and `selections`;
+- `unsupervised.run_unit`: the evaluation loader, which epochs are evaluated, the embedding, the
+  SVM call, `select_epoch`, and the result's `selection`, `acc` and `selections`;
+- `svm.svm_evaluate`: the choice of C in the parallel path (`chosen`), the per-fold records and
+  the means it reports.
+
+Their other mutants (training, checkpoints, outputs, validation of options) and the functions
+that select nothing are `not checked`. A machine with more cores: `MUTMUT_CHILDREN=8` and no
+names runs them all.
 """
 
 
