@@ -133,12 +133,11 @@ In a new session, from the root of a checkout (the data mirror beside it, `../sh
    `tests/selection` that kills it instead of a note.
 
 Cost: each mutant runs the selection tests that reach its function (pytest stops at the first
-failure), so a killed mutant of a small function takes about a second of CPU, and a survivor of
-a function on a protocol's training path (`semi.run_fold`, `transfer.run_unit`,
-`unsupervised.run_unit`) trains a fold or a seed, several seconds. On the shared 2-core machine at
-`nice -n 19` (load 15-18) about 650 mutants of the small selection functions took 35 minutes, so
-the runs below name every mutant of the functions that choose epochs, C, configurations and
-summaries (`select`, `select_epoch`, `_choose`, `_outer_fold`, `svm_protocol`, `roc_auc`,
+failure), so a killed mutant of a small function is quick, and a survivor of a function on a
+protocol's training path (`semi.run_fold`, `transfer.run_unit`, `unsupervised.run_unit`) trains
+a fold or a seed. Every mutant of the six files did not fit one session on the shared 2-core
+machine at `nice -n 19`, so the runs below name every mutant of the functions that choose
+epochs, C, configurations and summaries (`select`, `select_epoch`, `_choose`, `_outer_fold`, `svm_protocol`, `roc_auc`,
 `summarize`, `make_summary`, `_pretraining`, `grid_report`, `validation_score`, `write_reports`),
 and of four longer functions only the mutants of the lines that select or report:
 
