@@ -1,17 +1,21 @@
 """Write docs/results/mutation/survivors.md from a run of scripts/mutation.sh: every mutant
-that no selection test killed, each with the note that says why it does not change what is
-selected. A survivor that no note covers is listed as UNREVIEWED and the script exits 1.
+that no selection test killed, each with its own note from docs/results/mutation/notes.tsv.
 
-    python scripts/mutation_notes.py [runs/mutation]
+    python scripts/mutation_notes.py [runs/mutation]          # write survivors.md
+    python scripts/mutation_notes.py [runs/mutation] --draft  # print notes.tsv lines to fill in
 
-Notes are kept per function (the function's mutants do not touch selection at all), and per
-pattern of the mutated line within a function that also selects (e.g. the text of an error
-message). The counts come from ``mutmut results --all true`` in the run's work folder.
+notes.tsv holds one line per survivor: the mutant's name, the code it puts in (the ``+`` side
+of its diff, as this script shows it), and a note written after reading that mutant's diff
+(``mutmut show NAME`` in runs/mutation/work). The script exits 1 when a survivor has no note,
+when a note was written for another change than the mutant's current one (mutmut numbers a
+function's mutants in order, so a changed function renumbers them), or when a note names a
+mutant that is no longer a survivor of the run (killed, or gone): notes follow the code.
 """
 
 from __future__ import annotations
 
 import ast
+import importlib.metadata
 import difflib
 import re
 import subprocess
@@ -20,85 +24,15 @@ from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "docs" / "results" / "mutation" / "survivors.md"
-
-TRAINING = ("trains the model (what the epochs score), not the rule that picks among the epochs: every epoch's "
-            "scores reach the selection unchanged, and the selection tests script those scores")
-#: function (mutmut's name without the package) -> why none of its mutants changes what is selected
-FUNCTION_NOTES = {
-    "eval.svm._numpy": "converts the embeddings to NumPy; the mutants take np.asarray for a tensor, which gives the "
-                       "same array for the CPU tensors the protocols pass (embed returns CPU tensors)",
-    "eval.svm._available_memory": "how many SVM processes fit in memory: the numbers do not depend on the process "
-                                  "count (tests/eval/test_svm_parallel.py)",
-    "eval.svm.auto_jobs": "how many SVM processes to start: the numbers do not depend on the process count "
-                          "(tests/eval/test_svm_parallel.py)",
-    "protocols.semi.build": "composes a row's model, optimiser and strategy: it " + TRAINING,
-    "protocols.semi.plan": "validates the options, makes the folds' splits (data/splits.py decides which graphs are "
-                           "in each part) and the units; no score is read",
-    "protocols.semi.run_sweep": "hands the units to the executor (resume, progress, damaged-unit handling)",
-    "protocols.transfer.load_dataset": "reads the molecules (which data), not how an epoch is picked",
-    "protocols.transfer.build_model": "builds the predictor and loads the encoder: it " + TRAINING,
-    "protocols.transfer.unscored_tasks": "logs and records which tasks a part cannot score; roc_auc skips them on "
-                                         "its own (tested)",
-    "protocols.transfer.prepare_split": "makes, checks and caches the scaffold split (which molecules are in each "
-                                        "part) and records the dataset; no score is read",
-    "protocols.transfer.plan": "validates the options and lays out the units and the split; no score is read",
-    "protocols.transfer.run_sweep": "hands the units to the executor (resume, progress, damaged-unit handling)",
-    "protocols.transfer._pretraining": "copies the encoder's pre-training record into summary.json (metadata)",
-    "protocols.transfer.dataset_names": "parses --dataset (which datasets run)",
-    "protocols.grid._parse_value": "parses one --grid value (which configurations exist, not which is chosen)",
-    "protocols.grid.parse_grid": "parses --grid into points (which configurations exist, not which is chosen); "
-                                 "tested in tests/protocols/test_grid.py",
-    "protocols.grid.point_name": "the folder name of a grid point",
-    "protocols.grid.expand": "turns grid points into configurations (which configurations exist)",
-    "protocols.grid.grid_out": "where a grid point's runs are written",
-}
-#: (function, regex over the mutated lines) -> note, for functions that also select
-PATTERN_NOTES = [
-    (r".*", r"raise \w+\(|log\.(info|warning|debug)\(|^[-+] +f?\"[^\"]*\"\)?$|Error\(None\)",
-     "the text of an error or log message: no figure is selected from input that raises"),
-    (r"eval\.svm\.select_epoch|protocols\.(semi|transfer)\.select", r"criterion",
-     "the wording of a criterion's label: it still names the same rule (the tests check that `val`'s names no test "
-     "score), and the choice is unchanged"),
-    (r"protocols\.grid\.grid_report", r"\"\|---|\"\| configuration|Chosen by|\"###|mark = ",
-     "the table's display text (heading, separator, the mark beside unchosen rows); the record's `chosen` and the "
-     "mark of the chosen row are tested"),
-    (r"eval\.svm\.svm_evaluate", r"n_jobs|Parallel\(", "how many processes compute the fits: the serial and "
-     "parallel paths give the same numbers (both tested against GridSearchCV)"),
-    (r"eval\.svm\.(svm_evaluate|svm_protocol|_outer_fold)", r"^[-+].*(folds: int|inner_folds: int|seed: int|n_jobs: "
-     r"int)\s*=", "a default of an argument every caller passes (the protocols pass their configuration's values; "
-     "the defaults themselves are tested)"),
-    (r"eval\.svm\.svm_protocol", r"n_jobs|, \) for e", "how many processes compute the fits: the numbers do not "
-     "depend on it"),
-    (r".*", r"dtype=None|astype\(None\)|dtype=float\)|dtype=torch\.long\)", "an explicit dtype dropped: NumPy "
-     "and torch infer the same float64/int64 type from the values passed here (equivalent)"),
-    (r".*", r"reshape\(-2\)", "NumPy reads any negative size as 'the rest' (equivalent)"),
-    (r"eval\.metrics\.roc_auc|protocols\.grid\.grid_report", r"\((aucs|scores\.size)\) or True",
-     "the other branch gives the same value: the mean of no scores is NaN, as the fallback (equivalent; "
-     "NumPy warns)"),
-    (r"eval\.svm\.svm_evaluate", r"len\(counts\) < 2", "a check of bad input (one class, fewer graphs than "
-     "folds): such data then fails in scikit-learn or runs with folds of one graph; no selection rule changes"),
-    (r"protocols\.semi\.run_fold", r"eval_l = .*loader\(getattr\(split, k\), (None|True)\)",
-     "the order in which the evaluation loaders give the graphs: an accuracy does not depend on it (equivalent)"),
-    (r"protocols\.semi\.run_fold", r"accuracy\(strat\.model, ld, (None)?\)",
-     "the device argument of the accuracy: None keeps the batches where they are, the CPU in these runs "
-     "(equivalent there)"),
-    (r"protocols\.transfer\.select", r"if v is not None:", "only whether a warning is logged"),
-    (r"protocols\.semi\.run_fold", r"train_data = |row_fields|unlink",
-     "training of the unit: which data a row trains on, the phase of the pre-training rows, the removal of a "
-     "finished checkpoint; it " + TRAINING + " (a wrong key fails with KeyError)"),
-    (r"protocols\.(semi\.run_fold|transfer\.run_unit|(semi|transfer)\.make_summary)",
-     r"\"protocol\": |dataset\.json|^[-+]\s+\"(XX)?[a-z_]+(XX)?\": |\"(XX\w+XX|[A-Z_]+)\":|runtime|encoder_meta|pretrain_config|tasks_scored|"
-     r"split_sizes|\"sizes\"|eval_time_s|train_time_s|time_s|\"pretrained\"|\"checkpoint\"",
-     "a metadata field of result.json or summary.json (sizes, times, runtime, encoder record, tag): the figures, "
-     "`selection` and `selections` are tested, and no selection reads the others"),
-    (r"protocols\.(semi\.run_fold|transfer\.run_unit)", r"engine|device|runtime|seed_everything|GraphLoader|"
-     r"drop_last|shuffle|generator|batch_size|indices|checkpoint|ckpt|Trainer\(|desc|show_progress|save_emb|save_at|"
-     r"embeddings|np\.savez|unlink|store|train_data|train_l|labeled_l|all_l|pre_trainer|strat\.to|\.fit\(|"
-     r"row_fields|phase|extra|t0|perf_counter|adam\(|weight_decay|build_model|build\(|\"train\"|\"joint\"",
-     "training of the unit: it " + TRAINING + " (the selection tests run a row without pre-training, so the "
-     "pre-training path is exercised by tests/protocols)"),
-]
+DOCS = ROOT / "docs" / "results" / "mutation"
+OUT = DOCS / "survivors.md"
+NOTES = DOCS / "notes.tsv"
+HEADER = "mutant\tchange\tnote"
+#: mutmut statuses that mean no selection test failed
+SURVIVING = ("survived", "no tests")
+#: the files mutmut mutates (scripts/mutation.sh's FILES)
+FILES = ("autogcl/eval/svm.py", "autogcl/eval/metrics.py", "autogcl/protocols/semi.py", "autogcl/protocols/transfer.py",
+         "autogcl/protocols/unsupervised.py", "autogcl/protocols/grid.py")
 
 
 def run(work: Path, *args) -> str:
@@ -107,14 +41,16 @@ def run(work: Path, *args) -> str:
 
 
 def diffs(work: Path) -> dict[str, list[str]]:
-    """mutant name -> its changed lines, from mutmut's mutated sources (each mutant is a copy
-    of its function, ``x_<name>__mutmut_<n>``, beside the original, ``..._orig``)."""
+    """mutant name -> its changed lines (``- old`` / ``+ new``), from mutmut's mutated sources
+    (each mutant is a copy of its function, ``x_<name>__mutmut_<n>``, beside ``..._orig``)."""
     out: dict[str, list[str]] = {}
-    for path in sorted((work / "mutants").rglob("*.py")):
+    for path in sorted((work / "mutants" / "autogcl").rglob("*.py")):
         src = path.read_text()
+        if "__mutmut_" not in src:
+            continue
         src_lines = src.splitlines()
         module = ".".join(path.relative_to(work / "mutants").with_suffix("").parts)
-        funcs = {}
+        funcs: dict[str, dict[str, list[str]]] = {}
         for node in ast.walk(ast.parse(src)):
             if isinstance(node, ast.FunctionDef) and "__mutmut_" in node.name:
                 base, _, n = node.name.rpartition("__mutmut_")
@@ -125,80 +61,190 @@ def diffs(work: Path) -> dict[str, list[str]]:
             for n, lines in versions.items():
                 if n != "orig":
                     out[f"{module}.{base}__mutmut_{n}"] = [
-                        d for d in difflib.ndiff(orig, lines) if d[:2] in ("- ", "+ ")]
+                        d[0] + " " + d[2:].strip() for d in difflib.ndiff(orig, lines) if d[:2] in ("- ", "+ ")]
     return out
+
+
+def change_of(lines: list[str]) -> str:
+    """The code a mutant puts in, one line: its ``+`` lines joined (``(removed)`` when it only
+    deletes lines)."""
+    plus = [x[2:] for x in lines if x.startswith("+ ")]
+    return " / ".join(plus).replace("\t", " ") if plus else "(removed)"
 
 
 def function_of(mutant: str) -> str:
     """``autogcl.eval.svm.x__numpy__mutmut_3`` -> ``eval.svm._numpy``."""
     mod, _, fn = mutant.removeprefix("autogcl.").rpartition(".")
-    return f"{mod}.{re.sub(r'__mutmut_[0-9]+$', '', fn)[2:]}"
+    return f"{mod}.{re.sub(r'__mutmut_([0-9]+|[*])$', '', fn)[2:]}"
 
 
-def note_for(mutant: str, lines: list[str]) -> str | None:
-    fn = function_of(mutant)
-    if fn in FUNCTION_NOTES:
-        return FUNCTION_NOTES[fn]
-    minus = [x[2:] for x in lines if x.startswith("- ")]
-    plus = [x[2:] for x in lines if x.startswith("+ ")]
-    if minus and [x.lower() for x in minus] == [x.lower() for x in plus]:
-        return ("the letter case of a text (a message, a heading or a criterion's label): what is selected does not "
-                "depend on it")
-    changed = "\n".join(lines)
-    for fn_re, line_re, note in PATTERN_NOTES:
-        if re.fullmatch(fn_re, fn) and re.search(line_re, changed, re.M):
-            return note
-    return None
+def order(mutant: str):
+    return function_of(mutant), int(mutant.rsplit("_", 1)[1])
+
+
+def read_notes(path: Path = NOTES) -> dict[str, tuple[str, str]]:
+    """mutant -> (change, note) from notes.tsv; a malformed line is an error naming it."""
+    notes: dict[str, tuple[str, str]] = {}
+    if not path.is_file():
+        return notes
+    lines = path.read_text().splitlines()
+    if lines and lines[0] != HEADER:
+        raise SystemExit(f"{path}:1: the header must be {HEADER!r}")
+    for i, line in enumerate(lines[1:], 2):
+        if not line.strip():
+            continue
+        parts = line.split("\t")
+        if len(parts) != 3 or not parts[2].strip():
+            raise SystemExit(f"{path}:{i}: expected 'mutant<TAB>change<TAB>note' with a note")
+        if parts[0] in notes:
+            raise SystemExit(f"{path}:{i}: a second note for {parts[0]}")
+        notes[parts[0]] = (parts[1], parts[2].strip())
+    return notes
+
+
+def check(status: dict[str, str], changed: dict[str, list[str]], notes: dict[str, tuple[str, str]]):
+    """(survivors, survivors without a note, notes for another change, notes of no survivor)."""
+    survivors = sorted((m for m, s in status.items() if s in SURVIVING), key=order)
+    missing = [m for m in survivors if m not in notes]
+    moved = [m for m in survivors if m in notes and notes[m][0] != change_of(changed.get(m, []))]
+    stale = sorted((m for m in notes if status.get(m) not in SURVIVING), key=order)
+    return survivors, missing, moved, stale
+
+
+RERUN = """## How to rerun it (outside CI)
+
+In a new session, from the root of a checkout (the data mirror beside it, `../shared/data`, or
+`AUTOGCL_TEST_DATA=...`):
+
+1. mutmut 3.x in the project's interpreter: `python -m pip install 'mutmut>=3.3,<4'` (this run:
+   mutmut {version}). The script checks the major version.
+2. `PYTHON=python bash scripts/mutation.sh` mutates every function of the selection files; or
+   `bash scripts/mutation.sh 'autogcl.protocols.semi.x_select__mutmut_*' ...` only the mutants
+   whose names match (these are rerun even when mutmut has a result for them). It copies the
+   tracked files into `runs/mutation/work` (ignored), runs one mutmut process at `nice -n 19`
+   with one thread, records the commit in `runs/mutation/runs.tsv`, then runs this generator.
+   mutmut keeps its results in `runs/mutation/work/mutants`: a second run redoes only the
+   functions whose code changed, unless names are given.
+3. `python scripts/mutation_notes.py` writes this page and exits 1 while a survivor has no
+   note in `docs/results/mutation/notes.tsv`, a note was written for another change, or a
+   note names a mutant that no longer survives. `--draft` prints the lines to fill in; read
+   each mutant's diff (`cd runs/mutation/work && python -m mutmut show NAME`) before writing
+   its note. A survivor that changes what is selected or reported is a gap: add a test in
+   `tests/selection` that kills it instead of a note.
+
+Cost: each mutant runs the selection tests that reach its function (pytest stops at the first
+failure), so a killed mutant of a small function is quick, and a survivor of a function on a
+protocol's training path (`semi.run_fold`, `transfer.run_unit`, `unsupervised.run_unit`) trains
+a fold or a seed. Every mutant of the six files did not fit one session on the shared 2-core
+machine at `nice -n 19`, so the runs below name every mutant of the functions that choose
+epochs, C, configurations and summaries (`select`, `select_epoch`, `_choose`, `_outer_fold`, `svm_protocol`, `roc_auc`,
+`summarize`, `make_summary`, `_pretraining`, `grid_report`, `validation_score`, `write_reports`),
+and of four longer functions only the mutants of the lines that select or report:
+
+- `semi.run_fold`: the evaluation loaders (`eval_l`), the scoring (`accuracy`), the training rows
+  the selection reads, `select`, and the result's `selection`, `acc` and `selections`;
+- `transfer.run_unit`: the validation and test loaders and their indices, the scoring
+  (`roc_auc`), `select`, and the result's `selection`, `auc` and `selections`;
+- `unsupervised.run_unit`: the evaluation loader, which epochs are evaluated, the embedding, the
+  SVM call, `select_epoch`, and the result's `selection`, `acc` and `selections`;
+- `svm.svm_evaluate`: the choice of C in the parallel path (`chosen`), the per-fold records and
+  the means it reports.
+
+Their other mutants (training, checkpoints, outputs, validation of options) and the functions
+that select nothing are `not checked`. A machine with more cores: `MUTMUT_CHILDREN=8` and no
+names runs them all.
+"""
+
+
+def git(*args) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True)
+
+
+def run_lines(out: Path) -> list[str]:
+    """A line per run of scripts/mutation.sh (runs.tsv): its commit, time and what it ran, and
+    whether its selection files equal this checkout's (the statuses describe this code only then)."""
+    path = out / "runs.tsv"
+    if not path.is_file():
+        return ["- (no record of the runs: runs/mutation/runs.tsv is missing)"]
+    lines = []
+    for line in path.read_text().splitlines():
+        commit, when, names = (line.split("\t") + ["", ""])[:3]
+        pure = commit.split("+")[0]
+        same = "+" not in commit and git("diff", "--quiet", pure, "HEAD", "--", *FILES).returncode == 0
+        fns: dict[str, str] = {}
+        for n in names.split():
+            k = fns.get(function_of(n), 0)
+            fns[function_of(n)] = "all" if n.endswith("*") or k == "all" else k + 1
+        what = "every mutant" if names == "all" else ", ".join(f"`{f}` ({k})" for f, k in sorted(fns.items()))
+        lines.append(f"- {when}, commit `{commit[:12]}` (selection files {'equal to' if same else 'NOT equal to'} "
+                     f"this page's commit's): {what}")
+    return lines
 
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    draft = "--draft" in argv
+    argv = [a for a in argv if a != "--draft"]
     out = Path(argv[0]) if argv else ROOT / "runs" / "mutation"
     work = out / "work"
     status = dict(line.strip().rsplit(": ", 1) for line in run(work, "results", "--all", "true").splitlines()
                   if ": " in line and line.strip().startswith("autogcl."))
-    counts = Counter(status.values())
+    if not status:
+        raise SystemExit(f"{work}: no mutmut results (run scripts/mutation.sh first)")
     changed = diffs(work)
-    survivors = sorted((m for m, s in status.items() if s in ("survived", "no tests")),
-                       key=lambda m: (function_of(m), int(m.rsplit("_", 1)[1])))
-    by_note: dict[str, list[str]] = {}
-    unreviewed = []
-    for m in survivors:
-        note = note_for(m, changed.get(m, []))
-        if note is None:
-            unreviewed.append(m)
-        else:
-            by_note.setdefault(note, []).append(m)
+    notes = read_notes()
+    survivors, missing, moved, stale = check(status, changed, notes)
+    if draft:
+        for m in missing + moved:
+            print(f"{m}\t{change_of(changed.get(m, []))}\t")
+        return 0
+    version = importlib.metadata.version("mutmut")
+    by_fn: dict[str, Counter] = {}
+    for m, s in status.items():
+        by_fn.setdefault(function_of(m), Counter())[s] += 1
+    checked = {f: c for f, c in by_fn.items() if set(c) != {"not checked"}}
+    kinds = sorted({s for c in checked.values() for s in c})
+    head = git("rev-parse", "HEAD").stdout.strip()
     lines = ["# Surviving mutants of the selection code", "",
-             "<!-- generated by scripts/mutation_notes.py from a run of scripts/mutation.sh -->", "",
-             "`bash scripts/mutation.sh` runs mutmut over `eval/svm.py`, `protocols/semi.py`, `protocols/transfer.py`, "
-             "`protocols/grid.py` and `eval/metrics.py` against the selection tests alone (`tests/selection`). "
-             "A survivor is a mutant those tests did not kill (`survived`), or one in a function they never call "
-             "(`no tests`); other tests of the suite may still kill it. Each is listed below under the reason it "
-             "does not change what is selected: which epoch, C or configuration a rule picks from given scores, "
-             "and which figure is reported under which rule.", "",
-             "The statuses are mutmut's last for each mutant: a full run (about 20 minutes with 2 processes on a "
-             "shared 2-core machine), then `bash scripts/mutation.sh NAME...` over the survivors of the selection "
-             "functions once tests were added for them. A full run with the final tests would kill the same or more "
-             "(tests were only added).", "",
-             "| mutmut status | mutants |", "|---|---:|"]
-    lines += [f"| {k} | {v} |" for k, v in sorted(counts.items())]
-    lines += ["", f"Survivors: {len(survivors)}; without a note: {len(unreviewed)}.", ""]
-    if unreviewed:
-        lines += ["## UNREVIEWED (no note yet)", ""] + [f"- `{m}` ({status[m]}): `{' / '.join(changed.get(m, []))}`"
-                                                      for m in unreviewed] + [""]
-    for note, ms in by_note.items():
-        fns = Counter(function_of(m) for m in ms)
-        lines += [f"## {note[0].upper() + note[1:]}", "", "Functions: " + ", ".join(f"`{f}` ({n})" for f, n in
-                                                                                    fns.items()), ""]
-        for m in ms:
-            diff = " / ".join(s.strip() for s in changed.get(m, [])) or "(diff not recorded)"
-            lines.append(f"- `{m.removeprefix('autogcl.')}` ({status[m]}): `{diff[:160]}`")
+             "<!-- generated by scripts/mutation_notes.py from a run of scripts/mutation.sh; notes: notes.tsv -->", "",
+             f"Written at commit `{head[:12]}` with mutmut {version}. mutmut mutates `eval/svm.py`, `eval/metrics.py`, "
+             "`protocols/semi.py`, `protocols/transfer.py`, `protocols/unsupervised.py` and `protocols/grid.py` "
+             "and runs the selection tests alone (`tests/selection`) against each mutant. A survivor is a mutant "
+             "those tests did not kill (`survived`), or one in a function they never call (`no tests`); other "
+             "tests of the suite may still kill it. Each survivor below has its own note, written after reading "
+             "its diff: what it changes, and why that does not change what is selected (which epoch, C or "
+             "configuration a rule picks from given scores) or reported (which figure under which rule, beside "
+             "which paper figure).", "", RERUN.format(version=version), "## The runs", "",
+             "Each mutant's status is the one of the last run that ran it (later runs only added tests):", ""]
+    lines += run_lines(out)
+    lines += ["", f"Functions run ({len(checked)} of {len(by_fn)}; `not checked`: mutants no run reached):", "",
+              "| function | " + " | ".join(kinds) + " |", "|---|" + "---:|" * len(kinds)]
+    for f in sorted(checked):
+        lines.append(f"| `{f}` | " + " | ".join(str(checked[f].get(k, 0)) for k in kinds) + " |")
+    total = Counter(status.values())
+    lines += ["", "All mutants of the six files: " + ", ".join(f"{k} {v}" for k, v in sorted(total.items())) + ".", "",
+              "Not run at all: " + ", ".join(f"`{f}` ({c['not checked']})" for f, c in sorted(by_fn.items())
+                                             if f not in checked) + ".", "",
+              f"Survivors: {len(survivors)}; without a note: {len(missing)}; noted for another change: {len(moved)}; "
+              f"notes of no survivor: {len(stale)}.", ""]
+    if missing or moved or stale:
+        lines += ["## UNREVIEWED", ""]
+        lines += [f"- `{m}` ({status[m]}), no note: `{change_of(changed.get(m, []))}`" for m in missing]
+        lines += [f"- `{m}`: noted for `{notes[m][0]}`, now `{change_of(changed.get(m, []))}`" for m in moved]
+        lines += [f"- `{m}`: a note, but the mutant is {status.get(m, 'gone')}" for m in stale]
         lines.append("")
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text("\n".join(lines))
-    print(f"wrote {OUT.relative_to(ROOT)}: {len(survivors)} survivors, {len(unreviewed)} without a note")
-    return 1 if unreviewed else 0
+    fn = None
+    for m in survivors:
+        if function_of(m) != fn:
+            fn = function_of(m)
+            lines += ["", f"## `{fn}`", ""]
+        diff = " / ".join(changed.get(m, [])) or "(diff not recorded)"
+        note = notes.get(m, ("", "NO NOTE"))[1]
+        lines.append(f"- `{m.removeprefix('autogcl.')}` ({status[m]}): `{diff}`  \n  {note}")
+    OUT.write_text("\n".join(lines) + "\n")
+    print(f"wrote {OUT.relative_to(ROOT)}: {len(survivors)} survivors; {len(missing)} without a note, {len(moved)} "
+          f"noted for another change, {len(stale)} notes of no survivor")
+    return 1 if missing or moved or stale else 0
 
 
 if __name__ == "__main__":

@@ -78,3 +78,14 @@ def test_write_reports_chooses_within_each_table_and_writes_what_it_chose(tmp_pa
     assert [r["point"] for r in mutag["rows"]] == ["lam=0.5", "lam=1"] and [r["units"] for r in proteins["rows"]] == [1, 1]
     assert (tmp_path / "grid" / "MUTAG.md").read_text() == grid_report("MUTAG", [a, b])[0] + "\n"
     assert text == grid_report("MUTAG", [a, b])[0] + "\n\n" + grid_report("PROTEINS", [c, d])[0]
+
+
+def test_the_report_is_the_table_of_every_configuration_with_the_chosen_one_marked():
+    text, _ = grid_report("toy", [entry("a", [0.8], [0.6], [0.7]), entry("b", [0.7], [0.9], [0.99])])
+    assert text.splitlines() == [
+        "### toy", "",
+        "Chosen by the mean validation score of the `val` selection only; `test_max` is shown, never used.", "",
+        "| configuration | validation score | test (val selection) | test_max | units | |",
+        "|---|---:|---:|---:|---:|---|",
+        "| a | 80.00 | 60.00 ± 0.00 | 70.00 ± 0.00 | 1 | **chosen** |",
+        "| b | 70.00 | 90.00 ± 0.00 | 99.00 ± 0.00 | 1 |  |"]

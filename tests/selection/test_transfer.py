@@ -34,12 +34,17 @@ def test_select_val_reads_the_validation_auc_and_test_max_the_test_auc():
     assert "test" in sel["test_max"]["criterion"]
 
 
-def test_a_nan_score_never_wins_and_all_nan_selects_nothing():
+def test_a_nan_score_never_wins_and_all_nan_selects_nothing(caplog):
     nan = math.nan
-    sel = T.select(rows({1: (nan, 0.99), 2: (0.6, nan), 3: (0.5, 0.7)}))
+    with caplog.at_level("WARNING", logger=T.log.name):
+        sel = T.select(rows({1: (nan, 0.99), 2: (0.6, nan), 3: (0.5, 0.7)}))
+    assert not caplog.records  # a val epoch was found: nothing to warn about
     assert sel["val"]["epoch"] == 2 and math.isnan(sel["val"]["auc"])  # the validation best, whatever its test
     assert sel["test_max"]["epoch"] == 1 and sel["test_max"]["auc"] == 0.99
-    none = T.select(rows({1: (nan, nan), 2: (nan, nan)}))
+    with caplog.at_level("WARNING", logger=T.log.name):
+        none = T.select(rows({1: (nan, nan), 2: (nan, nan)}))
+    warned = [r.getMessage() for r in caplog.records]  # the log says why the val figure is NaN
+    assert len(warned) == 1 and "validation part" in warned[0] and "no val selection" in warned[0]
     assert none["val"]["epoch"] is none["test_max"]["epoch"] is None
     assert math.isnan(none["val"]["auc"]) and math.isnan(none["val"]["score"]) and math.isnan(none["test_max"]["auc"])
     assert none["val"]["criterion"] == "validation ROC-AUC" and none["test_max"]["criterion"] == "best test ROC-AUC"
@@ -120,3 +125,41 @@ def test_predict_returns_labels_then_scores_graph_by_graph():
     assert y.shape == scores.shape == (5, 2)
     assert np.array_equal(y, np.array(labels), equal_nan=True)
     assert np.array_equal(scores, np.array([[n, -n] for n in sizes], dtype=np.float32))
+
+
+@pytest.mark.parametrize("pretrained", [False, True])
+def test_make_summary_sets_a_row_beside_the_paper_figure_of_its_pre_training(tmp_path, pretrained):
+    from autogcl.protocols.published import TRANSFER, fmt
+    from autogcl.protocols.report import transfer_table
+
+    ddir = tmp_path / "mytag" / "bbbp"
+    T.runs.atomic_write_json(ddir / "split.json", {"num_graphs": 50, "sizes": {"train": 40, "valid": 5, "test": 5}})
+    T.runs.atomic_write_json(ddir / "dataset.json", {"skipped": ["C1", "x"]})
+    meta = {"method": "autogcl", "epochs": 3, "molecules_seen": 600, "corpus": {"molecules": 200}}
+    rs = [{"seed": i, "train_time_s": 2.0 * i, "encoder_meta": meta if pretrained else {},
+           "selections": {"val": {"auc": v}, "test_max": {"auc": t}}} for i, (v, t) in enumerate([(0.6, 0.9), (0.7, 0.95)])]
+    cfg = T.FinetuneConfig(dataset="bbbp", checkpoint="encoder.pt" if pretrained else None, select="test_max")
+    s = T.make_summary(cfg, rs, ddir)
+    assert (s["protocol"], s["tag"], s["dataset"], s["selection"], s["pretrained"]) == (
+        "transfer", "mytag", "bbbp", "test_max", pretrained)
+    assert s["pretrain_method"] == ("autogcl" if pretrained else None)
+    assert s["pretrain"] == ({"epochs": 3, "molecules_seen": 600, "corpus_molecules": 200} if pretrained else None)
+    assert s["config"] == cfg.to_dict() and (s["num_molecules"], s["skipped_smiles"]) == (50, 2)
+    assert s["split_sizes"] == {"train": 40, "valid": 5, "test": 5}
+    assert s["val"] == T.summarize(rs)["val"] and s["test_max"]["values"] == pytest.approx([90, 95])
+    assert s["n_seeds"] == 2 and s["train_time_s"] == 1.0
+    # the table sets the row beside the paper's figure of its pre-training (or of "No pretrain")
+    row = transfer_table([s]).splitlines()[-1]
+    assert row.endswith(fmt(TRANSFER["autogcl" if pretrained else "no_pretrain", "bbbp"]) + " |")
+    assert row.startswith("| bbbp | mytag | 2 | ") and "65.00 ± 5.00" in row
+
+
+def test_make_summary_of_one_seed_without_a_dataset_record(tmp_path):
+    ddir = tmp_path / "pre" / "bace"  # a dataset.json is written with the split: older runs have none
+    T.runs.atomic_write_json(ddir / "split.json", {"num_graphs": 9, "sizes": {"train": 7, "valid": 1, "test": 1}})
+    meta = {"method": "graphcl", "epochs": 1}
+    r = {"seed": 4, "train_time_s": 3.0, "encoder_meta": meta, "selections": {"val": {"auc": 0.5}, "test_max": {"auc": 0.75}}}
+    s = T.make_summary(T.FinetuneConfig(dataset="bace", checkpoint="e.pt"), [r], ddir)
+    assert s["skipped_smiles"] == 0 and s["pretrain_method"] == "graphcl" and s["seeds"] == [4]
+    assert s["pretrain"] == {"epochs": 1, "molecules_seen": None, "corpus_molecules": None}
+    assert (s["val"]["mean"], s["val"]["std"], s["test_max"]["mean"]) == (50.0, 0.0, 75.0)
