@@ -35,7 +35,9 @@ Sections:
 * ``svm``: seconds of one SVM evaluation (10 x 5-fold C search, every core) per dataset, on
   the embeddings of an untrained encoder.
 
-Run it on a quiet machine: nothing else may run while it times.
+Run it on a quiet machine where one can: nothing else may run while it times. On a shared one
+(``--note`` says so in the files), read the paired ratios and ``cpu_step_ms`` (process CPU time),
+which the load moves least.
 """
 
 from __future__ import annotations
@@ -482,7 +484,8 @@ def measure_windows(args, spec: dict, versions: list[tuple[str, str | None]]) ->
     """Rows (medians, one per version) and every window of one configuration, the versions'
     windows alternating (this, baseline, baseline, this, ...)."""
     n_windows, steps = window_plan(args, spec)
-    warm = 40 if spec.get("compile") else 10
+    slow = spec["width"] == 300 and not args.device.startswith("cuda")  # a full-size CPU step: seconds
+    warm = 40 if spec.get("compile") else 3 if slow else 10
     served, failed = {}, {}
     for code, path in versions:
         try:

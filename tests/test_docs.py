@@ -114,10 +114,11 @@ def test_goals_read_the_benchmark_files(checkout):
     _perf(checkout, "pretrain_throughput", "cpu", [
         {"code": "this", "width": 300, "precision": "fp32", "compile": False, "molecules_per_s": 90.0},
         {"code": "baseline", "width": 300, "precision": "fp32", "compile": False, "molecules_per_s": 100.0},
-        {"code": "this", "width": 8, "precision": "fp32", "compile": False, "step_ms_vs_baseline": 0.5}],
+        {"code": "this", "width": 8, "precision": "fp32", "compile": False, "cpu_step_ms_vs_baseline": 0.5}],
           threads=2)
     # the width-8 goal is set at one thread: a file measured at two is not read for it
-    width8 = goal["CPU pre-training step at width 8 against b434260 (1 thread), median of the paired window ratios"]
+    width8 = goal["CPU pre-training step at width 8 against b434260 (1 thread, process CPU time), median of the "
+                  "paired window ratios"]
     assert width8.measure(checkout)[2] == "not measured"
     value, limit, status = protein.measure(checkout)
     assert status == "reached" and value.startswith("1.5") and limit == "<= 2"  # the baseline row is not read
