@@ -14,14 +14,19 @@ same run, in rows whose ``code`` is ``baseline`` (this checkout's rows: ``this``
 Sections:
 
 * ``throughput``: molecules per second of transfer pre-training steps (batch 256, the first
-  ``--molecules`` MOSES molecules as one chunk), batching included, after warm-up steps; at
+  ``--molecules`` MOSES molecules as one chunk), batching included, after warm-up steps, as
+  the median over ``--windows`` windows of ``--steps`` steps (default 3 x 200), each with the
+  method's own view draws; the windows of this checkout and of ``--baseline-path`` alternate,
+  each version in its own long-lived process, so that both see the same machine load (the
+  file keeps every window, and ``step_ms_vs_baseline``: the median of the paired ratios); at
   full size (5 x 300, generators 128) and at width 8 (``--dim 8 --gen-hidden 8``: what a GPU
   waits for, the host's work); with ``--device cuda`` also bfloat16 and ``torch.compile``.
   And the whole command ``autogcl transfer pretrain --dim 8 --gen-hidden 8`` (its own
   ``molecules_per_s``).
 * ``ops``: operations per pre-training step: ``torch.profiler`` events (nested ones included)
   over 12 steps, batching included, per step.
-* ``split``: one step's milliseconds in batching, forward, backward and optimizer.
+* ``split``: a step's milliseconds in batching, forward, backward and optimizer: the mean over
+  every step of its windows (the same plan as ``throughput``), each window's means kept.
 * ``epochs``: seconds per unsupervised epoch of AutoGCL, GraphCL and a plain supervised GIN
   (the same encoder, a linear head) on each of ``--datasets``, and the ratio to plain.
 * ``seed``: the wall time of ``autogcl unsupervised --dataset PROTEINS --seeds 1`` in plain
@@ -30,7 +35,9 @@ Sections:
 * ``svm``: seconds of one SVM evaluation (10 x 5-fold C search, every core) per dataset, on
   the embeddings of an untrained encoder.
 
-Run it on a quiet machine: nothing else may run while it times.
+Run it on a quiet machine where one can: nothing else may run while it times. On a shared one
+(``--note`` says so in the files), read the paired ratios and ``cpu_step_ms`` (process CPU time),
+which the load moves least.
 """
 
 from __future__ import annotations
@@ -136,7 +143,26 @@ def _pretrain_strategy(spec):
     return strategy, gen, device
 
 
+def _timed_steps(strategy, it, steps: int, device) -> dict:
+    """``steps`` steps of the strategy's own ``step`` (its own view draws), batching included:
+    molecules, wall and process CPU seconds."""
+    _sync(device)
+    n, t0, c0 = 0, time.perf_counter(), time.process_time()
+    for i in range(steps):
+        batch = next(it)
+        strategy.step(batch, 1, i)
+        n += int(batch.num_graphs)
+    _sync(device)
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    return {"steps": steps, "molecules": n, "molecules_per_s": n / wall, "step_ms": 1000 * wall / steps,
+            "cpu_step_ms": 1000 * cpu / steps}
+
+
 def child_throughput(spec) -> dict:
+    """Serves timing windows: after the warm-up, reads one JSON line per window (``{"steps":
+    n}``) on stdin and answers with that window's figures, so that a parent can alternate the
+    windows of two versions; ``{"peak": true}`` answers the peak memory. The stream of batches
+    and of view draws goes on from window to window."""
     import torch
 
     ds = _chunk(spec)
@@ -148,15 +174,14 @@ def child_throughput(spec) -> dict:
     _sync(device)
     if str(device).startswith("cuda"):
         torch.cuda.reset_peak_memory_stats()
-    n, t0 = 0, time.perf_counter()
-    for i in range(spec["steps"]):
-        batch = next(it)
-        strategy.step(batch, 1, i)
-        n += int(batch.num_graphs)
-    _sync(device)
-    dt = time.perf_counter() - t0
-    return {"molecules_per_s": n / dt, "step_ms": 1000 * dt / spec["steps"], "peak_mem_mb": _peak_mb(device),
-            "device_resident_batches": resident}
+    print(json.dumps({"ready": True, "device_resident_batches": resident}), flush=True)
+    for line in sys.stdin:
+        ask = json.loads(line)
+        if ask.get("peak"):
+            print(json.dumps({"peak_mem_mb": _peak_mb(device)}), flush=True)
+            continue
+        print(json.dumps(_timed_steps(strategy, it, ask["steps"], device)), flush=True)
+    return {}
 
 
 def child_ops(spec) -> dict:
@@ -211,14 +236,18 @@ def _ops_by_phase(strategy, it) -> dict:
 
 
 def child_split(spec) -> dict:
+    """Where a step's time goes: every step of ``windows`` windows of ``steps`` steps (the
+    method's own view draws) timed in parts (batching, forward, backward, optimizer; the device
+    synchronised between them); the mean of each part over all those steps, and each window's."""
     ds = _chunk(spec)
     strategy, gen, device = _pretrain_strategy(spec)
     loader, resident = _loader(ds, 256, gen, device)
     it = _endless(loader, device)
     if not hasattr(strategy, "losses"):
         raise SystemExit("split needs a strategy with losses() (this version's)")
-    parts = {"batching": [], "forward": [], "backward": [], "optimizer": []}
-    for i in range(spec["warmup"] + spec["steps"]):
+    names = ("batching", "forward", "backward", "optimizer")
+    windows = []
+    for i in range(spec["warmup"] + spec["windows"] * spec["steps"]):
         t0 = time.perf_counter()
         batch = next(it)
         _sync(device)
@@ -235,10 +264,16 @@ def child_split(spec) -> dict:
         strategy.opt.step()
         _sync(device)
         t4 = time.perf_counter()
-        if i >= spec["warmup"]:
-            for k, a, b in (("batching", t0, t1), ("forward", t1, t2), ("backward", t2, t3), ("optimizer", t3, t4)):
-                parts[k].append(1000 * (b - a))
-    return {f"{k}_ms": statistics.median(v) for k, v in parts.items()}
+        k = i - spec["warmup"]
+        if k < 0:
+            continue
+        if k % spec["steps"] == 0:
+            windows.append({n: 0.0 for n in names})
+        for n, a, b in zip(names, (t0, t1, t2, t3), (t1, t2, t3, t4)):
+            windows[-1][n] += 1000 * (b - a) / spec["steps"]
+    mean = {f"{n}_ms": statistics.mean(w[n] for w in windows) for n in names}
+    return {**mean, "step_ms": sum(mean.values()), "windows": len(windows), "steps_per_window": spec["steps"],
+            "window_ms": [{f"{n}_ms": w[n] for n in names} for w in windows]}
 
 
 def _plain_strategy(num_features, num_classes):
@@ -352,6 +387,38 @@ def run_child(kind: str, spec: dict, code: str | None, threads: int) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+class Served:
+    """A child process serving timing windows (:func:`child_throughput`) for one version."""
+
+    def __init__(self, spec: dict, code: str | None, threads: int):
+        env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads),
+               "PYTHONPATH": (code or str(REPO)) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+        cmd = [sys.executable, str(Path(__file__).resolve()), "--_child", "throughput", "--_spec", json.dumps(spec)]
+        self.err = tempfile.TemporaryFile(mode="w+")  # a file, not a pipe: a chatty child never blocks
+        self.proc = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=self.err, text=True, cwd=tempfile.gettempdir())
+        self.ready = self._answer()
+
+    def _answer(self) -> dict:
+        line = self.proc.stdout.readline()
+        if not line:
+            self.proc.wait()
+            self.err.seek(0)
+            err = self.err.read().strip().splitlines() or ["failed"]
+            raise RuntimeError(err[-1][:300])
+        return json.loads(line)
+
+    def ask(self, what: dict) -> dict:
+        self.proc.stdin.write(json.dumps(what) + "\n")
+        self.proc.stdin.flush()
+        return self._answer()
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.wait()
+        self.err.close()
+
+
 def codes(args) -> list[tuple[str, str | None]]:
     out = [("this", None)]
     if args.baseline_path:
@@ -368,14 +435,14 @@ def machine(args) -> str:
     return f"{platform.machine()} CPU, {cores} cores"
 
 
-def write(args, name: str, rows: list[dict], note: str = "") -> None:
+def write(args, name: str, rows: list[dict], note: str = "", **extra) -> None:
     import torch
 
     out = Path(args.out) / f"{name}_{args.tag}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     doc = {"benchmark": name, "command": "python benchmarks/engine.py " + " ".join(sys.argv[1:]),
            "machine": machine(args), "device": args.device, "threads": args.threads, "torch": torch.__version__,
-           "date": time.strftime("%Y-%m-%d %H:%M"), **({"note": note} if note else {}), "rows": rows}
+           "date": time.strftime("%Y-%m-%d %H:%M"), **({"note": note} if note else {}), "rows": rows, **extra}
     tmp = out.with_suffix(".tmp")
     tmp.write_text(json.dumps(doc, indent=1) + "\n")
     os.replace(tmp, out)
@@ -389,34 +456,87 @@ def show(row: dict) -> None:
 def pretrain_specs(args) -> list[dict]:
     base = {"molecules": args.molecules, "data_root": args.data_root, "corpus": args.corpus, "device": args.device,
             "chunk_file": args.chunk_file}
-    specs = [{**base, "width": 8}, {**base, "width": 300}]
+    specs = [{**base, "width": w} for w in args.widths]
     if args.device.startswith("cuda"):
         specs += [{**base, "width": 300, "precision": "bf16"}, {**base, "width": 300, "compile": True},
                   {**base, "width": 8, "compile": True}]
+        specs = [s for s in specs if s["width"] in args.widths]
     return specs
 
 
-THROUGHPUT_NOTE = ("batch 256, the first {} MOSES molecules as one chunk; molecules per second over the timed "
-                   "steps, batching included")
+THROUGHPUT_NOTE = ("batch 256, the first {} MOSES molecules as one chunk; each row: the median over its timing "
+                   "windows (windows x steps_per_window steps, the method's own view draws, batching included; "
+                   "the windows of the versions of one configuration alternate, so that both see the same load; "
+                   "every window is in this file's windows list); cpu_step_ms: process CPU time per step; "
+                   "step_ms_vs_baseline: the median over the windows of this version's step time over the "
+                   "baseline's window beside it")
+
+
+def window_plan(args, spec) -> tuple[int, int]:
+    """(windows, steps per window) of a configuration: ``--full-windows``/``--full-steps`` for
+    full size on a CPU when given (a full-size CPU step is slow), else ``--windows``/``--steps``."""
+    if spec["width"] == 300 and not args.device.startswith("cuda"):
+        return args.full_windows or args.windows, args.full_steps or args.steps
+    return args.windows, args.steps
+
+
+def measure_windows(args, spec: dict, versions: list[tuple[str, str | None]]) -> tuple[list[dict], list[dict]]:
+    """Rows (medians, one per version) and every window of one configuration, the versions'
+    windows alternating (this, baseline, baseline, this, ...)."""
+    n_windows, steps = window_plan(args, spec)
+    slow = spec["width"] == 300 and not args.device.startswith("cuda")  # a full-size CPU step: seconds
+    warm = 40 if spec.get("compile") else 3 if slow else 10
+    served, failed = {}, {}
+    for code, path in versions:
+        try:
+            served[code] = Served({**spec, "warmup": warm}, path, args.threads)
+        except RuntimeError as exc:
+            failed[code] = str(exc)
+    windows: list[dict] = []
+    order = list(served)
+    for w in range(n_windows):
+        for code in order if w % 2 == 0 else order[::-1]:
+            windows.append({"code": code, "window": w, **served[code].ask({"steps": steps})})
+    rows = []
+    key = {"width": spec["width"], "precision": spec.get("precision", "fp32"), "compile": bool(spec.get("compile"))}
+    for code, _ in versions:
+        if code in failed:
+            rows.append({"code": code, **key, "error": failed[code]})
+            continue
+        mine = [x for x in windows if x["code"] == code]
+        row = {"code": code, **key, "windows": len(mine), "steps_per_window": steps}
+        for f in ("molecules_per_s", "step_ms", "cpu_step_ms"):
+            row[f] = statistics.median(x[f] for x in mine)
+        row.update(served[code].ask({"peak": True}))
+        row["device_resident_batches"] = served[code].ready.get("device_resident_batches")
+        rows.append(row)
+        served[code].close()
+    if "this" in served and "baseline" in served:
+        this = [x for x in windows if x["code"] == "this"]
+        base = [x for x in windows if x["code"] == "baseline"]
+        for f in ("step_ms", "cpu_step_ms"):
+            rows[0][f"{f}_vs_baseline"] = statistics.median(a[f] / b[f] for a, b in zip(this, base))
+    for x in windows:
+        x.update(key)
+    return rows, windows
 
 
 def section_throughput(args) -> None:
-    rows = []
+    rows, windows = [], []
+    note = THROUGHPUT_NOTE.format(args.molecules) + (f"; {args.note}" if args.note else "")
     for spec in pretrain_specs(args):
-        for code, path in codes(args):
-            if code == "baseline" and (spec.get("precision") or spec.get("compile")):
-                continue
-            warm = 40 if spec.get("compile") else 5
-            res = run_child("throughput", {**spec, "steps": args.steps, "warmup": warm}, path, args.threads)
-            row = {"code": code, "width": spec["width"], "precision": spec.get("precision", "fp32"),
-                   "compile": bool(spec.get("compile")), **res}
+        versions = [(c, p) for c, p in codes(args)
+                    if not (c == "baseline" and (spec.get("precision") or spec.get("compile")))]
+        got, win = measure_windows(args, spec, versions)
+        for row in got:
             show(row)
-            rows.append(row)
-            write(args, "pretrain_throughput", rows, THROUGHPUT_NOTE.format(args.molecules))  # kept if cut short
-    cmd_row = None if args.chunk_file else command_throughput(args)
+        rows += got
+        windows += win
+        write(args, "pretrain_throughput", rows, note, windows=windows)  # kept if cut short
+    cmd_row = None if args.chunk_file or args.no_command else command_throughput(args)
     if cmd_row:
         rows.append(cmd_row)
-    write(args, "pretrain_throughput", rows, THROUGHPUT_NOTE.format(args.molecules))
+    write(args, "pretrain_throughput", rows, note, windows=windows)
 
 
 def command_throughput(args) -> dict | None:
@@ -446,7 +566,7 @@ OPS_NOTE = ("torch.profiler events per pre-training step (nested ones included),
 
 def section_ops(args) -> None:
     rows = []
-    for width in (8, 300):
+    for width in args.widths:
         for code, path in codes(args):
             spec = {"molecules": args.molecules, "data_root": args.data_root, "corpus": args.corpus,
                     "device": args.device, "width": width, "chunk_file": args.chunk_file}
@@ -459,13 +579,18 @@ def section_ops(args) -> None:
 
 
 def section_split(args) -> None:
-    rows = []
-    for spec in pretrain_specs(args)[:2]:
-        row = {"width": spec["width"], **run_child("split", {**spec, "steps": args.steps, "warmup": 5}, None,
-                                                   args.threads)}
+    rows, windows = [], []
+    for spec in pretrain_specs(args)[:len(args.widths)]:  # fp32, eager
+        n_windows, steps = window_plan(args, spec)
+        res = run_child("split", {**spec, "steps": steps, "windows": n_windows, "warmup": 10}, None, args.threads)
+        win = res.pop("window_ms", [])
+        row = {"width": spec["width"], **res}
         show(row)
         rows.append(row)
-    write(args, "pretrain_step_split", rows, "median milliseconds of each part of one step (batch 256)")
+        windows += [{"width": spec["width"], "window": i, **w} for i, w in enumerate(win)]
+    write(args, "pretrain_step_split", rows, "mean milliseconds of each part of a step (batch 256) over every step of "
+          "its windows (the method's own view draws; each window's means in the windows list)"
+          + (f"; {args.note}" if args.note else ""), windows=windows)
 
 
 EPOCHS_NOTE = ("seconds per unsupervised epoch (batch 128) after a warm-up epoch; plain: a supervised 5-layer GIN "
@@ -561,7 +686,13 @@ def main() -> int:
     p.add_argument("--device", default="cpu")
     p.add_argument("--threads", type=int, default=1, help="torch threads of every measured process")
     p.add_argument("--molecules", type=int, default=10_000)
-    p.add_argument("--steps", type=int, default=30)
+    p.add_argument("--steps", type=int, default=200, help="steps per timing window (throughput, split)")
+    p.add_argument("--windows", type=int, default=3, help="timing windows per configuration (their median is reported)")
+    p.add_argument("--full-steps", type=int, default=None, help="steps per window at full size on a CPU (slow there)")
+    p.add_argument("--full-windows", type=int, default=None, help="windows at full size on a CPU")
+    p.add_argument("--widths", type=int, nargs="+", default=[8, 300], choices=[8, 300])
+    p.add_argument("--no-command", action="store_true", help="throughput: leave the whole command's row out")
+    p.add_argument("--note", default="", help="added to the files' note (e.g. the machine's load)")
     p.add_argument("--epochs", type=int, default=3)
     p.add_argument("--datasets", nargs="+", default=["PROTEINS", "NCI1"])
     p.add_argument("--svm-datasets", nargs="+", default=["MUTAG", "PROTEINS", "IMDB-BINARY", "NCI1"])

@@ -19,7 +19,7 @@ from torch_geometric.nn import GINConv
 from torch_geometric.transforms import BaseTransform
 
 from ..errors import ConfigError, DataError, TrainingError
-from .ops import RowBatchNorm, as_batch, first_argmax_per_group, isolate_nodes, keep_nodes, unbatch
+from .ops import NODE_ATTRS, RowBatchNorm, as_batch, isolate_nodes, keep_nodes, unbatch
 __all__ = ["DROPPED_MODES", "MASK_TOKENS", "OPERATIONS", "FixedView", "GeneratedView", "GeometryKeepingGenerator",
            "MoleculeViewGenerator", "NodeScorer", "ViewDecision", "ViewGenerator", "shared_first_aggregate"]
 
@@ -162,18 +162,28 @@ class ViewGenerator(nn.Module):
             sample = hard + soft - soft.detach()
         else:
             sample = F.gumbel_softmax(logits, tau=self.tau, hard=True)
-        num_graphs = int(data.num_graphs)
+        return sample.index_add(0, *self._forced_keep(sample.detach(), logits[:, KEEP].detach(), data.batch,
+                                                      int(data.num_graphs)))
+
+    def _forced_keep(self, sample: torch.Tensor, keep_logit: torch.Tensor, batch: torch.Tensor,
+                     num_graphs: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(forced, fix)``: in a graph left without a node, the node with the highest keep
+        logit is kept: ``sample.index_add(0, forced, fix)`` turns its row into the keep row
+        (``fix``: keep row - row there, 0 in the other graphs; the row keeps its gradient path).
+        Computed for every graph and applied where needed, so that no step waits to learn which
+        graphs need it; a few operations, none of them differentiated."""
         retained = sample[:, KEEP] + sample[:, MASK] if self.add_mask else sample[:, KEEP]  # masked nodes stay
-        kept = retained.detach().new_zeros(num_graphs).index_add_(0, data.batch, retained.detach())
-        # in a graph left without a node, force-keep the node with the highest keep logit (its row
-        # keeps its gradient path); computed for every graph, applied where needed, so that no
-        # step waits to learn which graphs need it
-        forced = first_argmax_per_group(logits[:, KEEP].detach(), data.batch, num_graphs)
-        rows = sample[forced]
-        keep_row = torch.zeros_like(rows)
-        keep_row[:, KEEP] = 1.0
-        rows = torch.where((kept == 0).view(-1, 1), keep_row + rows - rows.detach(), rows)
-        return sample.index_put((forced,), rows)
+        kept = retained.new_zeros(num_graphs).index_add_(0, batch, retained)
+        # the first node of highest keep logit in every graph (NaN counts as -inf)
+        score = keep_logit.nan_to_num(nan=float("-inf"))
+        best = score.new_zeros(num_graphs).scatter_reduce_(0, batch, score, "amax", include_self=False)
+        idx = torch.arange(score.numel(), device=score.device)
+        cand = torch.where(score == best.index_select(0, batch), idx, score.numel())
+        forced = idx.new_zeros(num_graphs).scatter_reduce_(0, batch, cand, "amin", include_self=False)
+        keep_row = torch.zeros(self.num_ops, dtype=sample.dtype, device=sample.device)
+        keep_row[KEEP] = 1.0
+        fix = (keep_row - sample.index_select(0, forced)) * (kept == 0).view(-1, 1)
+        return forced, fix
 
     @torch.no_grad()
     def inspect(self, data, deterministic: bool = False) -> ViewDecision:
@@ -324,10 +334,33 @@ class MoleculeViewGenerator(ViewGenerator):
         mask_w = sample[:, MASK] if self.add_mask else torch.zeros_like(keep_w)
         retained = (keep_w + mask_w).detach() > 0
         if self.dropped == "remove":
-            out = keep_nodes(data, retained, data.x)
-            idx = retained.nonzero().view(-1)
-            keep_w, mask_w = keep_w[idx], mask_w[idx]
+            out, idx = remove_nodes(data, retained)
+            keep_w, mask_w = keep_w.index_select(0, idx), mask_w.index_select(0, idx)
         else:
             out = isolate_nodes(data, retained, data.x)
         out.node_keep, out.node_mask = keep_w, mask_w
         return out
+
+
+def remove_nodes(data, keep: torch.Tensor) -> tuple[object, torch.Tensor]:
+    """``(view, idx)``: :func:`autogcl.augment.ops.keep_nodes` of ``data`` (the same tensors, bit
+    for bit: the kept nodes relabelled in order, the bonds between two kept nodes in their
+    order), with a dozen operations and two waits for the device (the numbers of kept nodes
+    and of kept bonds) instead of PyG's ``subgraph`` and its glue; ``idx``: the kept nodes."""
+    out = copy.copy(data)
+    idx = keep.nonzero().view(-1)
+    new_id = keep.long().cumsum(0) - 1  # a kept node's index in the view
+    src, dst = data.edge_index[0], data.edge_index[1]
+    kept_edges = (keep.index_select(0, src) & keep.index_select(0, dst)).nonzero().view(-1)
+    out.edge_index = new_id[data.edge_index.index_select(1, kept_edges)]
+    if getattr(data, "edge_attr", None) is not None:
+        out.edge_attr = data.edge_attr.index_select(0, kept_edges)
+    out.x = data.x.index_select(0, idx)
+    for name in NODE_ATTRS:
+        value = getattr(data, name, None)
+        if value is not None:
+            setattr(out, name, value.index_select(0, idx))
+    out.batch = data.batch.index_select(0, idx)
+    counts = torch.bincount(out.batch, minlength=int(data.num_graphs))
+    out.ptr = torch.cat([counts.new_zeros(1), counts.cumsum(0)])
+    return out, idx

@@ -125,3 +125,45 @@ def test_geometry_keeping_generator_views():
         assert torch.equal(xs[:, 1:], orig[:, 1:])  # positions survive masking
         assert torch.allclose(xs[mask, 0], batch.x[:, 0].mean())  # intensity -> mean intensity
         assert torch.equal(xs[~mask, 0], orig[~mask, 0])
+
+
+def test_remove_nodes_gives_keep_nodes_tensors_bit_for_bit():
+    from torch_geometric.data import Batch
+
+    from autogcl.augment.learnable import remove_nodes
+    from autogcl.augment.ops import keep_nodes
+    from autogcl.data.molecules import smiles_to_graph
+
+    batch = Batch.from_data_list([smiles_to_graph(s) for s in ["CCO", "c1ccccc1", "[Na+]", "CC(=O)N", "CCN"]])
+    batch.node_keep = torch.rand(batch.num_nodes)
+    gen = torch.Generator().manual_seed(0)
+    masks = [torch.rand(batch.num_nodes, generator=gen) > p for p in (0.2, 0.5, 0.8)]
+    masks.append(batch.batch != 2)  # a graph left empty
+    for keep in masks:
+        want = keep_nodes(batch, keep)
+        got, idx = remove_nodes(batch, keep)
+        assert torch.equal(idx, keep.nonzero().view(-1))
+        for key in ("x", "edge_index", "edge_attr", "batch", "ptr", "node_keep"):
+            assert torch.equal(got[key], want[key]), key
+        assert got.num_graphs == want.num_graphs
+
+
+@pytest.mark.parametrize("add_mask", [False, True])
+def test_forced_keep_equals_the_index_put_reference(batch, add_mask):
+    from tests.train.test_pretrain_step import reference_sample
+
+    gen = ViewGenerator(batch.num_features, hidden=16, add_mask=add_mask)
+    with torch.no_grad():  # most graphs would lose every node: the forced keep acts
+        gen.scorer.bns[-1].bias[:] = torch.tensor([-3.0, 3.0, -3.0][: gen.num_ops])
+    logits = gen.scores(batch)
+    for seed in range(5):
+        torch.manual_seed(seed)
+        got = gen.sample(batch, logits=logits)
+        torch.manual_seed(seed)
+        want = reference_sample(gen, batch, logits=logits)
+        # the forced rows: (keep + row) - row there, row + (keep - row) here (equal to rounding)
+        torch.testing.assert_close(got, want, rtol=0, atol=1e-6)
+        w = torch.randn_like(want)
+        g_got, = torch.autograd.grad((got * w).sum(), logits, retain_graph=True)
+        g_want, = torch.autograd.grad((want * w).sum(), logits, retain_graph=True)
+        torch.testing.assert_close(g_got, g_want, rtol=1e-6, atol=1e-7)
