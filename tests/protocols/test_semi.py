@@ -5,6 +5,7 @@ import json
 
 import pytest
 
+from autogcl.api.semi import SemiSupervised
 from autogcl.cli import main
 from autogcl.data import load_tu
 from autogcl.protocols import semi as S
@@ -67,19 +68,19 @@ def test_an_interrupted_fold_resumes_where_it_stopped(data_root, tmp_path, monke
     cfg = S.SemiConfig(dataset="MUTAG", row=row, epochs=3, pretrain_epochs=3)
     S.run_sweep(cfg, ds, [0], tmp_path / "ref", fold_limit=1, show_progress=False)
 
-    real_build = S.build
+    real_make = SemiSupervised.make_strategies
 
-    def build_then_break(*a, **k):
-        pre, strat, kind = real_build(*a, **k)
+    def make_then_break(self):
+        pre, strat, reads = real_make(self)
         break_at(pre if phase == "pretrain" else strat, epoch)
-        return pre, strat, kind
+        return pre, strat, reads
 
-    monkeypatch.setattr(S, "build", build_then_break)
+    monkeypatch.setattr(SemiSupervised, "make_strategies", make_then_break)
     with pytest.raises(KeyboardInterrupt):
         S.run_sweep(cfg, ds, [0], tmp_path / "cut", fold_limit=1, show_progress=False)
     partial = tmp_path / "cut" / f"MUTAG-{row}" / "seed0" / ".fold0.partial"
     assert partial.is_dir() and list(partial.glob("checkpoint*.pt"))
-    monkeypatch.setattr(S, "build", real_build)
+    monkeypatch.setattr(SemiSupervised, "make_strategies", real_make)
     S.run_sweep(cfg, ds, [0], tmp_path / "cut", resume=True, fold_limit=1, show_progress=False)
 
     def rows(root):
