@@ -155,13 +155,16 @@ def train_mode_log_proba(model, graphs):
 
 #: "aug" trains on the two learnable views only: its loss on the graphs themselves is not near zero
 LEARN_THEIR_GRAPHS = [s for s in SEMI_STRATEGIES if s != "aug"]
+#: epochs to a near-zero loss: the released joint variant (the mean of three cross-entropies
+#: beside L_sim and L_cl on the outputs) is slower
+EPOCHS_TO_FIT = {"joint_released": 60}
 
 
 @pytest.mark.parametrize("classifier", CLASSIFIERS)
 @pytest.mark.parametrize("strategy", LEARN_THEIR_GRAPHS)
 def test_eval_mode_predicts_the_labeled_graphs_it_fitted(data_root, classifier, strategy):
     ds, labels, labeled = mutag_half_labeled(data_root)
-    model = fit_small(ds, labels, classifier, strategy)
+    model = fit_small(ds, labels, classifier, strategy, epochs=EPOCHS_TO_FIT.get(strategy, 40))
     logp, y = train_mode_log_proba(model, labeled)
     assert torch.nn.functional.nll_loss(logp, y) < 0.2  # fitted: near-zero loss on its labeled graphs
     assert model.score(labeled) >= 0.95  # and eval mode (predict) gets them right too
@@ -172,7 +175,7 @@ def test_the_running_statistics_of_one_step_an_epoch_lose_what_settling_keeps(da
     """The fault itself: the same fit, near-zero loss, scores below 95% in eval mode on its own
     labeled graphs with the running statistics training leaves, and at least 95% once settled."""
     ds, labels, labeled = mutag_half_labeled(data_root)
-    model = fit_small(ds, labels, classifier, "supervised", bn_stats="running")
+    model = fit_small(ds, labels, classifier, "supervised", bn_stats="running", epochs=20)
     logp, y = train_mode_log_proba(model, labeled)
     assert torch.nn.functional.nll_loss(logp, y) < 0.05
     assert model.score(labeled) < 0.95
