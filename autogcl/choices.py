@@ -21,3 +21,18 @@ CL_VARIANTS = ("simclr", "released")
 #: the L_sim term of AutoGCL's naive strategy: none (the paper's Algorithm 1), cosine, or the
 #: released code's 1 - MSE
 SIM_LOSSES = ("none", "cosine", "mse")
+#: the semi-supervised strategies (``autogcl.train.semi.semi_strategy``, ``SemiSupervised(strategy=)``):
+#: AutoGCL's joint strategy, its loss ablations and the released code's variant, the naive
+#: strategy, GraphCL pre-training or augmentation, learnable-view augmentation, and
+#: supervised training on the labeled graphs alone
+SEMI_STRATEGIES = ("joint", "naive", "graphcl", "supervised", "graphcl_aug", "aug", "joint_cls", "joint_cls_sim",
+                   "joint_cl_cls", "joint_released")
+#: the classifiers of the semi-supervised estimator: a GIN encoder with a two-layer head, or
+#: the ResGCN of the paper's protocol
+CLASSIFIERS = ("gin", "resgcn")
+#: the BatchNorm statistics a semi-supervised classifier predicts with: ``settled`` (those of
+#: its current weights over the training graphs, recomputed before every evaluation and after
+#: fit) or ``running`` (the running averages training leaves, as the published protocol)
+BN_STATS = ("settled", "running")
+#: datasets of large graphs whose semi-supervised batches hold 64 graphs (the others 128)
+SMALL_BATCH = ("DD", "COLLAB", "REDDIT-BINARY", "REDDIT-MULTI-5K", "github_stargazers")

@@ -558,9 +558,10 @@ def _state_mismatch(model: nn.Module, state: dict) -> str:
 #: hold and how to read them
 OTHER_FORMATS = {
     "autogcl-semi-classifier-1": (
-        "a classifier of the command line's semi-supervised protocol (`autogcl semi`, a ResGCN)",
-        "read it with autogcl.protocols.semi.load_model(path) (log-probabilities; its .represent(batch) gives "
-        "embeddings), or embed graphs with it: autogcl embed DATA --model PATH"),
+        "a classifier of an earlier autogcl's semi-supervised protocol (`autogcl semi` before b434260's "
+        "successor, a ResGCN)",
+        "rerun its fold: `autogcl semi` now writes SemiSupervised models, which autogcl.load and "
+        "autogcl embed --model read"),
 }
 
 

@@ -1,83 +1,138 @@
-"""The semi-supervised estimator: a GIN graph classifier trained on a few labeled graphs
-among many unlabeled ones, with AutoGCL's joint strategy (the paper's Algorithm 2) or a
-baseline."""
+"""The semi-supervised estimator: a graph classifier (a GIN with a two-layer head, or the
+paper's ResGCN) trained on a few labeled graphs among many unlabeled ones, with AutoGCL's
+joint strategy (the paper's Algorithm 2), its ablations or a baseline. ``autogcl semi`` fits
+it once per fold; :meth:`SemiSupervised.paper` is that protocol's configuration."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import torch
 
 from ..augment import RandomAugmentor, ViewGenerator
 from ..augment.learnable import DROPPED_MODES, MASK_TOKENS
+from ..choices import AUGMENTATIONS, BN_STATS, CLASSIFIERS, SEMI_STRATEGIES, SIM_LOSSES, SMALL_BATCH
 from ..data.batching import GraphLoader
-from ..choices import AUGMENTATIONS
-from ..devices import resolve_device
+from ..devices import Engine, resolve_device
 from ..errors import ConfigError, DataError
+from ..losses import cl_kwargs
 from ..models import GINClassifier, GINEncoder
 from ..models.embed import embed as _embed
-from ..train import GraphCLStrategy, JointStrategy, NaiveStrategy, SupervisedStrategy, Trainer
-from ..train.optim import adam
+from ..models.norm import settle_batchnorm
+from ..models.resgcn import ResGCN
+from ..train import Trainer
+from ..train.semi import READS_ALL, USES_GENERATORS, semi_strategy
 from .base import Estimator, _label, register_model_type
 
-__all__ = ["SEMI_STRATEGIES", "SemiSupervised"]
+__all__ = ["PAPER", "SEMI_STRATEGIES", "SemiSupervised"]
 
-#: the strategies of :class:`SemiSupervised`
-SEMI_STRATEGIES = ("joint", "naive", "graphcl", "supervised")
+#: the published semi-supervised protocol's classifier and training settings (``autogcl semi``'s
+#: defaults): :meth:`SemiSupervised.paper`. Its other settings (``lam``, ``tau``, the
+#: generators, ``aug``) are the estimator's defaults, and ``fit``'s 30 epochs (30 of
+#: pre-training) too; batches of 64 graphs for the datasets of ``autogcl.choices.SMALL_BATCH``.
+PAPER = {"classifier": "resgcn", "hidden": 128, "num_layers": 3, "lr": 0.01, "batch_size": 128, "bn_stats": "running"}
+
+
+def _drop_last(n: int, size: int) -> bool:
+    """Drop an epoch's last batch when it would hold a single graph (a graph-level BatchNorm
+    cannot train on it); batches are reshuffled every epoch, so every graph is still seen."""
+    return n > 1 and n % size == 1
 
 
 @register_model_type
 class SemiSupervised(Estimator):
-    """A graph classifier (GIN encoder, ``num_layers`` x ``hidden``, and a two-layer head)
-    trained on partly labeled graphs. A graph is unlabeled when it has no ``y``, ``y`` is
-    ``None``, -1 or NaN (or give ``labels=`` to ``fit``, with -1 for unlabeled).
+    """A graph classifier trained on partly labeled graphs. A graph is unlabeled when it has no
+    ``y``, ``y`` is ``None``, -1 or NaN (or give ``labels=`` to ``fit``, with -1 for unlabeled).
 
     Args (beyond :class:`autogcl.api.Estimator`'s):
         num_classes: ``None`` reads it off the labels (the largest class index + 1).
-        strategy:
+        classifier: ``"gin"`` (default): a GIN encoder (``num_layers`` x ``hidden``; GINE over
+            ``edge_attr`` with ``edge_dim``) and a two-layer head; ``"resgcn"``: the ResGCN of
+            the paper's protocol (``num_layers`` GCN blocks of width ``hidden``).
+        strategy (``autogcl.choices.SEMI_STRATEGIES``; :func:`autogcl.train.semi.semi_strategy`):
             ``"joint"`` (default; AutoGCL's joint strategy, Algorithm 2 of the paper): every
             epoch a contrastive pass over all graphs (views from two learnable generators,
             which stay fixed in it), then a labeled pass with the cross-entropy of the graph
             and both views plus ``lam`` x L_sim, which also trains the generators;
+            ``"joint_cls"``, ``"joint_cls_sim"``, ``"joint_cl_cls"``: its loss ablations;
+            ``"joint_released"``: the released code's joint variant;
             ``"naive"``: AutoGCL's naive contrastive pre-training on all graphs for
             ``pretrain_epochs``, then the labeled pass alone;
             ``"graphcl"``: GraphCL pre-training (random ``aug``) on all graphs, then supervised
-            training on the labeled graphs;
+            training on the labeled graphs; ``"graphcl_aug"``: supervised training on random
+            augmentations of the labeled graphs; ``"aug"``: on their two learnable views;
             ``"supervised"``: the labeled graphs only (the baseline without unlabeled data).
         lam, tau, cl_variant, sim_loss: L_sim weight, NT-Xent temperature and form, L_sim form.
         add_mask, dropped, mask_token, gen_hidden, gen_layers: the view generators (as
             :class:`autogcl.AutoGCL`).
-        aug, aug_ratio: the GraphCL strategy's augmentation.
+        aug, aug_ratio: the GraphCL strategies' augmentation.
+        batch_size: ``fit``'s batch size unless it is given one.
+        bn_stats: the BatchNorm statistics the classifier predicts with (eval mode).
+            ``"settled"`` (default): those of its current weights over the graphs ``fit`` was
+            given, computed in one pass (:func:`autogcl.models.norm.settle_batchnorm`) before
+            every ``evaluate`` call and at the end of ``fit``; ``"running"``: the running
+            averages training leaves (momentum 0.1 from mean 0, variance 1; the published
+            protocol's evaluation). With few training steps (a labeled set that fits in one
+            batch makes one step an epoch) the running averages still hold much of their
+            initial values and of earlier weights, and eval mode can predict one class.
     """
 
     def __init__(self, in_channels: int | None = None, num_classes: int | None = None, hidden: int = 128,
-                 num_layers: int = 3, *, strategy: str = "joint", lam: float = 1.0, tau: float = 0.5,
-                 cl_variant: str = "simclr", sim_loss: str = "cosine", add_mask: bool = False,
+                 num_layers: int = 3, *, classifier: str = "gin", strategy: str = "joint", lam: float = 1.0,
+                 tau: float = 0.5, cl_variant: str = "simclr", sim_loss: str = "cosine", add_mask: bool = False,
                  dropped: str = "isolate", mask_token: str = "scalar", gen_hidden: int = 128, gen_layers: int = 2,
                  aug: str = "random4", aug_ratio: float = 0.2, features: str | None = "auto",
-                 recipe: str | None = None, edge_dim: int | str | None = None, lr: float = 0.001):
+                 recipe: str | None = None, edge_dim: int | str | None = None, lr: float = 0.001,
+                 batch_size: int = 128, bn_stats: str = "settled"):
         super().__init__(in_channels, hidden, num_layers, features=features, recipe=recipe, edge_dim=edge_dim,
                          lr=lr)
         if strategy not in SEMI_STRATEGIES:
             raise ConfigError(f"unknown strategy {strategy!r}; choose from {', '.join(SEMI_STRATEGIES)}")
+        if classifier not in CLASSIFIERS:
+            raise ConfigError(f"unknown classifier {classifier!r}; choose from {', '.join(CLASSIFIERS)}")
+        if classifier == "resgcn" and edge_dim is not None:
+            raise ConfigError(f"the resgcn classifier reads no edge features (edge_dim={edge_dim!r}); use "
+                              "classifier='gin' for them")
+        if bn_stats not in BN_STATS:
+            raise ConfigError(f"unknown bn_stats {bn_stats!r}; choose from {', '.join(BN_STATS)}")
         if num_classes is not None and (not isinstance(num_classes, int) or num_classes < 2):
             raise ConfigError(f"num_classes must be an int of at least 2, got {num_classes!r}")
-        if sim_loss not in ("cosine", "mse"):
-            raise ConfigError(f"unknown similarity loss {sim_loss!r}; choose cosine or mse")
+        if sim_loss not in SIM_LOSSES[1:]:
+            raise ConfigError(f"unknown similarity loss {sim_loss!r}; choose from {', '.join(SIM_LOSSES[1:])}")
         if dropped not in DROPPED_MODES or mask_token not in MASK_TOKENS:
             raise ConfigError(f"dropped must be one of {DROPPED_MODES} and mask_token one of {MASK_TOKENS}")
         if aug not in AUGMENTATIONS:
             raise ConfigError(f"unknown augmentation {aug!r}; choose from {', '.join(AUGMENTATIONS)}")
         RandomAugmentor(aug, aug_ratio)  # validates the ratio
+        cl_kwargs(cl_variant, "autogcl")  # validates the NT-Xent form
         if not tau > 0 or lam < 0:
             raise ConfigError(f"tau must be positive and lam at least 0 (got {tau}, {lam})")
-        self.hparams.update(num_classes=num_classes, strategy=strategy, lam=lam, tau=tau, cl_variant=cl_variant,
-                            sim_loss=sim_loss, add_mask=add_mask, dropped=dropped, mask_token=mask_token,
-                            gen_hidden=gen_hidden, gen_layers=gen_layers, aug=aug, aug_ratio=aug_ratio)
+        if not isinstance(batch_size, int) or batch_size < 1:
+            raise ConfigError(f"batch_size must be a positive int, got {batch_size!r}")
+        self.hparams.update(num_classes=num_classes, classifier=classifier, strategy=strategy, lam=lam, tau=tau,
+                            cl_variant=cl_variant, sim_loss=sim_loss, add_mask=add_mask, dropped=dropped,
+                            mask_token=mask_token, gen_hidden=gen_hidden, gen_layers=gen_layers, aug=aug,
+                            aug_ratio=aug_ratio, batch_size=batch_size, bn_stats=bn_stats)
         if in_channels is not None and num_classes is not None and edge_dim != "auto":
             self._ensure_built(in_channels, edge_dim)
 
+    @classmethod
+    def paper(cls, strategy: str = "joint", dataset: str | None = None, **overrides) -> SemiSupervised:
+        """The configuration of the paper's semi-supervised protocol (``autogcl semi``'s
+        defaults, :data:`PAPER`): a ResGCN classifier (3 GCN blocks of width 128), Adam at lr
+        0.01, batches of 128 graphs (64 for ``dataset`` among ``autogcl.choices.SMALL_BATCH``),
+        the running BatchNorm statistics, and the estimator's defaults for the rest; ``fit``
+        then trains 30 epochs (after 30 of pre-training for ``naive`` and ``graphcl``) as the
+        protocol. ``overrides``: any other argument of the class."""
+        settings = dict(PAPER, strategy=strategy)
+        if dataset in SMALL_BATCH:
+            settings["batch_size"] = 64
+        return cls(**{**settings, **overrides})
+
     @property
     def built(self) -> bool:
-        return super().built and self.hparams["num_classes"] is not None
+        return (self.hparams["in_channels"] is not None and self.hparams["num_classes"] is not None
+                and hasattr(self, "classifier"))
 
     def _ensure_built(self, in_channels: int, edge_dim: int | None) -> None:
         if self.hparams["num_classes"] is not None:  # else built in fit, once the labels are read
@@ -86,11 +141,38 @@ class SemiSupervised(Estimator):
             self._pending = (in_channels, edge_dim)
 
     def _build(self, in_channels: int, edge_dim: int | None) -> None:
+        """The classifier, then (for the strategies that have them) the two view generators: the
+        order that fixes their seeded initial weights."""
         h = self.hparams
-        self.encoder = GINEncoder(in_channels, h["hidden"], h["num_layers"], edge_dim=edge_dim)
-        self.classifier = GINClassifier(self.encoder, h["num_classes"], h["hidden"])
-        self.gen1, self.gen2 = (ViewGenerator(in_channels, h["gen_hidden"], h["gen_layers"], h["add_mask"],
-                                              h["dropped"], h["mask_token"]) for _ in range(2))
+        if h["classifier"] == "resgcn":
+            self.classifier = ResGCN(in_channels, h["num_classes"], h["hidden"], num_conv_layers=h["num_layers"])
+        else:
+            self.encoder = GINEncoder(in_channels, h["hidden"], h["num_layers"], edge_dim=edge_dim)
+            self.classifier = GINClassifier(self.encoder, h["num_classes"], h["hidden"])
+        if h["strategy"] in USES_GENERATORS:
+            self.gen1, self.gen2 = (ViewGenerator(in_channels, h["gen_hidden"], h["gen_layers"], h["add_mask"],
+                                                  h["dropped"], h["mask_token"]) for _ in range(2))
+
+    @classmethod
+    def from_saved(cls, blob: dict, path: Path) -> Estimator:
+        """As :meth:`Estimator.from_saved`; a file of an earlier version, whose model always had
+        view generators, loads without those its strategy does not use."""
+        if blob["hparams"].get("strategy") not in USES_GENERATORS:
+            blob = {**blob, "state_dict": {k: v for k, v in blob["state_dict"].items()
+                                           if not k.startswith(("gen1.", "gen2."))}}
+        return super().from_saved(blob, path)
+
+    def make_strategies(self):
+        """``(pre-training strategy or None, training strategy, "all" or "labeled")``: fresh
+        strategies and optimizers over this model's modules, and what training reads
+        (:func:`autogcl.train.semi.semi_strategy`)."""
+        self._require_built()
+        h = self.hparams
+        gens = (self.gen1, self.gen2) if h["strategy"] in USES_GENERATORS else ()
+        pre, fine = semi_strategy(h["strategy"], self.classifier, gens, lr=h["lr"], lam=h["lam"], tau=h["tau"],
+                                  cl_variant=h["cl_variant"], sim_loss=h["sim_loss"], aug=h["aug"],
+                                  aug_ratio=h["aug_ratio"])
+        return pre, fine, "all" if h["strategy"] in READS_ALL else "labeled"
 
     # ------------------------------------------------------------------ labels
     def _labels(self, data, labels) -> torch.Tensor:
@@ -116,19 +198,29 @@ class SemiSupervised(Estimator):
 
     # ------------------------------------------------------------------ training
     def fit(self, data, labels=None, epochs: int = 30, pretrain_epochs: int = 30, batch_size: int | None = None,
-            device="auto", seed: int | None = None, progress: bool | None = None, evaluate=None) -> list[dict]:
+            device="auto", seed: int | torch.Generator | None = None, progress: bool | None = None, evaluate=None,
+            checkpoint: str | Path | None = None, desc: str | None = None) -> list[dict]:
         """Train on ``data`` (a PyG dataset, a list of ``Data``, a ``Batch`` or a
         ``DataLoader``) whose unlabeled graphs carry no label, and return one row per epoch
-        (``phase`` "pretrain" for the baselines' pre-training, then "train").
+        (``phase`` "pretrain" for the strategies with pre-training, then "train").
 
         ``labels``: one class index per graph (-1 for unlabeled) instead of the graphs' ``y``.
         ``pretrain_epochs``: the ``naive`` and ``graphcl`` strategies' pre-training.
-        ``evaluate(epoch)``: called after every training epoch; what it returns joins the row
-        (for a validation score, e.g. ``lambda e: {"val": model.score(val_graphs)}``)."""
+        ``batch_size``: default the model's (``batch_size``), or a DataLoader's own; an epoch's
+        last batch is dropped when it would hold a single graph.
+        ``device``: ``"auto"``, ``"cpu"``, ``"cuda"``, ``"cuda:N"`` or an
+        :class:`autogcl.devices.Engine`. ``seed``: an int seeds every RNG (data order, views)
+        before training, and before building a model not built yet; a ``torch.Generator``
+        shuffles the batches and seeds nothing.
+        ``evaluate(epoch)``: called after every training epoch (with ``bn_stats="settled"``,
+        after the statistics are settled); what it returns joins the row (for a validation
+        score, e.g. ``lambda e: {"val": model.score(val_graphs)}``).
+        ``checkpoint``: a file to checkpoint every epoch to and resume from (pre-training
+        beside it, ``NAME-pretrain.pt``). ``desc``: the name of the progress bar and log lines."""
         for name, value in (("epochs", epochs), ("pretrain_epochs", pretrain_epochs)):
             if not isinstance(value, int) or value < 0:
                 raise ConfigError(f"{name} must be an int of at least 0, got {value!r}")
-        gen = self._generator(seed)
+        gen = seed if isinstance(seed, torch.Generator) else self._generator(seed)
         prepared = self.prepare(data)
         y = self._labels(data, labels)
         labeled = (y >= 0).nonzero().view(-1)
@@ -143,48 +235,52 @@ class SemiSupervised(Estimator):
         elif top > h["num_classes"]:
             bad = int((y >= h["num_classes"]).nonzero()[0])
             raise DataError(f"graph {bad} has label {int(y[bad])}, but the model has {h['num_classes']} classes")
-        if labels is not None or not torch.equal(prepared.labels, y):
-            lab_store = prepared.store.with_graph_values("y", y)
-        else:
-            lab_store = prepared.store
-        size = self._batch_size(data, batch_size, 128)
+        store = prepared.store if torch.equal(prepared.labels, y) else prepared.store.with_graph_values("y", y)
+        size = self._batch_size(data, batch_size, h["batch_size"])
         dev = resolve_device(device)
         self.to(dev)
-        everything = self.loader(data, size, shuffle=True, generator=gen, device=dev)
-        labeled_loader = GraphLoader(lab_store, size, shuffle=True, generator=gen, indices=labeled, device=dev)
-        pre, fine, fine_data = self._strategies(everything, labeled_loader)
+        n = len(store)
+        everything = GraphLoader(store, size, shuffle=True, generator=gen, drop_last=_drop_last(n, size), device=dev)
+        labeled_loader = GraphLoader(store, size, shuffle=True, generator=gen, indices=labeled, device=dev,
+                                     drop_last=_drop_last(labeled.numel(), size))
+        pre, fine, reads = self.make_strategies()
+        settle = h["bn_stats"] == "settled"
+
+        def settled_evaluate(epoch):
+            self.settle(data, size)
+            return evaluate(epoch)
+
+        trainer_device = device if isinstance(device, Engine) else dev
+        name = desc or type(self).__name__
+        ckpt = None if checkpoint is None else Path(checkpoint)
         rows = []
         if pre is not None and pretrain_epochs:
-            trainer = Trainer(pre, device=dev, loader_gen=gen, desc=f"{type(self).__name__} pretrain",
-                              show_progress=progress)
+            pre_ckpt = None if ckpt is None else ckpt.with_name(f"{ckpt.stem}-pretrain{ckpt.suffix}")
+            trainer = Trainer(pre, device=trainer_device, checkpoint=pre_ckpt, loader_gen=gen,
+                              desc=f"{name} pre-train", show_progress=progress)
             rows += trainer.fit(everything, pretrain_epochs, row_fields={"phase": "pretrain"})
-        trainer = Trainer(fine, device=dev, loader_gen=gen, desc=type(self).__name__, show_progress=progress)
-        rows += trainer.fit(fine_data, epochs, evaluate=evaluate, row_fields={"phase": "train"})
+        trainer = Trainer(fine, device=trainer_device, checkpoint=ckpt, loader_gen=gen, desc=name,
+                          show_progress=progress)
+        fine_data = (everything, labeled_loader) if reads == "all" else labeled_loader
+        rows += trainer.fit(fine_data, epochs, evaluate=settled_evaluate if settle and evaluate else evaluate,
+                            row_fields={"phase": "train"})
+        if settle:
+            self.settle(data, size)
         self.history.extend(rows)
         self._check_trained()
         return rows
 
-    def _strategies(self, everything, labeled):
-        """(pre-training strategy or None, training strategy, what the latter trains on)."""
-        h, model = self.hparams, self.classifier
-        opt = adam(model.parameters(), lr=h["lr"])
-        kind = h["strategy"]
-        if kind == "supervised":
-            return None, SupervisedStrategy(model, opt), labeled
-        if kind == "graphcl":
-            augs = RandomAugmentor(h["aug"], h["aug_ratio"]), RandomAugmentor(h["aug"], h["aug_ratio"])
-            pre = GraphCLStrategy(model, *augs, opt, tau=h["tau"], cl_variant=h["cl_variant"], encode=model.represent)
-            return pre, SupervisedStrategy(model, opt), labeled
-        opt_gen = adam([*self.gen1.parameters(), *self.gen2.parameters()], lr=h["lr"])
-        if kind == "naive":
-            pre_opt = adam([*model.parameters(), *self.gen1.parameters(), *self.gen2.parameters()], lr=h["lr"])
-            pre = NaiveStrategy(model, self.gen1, self.gen2, pre_opt, tau=h["tau"], cl_variant=h["cl_variant"],
-                                sim_kind=h["sim_loss"], encode=model.represent)
-            return pre, JointStrategy(model, self.gen1, self.gen2, opt, opt_gen, use_cl=False, use_sim=False), \
-                (everything, labeled)
-        joint = JointStrategy(model, self.gen1, self.gen2, opt, opt_gen, use_cl=True, use_sim=True, lam=h["lam"],
-                              tau=h["tau"], cl_variant=h["cl_variant"], sim_kind=h["sim_loss"])
-        return None, joint, (everything, labeled)
+    def settle(self, data, batch_size: int | None = None) -> SemiSupervised:
+        """Give the classifier's BatchNorms the statistics of its current weights over ``data``
+        (:func:`autogcl.models.norm.settle_batchnorm`, in batches of ``batch_size``, default the
+        model's; no random number is drawn): what ``fit`` does with ``bn_stats="settled"``;
+        e.g. for a model trained with the running statistics. Returns the model."""
+        self.prepare(data)
+        self._require_built()
+        loader = GraphLoader(self.prepare(data).store, batch_size or self.hparams["batch_size"],
+                             generator=torch.Generator(), device=self.device)  # its base seed: from a private generator
+        settle_batchnorm(self.classifier, loader)
+        return self
 
     # ------------------------------------------------------------------ prediction
     def _require_built(self) -> None:
@@ -192,28 +288,35 @@ class SemiSupervised(Estimator):
             raise ConfigError("the model is not trained yet (fit it first, or give in_channels and num_classes)")
 
     @torch.no_grad()
-    def predict_proba(self, data, batch_size: int = 512, device=None) -> torch.Tensor:
-        """Class probabilities of every graph (``graphs x num_classes``, CPU tensor)."""
+    def predict_log_proba(self, data, batch_size: int | None = None, device=None) -> torch.Tensor:
+        """Class log-probabilities of every graph (``graphs x num_classes``, CPU tensor, eval
+        mode); ``batch_size``: default the model's."""
         self.prepare(data)
         self._require_built()
         self._to(device)
-        logp, _ = _embed(self.classifier, self.loader(data, batch_size))
-        return logp.exp()
+        logp, _ = _embed(self.classifier, self.loader(data, batch_size or self.hparams["batch_size"]))
+        return logp
 
-    def predict(self, data, batch_size: int = 512, device=None) -> torch.Tensor:
-        """The predicted class of every graph (CPU long tensor)."""
-        return self.predict_proba(data, batch_size, device).argmax(1)
+    def predict_proba(self, data, batch_size: int | None = None, device=None) -> torch.Tensor:
+        """Class probabilities of every graph (``graphs x num_classes``, CPU tensor)."""
+        return self.predict_log_proba(data, batch_size, device).exp()
+
+    def predict(self, data, batch_size: int | None = None, device=None) -> torch.Tensor:
+        """The predicted class of every graph (CPU long tensor; the first most likely on ties)."""
+        return self.predict_log_proba(data, batch_size, device).argmax(1)
 
     @torch.no_grad()
-    def embed(self, data, batch_size: int = 512, device=None) -> torch.Tensor:
-        """The classifier's graph embeddings (its encoder's, ``graphs x num_layers * hidden``)."""
+    def embed(self, data, batch_size: int | None = None, device=None) -> torch.Tensor:
+        """The classifier's graph representations, the vectors its contrastive losses use (GIN:
+        ``graphs x num_layers * hidden``; ResGCN: ``graphs x hidden``)."""
         self.prepare(data)
         self._require_built()
         self._to(device)
-        emb, _ = _embed(self.encoder, self.loader(data, batch_size))
+        emb, _ = _embed(self.classifier, self.loader(data, batch_size or self.hparams["batch_size"]),
+                        self.classifier.represent)
         return emb
 
-    def score(self, data, labels=None, batch_size: int = 512, device=None) -> float:
+    def score(self, data, labels=None, batch_size: int | None = None, device=None) -> float:
         """Accuracy on the labeled graphs of ``data`` (``labels``, or the graphs' ``y``)."""
         y = self._labels(data, labels)
         known = y >= 0
@@ -225,4 +328,3 @@ class SemiSupervised(Estimator):
     def forward(self, batch) -> torch.Tensor:
         """Class log-probabilities of a batch (with gradients)."""
         return self.classifier(batch)
-

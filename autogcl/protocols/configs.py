@@ -9,12 +9,14 @@ from dataclasses import asdict, dataclass
 
 from ..choices import (
     AUGMENTATIONS,
+    BN_STATS,
     CL_VARIANTS,
     FOLD_SEED,
     MOLECULENET_SETS,
     SELECTIONS,
     SEMI_SPLITS,
     SIM_LOSSES,
+    SMALL_BATCH,
 )
 from ..config import Config, option
 from ..errors import ConfigError
@@ -125,7 +127,6 @@ ROW_OPTIONS = {
     "joint_released": ("tau", *_GENERATORS),
 }
 ROW_SPECIFIC = ("aug", "aug_ratio", "tau", "cl_variant", "pretrain_epochs", "lam", "sim_loss", *_GENERATORS)
-SMALL_BATCH = {"DD", "COLLAB", "REDDIT-BINARY", "REDDIT-MULTI-5K", "github_stargazers"}
 
 
 @dataclass
@@ -160,6 +161,10 @@ class SemiConfig(Config):
                         "from the other 80 percent) or released (the released code's: no validation fold, labeled graphs "
                         "drawn uniformly from the 90 percent outside the test fold; test_max only)", choices=SEMI_SPLITS,
                         what="split", implicit_default=True)
+    bn_stats: str = option(BN_STATS[1], "BatchNorm statistics of the per-epoch evaluation: running (the running "
+                           "averages of training, as published) or settled (those of the current weights over the "
+                           "fold's training graphs, recomputed before each evaluation; autogcl.SemiSupervised's "
+                           "default)", choices=BN_STATS, what="BatchNorm statistics", implicit_default=True)
 
     def __post_init__(self):
         if self.row not in ROWS:

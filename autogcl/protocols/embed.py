@@ -19,7 +19,7 @@ from ..atomic import atomic_write_text
 from ..errors import DataError
 from .configs import EmbedConfig
 
-__all__ = ["EmbedConfig", "Embedded", "SemiClassifier", "embed", "load_model", "write"]
+__all__ = ["EmbedConfig", "Embedded", "embed", "load_model", "write"]
 
 log = logging.getLogger(__name__)
 
@@ -90,37 +90,12 @@ def _labels(graphs) -> list | None:
     return [y.item() for y in ys]
 
 
-class SemiClassifier:
-    """The classifier of an ``autogcl semi`` unit's ``model.pt`` (:func:`autogcl.protocols.semi.load_model`)
-    with the ``embed(graphs, batch_size)`` of the estimators: its ``represent`` of every graph."""
-
-    def __init__(self, path: Path, blob: dict, device):
-        from .semi import load_model
-
-        self.model = load_model(path).to(device)
-        self.hparams = {"features": (blob.get("config") or {}).get("feat")}
-
-    def embed(self, graphs, batch_size: int) -> torch.Tensor:
-        from torch_geometric.loader import DataLoader
-
-        emb, _ = self.model.embed(DataLoader(list(graphs), batch_size=batch_size))
-        return emb
-
-
 def load_model(path: str, device):
-    """Any model ``--model`` names: what :func:`autogcl.load` restores, or the classifier of an
-    ``autogcl semi`` unit (:class:`SemiClassifier`)."""
-    from ..api import OTHER_FORMATS, load
-    from .semi import MODEL_FORMAT as SEMI_FORMAT
+    """Any model ``--model`` names: what :func:`autogcl.load` restores (the semi command's
+    ``model.pt`` included: a :class:`autogcl.SemiSupervised`)."""
+    from ..api import load
 
-    assert SEMI_FORMAT in OTHER_FORMATS  # the format autogcl.load sends here
-    try:
-        return load(path, device)
-    except DataError:
-        blob = torch.load(path, map_location="cpu", weights_only=True) if Path(path).is_file() else None
-        if isinstance(blob, dict) and blob.get("format") == SEMI_FORMAT:
-            return SemiClassifier(Path(path), blob, device)
-        raise
+    return load(path, device)
 
 
 def _feature_recipe(cfg: EmbedConfig, model) -> str:

@@ -1,15 +1,16 @@
 """The semi-supervised protocol (AutoGCL paper, Section 4 and Table 3; docs/method.md):
 10-fold CV, 10% labels, ResGCN classifier.
 
-A unit is one (dataset, row, seed, fold). Rows (experiments) compose a ResGCN classifier,
-view generators or random augmentors and a strategy from :mod:`autogcl.train`; each fold
-records per-epoch losses and labeled/val/test accuracy, and both selections: ``val`` (the
-epoch with the best accuracy on the validation fold) and ``test_max`` (the best test
-accuracy over epochs, the published protocol; the only one under ``split="released"``, the
-released code's split, which has no validation fold). Every unit runs through
-:func:`autogcl.runs.run_units`, and its training phases through the shared
-:class:`autogcl.train.Trainer`, which checkpoints every epoch: an interrupted fold continues
-where it stopped.
+A unit is one (dataset, row, seed, fold): :class:`autogcl.SemiSupervised` in the paper's
+configuration (:meth:`autogcl.SemiSupervised.paper`, with the row's strategy and the config's
+settings; :func:`estimator`) fitted on the fold's training graphs, its labeled share labeled,
+with an ``evaluate`` callback that records labeled/val/test accuracy every epoch. Each fold
+records both selections: ``val`` (the epoch with the best accuracy on the validation fold)
+and ``test_max`` (the best test accuracy over epochs, the published protocol; the only one
+under ``split="released"``, the released code's split, which has no validation fold). This
+module keeps what belongs to the protocol: splits, folds, seeds, selection and summaries.
+Every unit runs through :func:`autogcl.runs.run_units`; the estimator checkpoints every epoch
+into the unit's folder, so an interrupted fold continues where it stopped.
 """
 
 from __future__ import annotations
@@ -22,62 +23,47 @@ import numpy as np
 import torch
 
 from .. import runs
-from ..augment import RandomAugmentor, ViewGenerator
-from ..data.batching import GraphLoader, GraphStore
+from ..api.semi import SemiSupervised
 from ..data.splits import SemiSplit, semi_splits
-from ..devices import engine_of, resolve_device, runtime_info
+from ..devices import engine_of, runtime_info
 from ..errors import ConfigError, DataError
-from ..eval.metrics import accuracy
-from ..models.resgcn import ResGCN
-from ..train import (
-    GraphCLStrategy,
-    JointReleasedStrategy,
-    JointStrategy,
-    LearnableAugStrategy,
-    NaiveStrategy,
-    SupervisedStrategy,
-    Trainer,
-)
-from ..train.optim import adam
 from .configs import ROW_OPTIONS, ROW_SPECIFIC, ROWS, SMALL_BATCH, SemiConfig  # noqa: F401 (re-exported)
 
 log = logging.getLogger(__name__)
 
+#: the estimator strategy of every row ("full" and "labeled" differ in which graphs are labeled)
+ROW_STRATEGY = {"full": "supervised", "labeled": "supervised", "graphcl_cl": "graphcl",
+                **{r: r for r in ROWS if r not in ("full", "labeled", "graphcl_cl")}}
+
+
+def estimator(cfg: SemiConfig, in_channels: int | None = None, num_classes: int | None = None) -> SemiSupervised:
+    """The row's :class:`autogcl.SemiSupervised`: the paper's configuration with the config's
+    settings (built at once when ``in_channels`` and ``num_classes`` are given)."""
+    return SemiSupervised.paper(ROW_STRATEGY[cfg.row], cfg.dataset, in_channels=in_channels, num_classes=num_classes,
+                                hidden=cfg.hidden, lr=cfg.lr, batch_size=cfg.batch_size, lam=cfg.lam, tau=cfg.tau,
+                                cl_variant=cfg.cl_variant, sim_loss=cfg.sim_loss, add_mask=cfg.add_mask,
+                                dropped=cfg.dropped, mask_token=cfg.mask_token, aug=cfg.aug, aug_ratio=cfg.aug_ratio,
+                                recipe=cfg.feat, bn_stats=cfg.bn_stats)
+
 
 def build(cfg: SemiConfig, num_features: int, num_classes: int):
-    """(pre-training strategy or None, training strategy, which data each one trains on)."""
-    model = ResGCN(num_features, num_classes, cfg.hidden)
-    opt = adam(model.parameters(), lr=cfg.lr)
-    row = cfg.row
+    """(pre-training strategy or None, training strategy, which data it trains on: ``train``,
+    ``labeled`` or ``joint``) of the row's estimator (what the epoch-time benchmark times)."""
+    pre, fine, reads = estimator(cfg, num_features, num_classes).make_strategies()
+    return pre, fine, "joint" if reads == "all" else "train" if cfg.row == "full" else "labeled"
 
-    def generators():
-        return [ViewGenerator(num_features, 128, 2, cfg.add_mask, cfg.dropped, cfg.mask_token) for _ in range(2)]
 
-    if row in ("full", "labeled"):
-        return None, SupervisedStrategy(model, opt), ("train" if row == "full" else "labeled")
-    if row == "graphcl_aug":
-        return None, SupervisedStrategy(model, opt, RandomAugmentor(cfg.aug, cfg.aug_ratio)), "labeled"
-    if row == "graphcl_cl":
-        augs = RandomAugmentor(cfg.aug, cfg.aug_ratio), RandomAugmentor(cfg.aug, cfg.aug_ratio)
-        pre = GraphCLStrategy(model, *augs, opt, tau=cfg.tau, cl_variant=cfg.cl_variant, encode=model.represent)
-        return pre, SupervisedStrategy(model, opt), "labeled"
-    g1, g2 = generators()
-    opt_gen = adam([*g1.parameters(), *g2.parameters()], lr=cfg.lr)
-    if row == "aug":
-        return None, LearnableAugStrategy(model, g1, g2, opt, opt_gen, cfg.lam, cfg.sim_loss), "labeled"
-    if row == "joint_released":
-        return None, JointReleasedStrategy(model, g1, g2, opt, opt_gen, tau=cfg.tau), "joint"
-    if row == "naive":
-        pre_opt = adam([*model.parameters(), *g1.parameters(), *g2.parameters()], lr=cfg.lr)
-        pre = NaiveStrategy(model, g1, g2, pre_opt, tau=cfg.tau, cl_variant=cfg.cl_variant,
-                            sim_kind=cfg.sim_loss, encode=model.represent)
-        fine = JointStrategy(model, g1, g2, opt, opt_gen, use_cl=False, use_sim=False)
-        return pre, fine, "joint"
-    use_cl = row in ("joint", "joint_cl_cls")
-    use_sim = row in ("joint", "joint_cls_sim")
-    strat = JointStrategy(model, g1, g2, opt, opt_gen, use_cl=use_cl, use_sim=use_sim, lam=cfg.lam,
-                          tau=cfg.tau, cl_variant=cfg.cl_variant, sim_kind=cfg.sim_loss)
-    return None, strat, "joint"
+def fold_labels(cfg: SemiConfig, y, split: SemiSplit) -> torch.Tensor:
+    """The labels the estimator is given for the fold's training graphs (``split.train``, in
+    order): their class for the labeled share (all of them for the ``full`` row), -1 for the others."""
+    y = torch.as_tensor(np.asarray(y)).view(-1).long()
+    train = torch.tensor(split.train, dtype=torch.long)
+    labels = y[train].clone()
+    if cfg.row != "full":
+        known = torch.zeros(len(train), dtype=torch.bool)
+        known[torch.as_tensor(np.searchsorted(split.train, split.labeled), dtype=torch.long)] = True
+        labels[~known] = -1
+    return labels
 
 
 def select(rows: list[dict]) -> dict:
@@ -94,57 +80,41 @@ def select(rows: list[dict]) -> dict:
 
 def run_fold(unit: runs.Unit, dataset, split: SemiSplit, show_progress: bool | None = None,
              save_embeddings: list[int] | None = None, device="cpu") -> dict:
-    """Train and evaluate one fold (pre-training first for the rows that have it); resumes
-    from the fold's checkpoints; published atomically into ``unit.dir``.
+    """Fit the row's estimator on one fold (pre-training first for the rows that have it)
+    and evaluate it every epoch; resumes from the fold's checkpoints; published atomically
+    into ``unit.dir``.
 
     ``save_embeddings``: epochs after which the classifier's representation of every graph of
     the dataset is saved (``embeddings_epoch{E}.npz``; epoch 0 = before training)."""
     cfg = SemiConfig.from_dict(unit.config)
     engine = engine_of(device)  # the device, and how training computes on it
-    device = resolve_device(engine)
     work = runs.start_work(unit, runtime_info(engine))
     gen = runs.seed_everything(unit.seed * 1000 + split.fold)
-    pre, strat, data_kind = build(cfg, dataset.num_features, dataset.num_classes)
+    model = estimator(cfg, dataset.num_features, dataset.num_classes).to(engine.check())
     bs = cfg.batch_size
-
-    store = GraphStore.from_dataset(dataset).to(device)  # every part is batched from the one store
-
-    def loader(idx, shuffle):  # a copy: under Ray the split's arrays arrive read-only
-        return GraphLoader(store, batch_size=bs, shuffle=shuffle, generator=gen if shuffle else None,
-                           drop_last=shuffle and len(idx) % bs == 1,  # BatchNorm cannot train on one graph
-                           indices=torch.tensor(idx, dtype=torch.long))
-
-    train_l, labeled_l = loader(split.train, True), loader(split.labeled, True)
-    eval_l = {k: loader(getattr(split, k), False) for k in ("labeled", "val", "test") if len(getattr(split, k))}
-    train_data = {"train": train_l, "labeled": labeled_l, "joint": (train_l, labeled_l)}[data_kind]
-
+    # the fold's parts as datasets (copies of the indices: under Ray the split's arrays arrive read-only)
+    parts = {k: dataset[torch.tensor(getattr(split, k), dtype=torch.long)]
+             for k in ("train", "labeled", "val", "test") if len(getattr(split, k))}
+    y_all = dataset._data.y if hasattr(dataset, "_data") else torch.tensor([int(d.y) for d in dataset])
     save_at = set(save_embeddings or [])
-    all_l = GraphLoader(store, batch_size=512, shuffle=False)
 
     def save_emb(epoch):  # also on a resumed fold: the pass draws a loader seed from the global RNG
         if epoch in save_at:
-            emb, y = strat.model.embed(all_l)
-            np.savez_compressed(work / f"embeddings_epoch{epoch}.npz", emb=emb.numpy(), y=y.numpy())
-
-    strat.to(device)
-    save_emb(0)
-    desc = f"{cfg.tag} seed {unit.seed} fold {split.fold}"
-    rows: list[dict] = []
-    if pre is not None:
-        pre_trainer = Trainer(pre, device=engine, checkpoint=work / "checkpoint-pretrain.pt", loader_gen=gen,
-                              desc=desc + " pre-train", show_progress=show_progress)
-        rows += pre_trainer.fit(train_l, cfg.pretrain_epochs, row_fields={"phase": "pretrain"})
+            emb = model.embed(dataset, batch_size=512)
+            np.savez_compressed(work / f"embeddings_epoch{epoch}.npz", emb=emb.numpy(), y=y_all.view(-1).numpy())
 
     def evaluate(epoch):
-        accs = {f"{k}_acc": accuracy(strat.model, ld, device) for k, ld in eval_l.items()}
+        accs = {f"{k}_acc": model.score(parts[k], batch_size=bs) for k in ("labeled", "val", "test") if k in parts}
         save_emb(epoch)
         return accs
 
-    trainer = Trainer(strat, device=engine, checkpoint=work / "checkpoint.pt", loader_gen=gen, desc=desc,
-                      show_progress=show_progress)
-    rows += trainer.fit(train_data, cfg.epochs, evaluate=evaluate, row_fields={"phase": "train"})
+    save_emb(0)
+    rows = model.fit(parts["train"], labels=fold_labels(cfg, y_all, split), epochs=cfg.epochs,
+                     pretrain_epochs=cfg.pretrain_epochs, device=engine, seed=gen, progress=show_progress,
+                     evaluate=evaluate, checkpoint=work / "checkpoint.pt",
+                     desc=f"{cfg.tag} seed {unit.seed} fold {split.fold}")
 
-    write_outputs(work, strat, cfg, dataset, split, eval_l["test"])
+    write_outputs(work, model, split, parts["test"], bs)
     train_rows = [r for r in rows if r["phase"] == "train"]
     sel = select(train_rows)
     result = {
@@ -153,53 +123,26 @@ def run_fold(unit: runs.Unit, dataset, split: SemiSplit, show_progress: bool | N
         "time_s": float(sum(r["time_s"] for r in rows)),
         "sizes": {k: len(getattr(split, k)) for k in ("labeled", "unlabeled", "val", "test")},
         "runtime": runtime_info(engine),
-        "outputs": {"model.pt": f"the classifier after the last epoch ({cfg.epochs}): protocols.semi.load_model",
+        "outputs": {"model.pt": f"the classifier after the last epoch ({cfg.epochs}), a SemiSupervised: autogcl.load",
                     "predictions.csv": "that model's class probabilities for every test graph, and its label"},
     }
     (work / "checkpoint-pretrain.pt").unlink(missing_ok=True)
     return runs.publish(unit, rows, result)
 
 
-MODEL_FORMAT = "autogcl-semi-classifier-1"
-
-
-def write_outputs(work: Path, strat, cfg: SemiConfig, dataset, split: SemiSplit, test_loader) -> None:
-    """``model.pt`` (the ResGCN classifier, and the view generators of the rows that have them;
-    :func:`load_model`) and ``predictions.csv`` (per test graph: dataset index, label, predicted
-    class, each class's probability), both written atomically."""
-    from ..models.embed import embed
-
-    modules = strat.modules()
-    model = modules["model"]
-    state = {name: {k: v.detach().cpu() for k, v in m.state_dict().items()} for name, m in modules.items()}
-    runs.atomic_save({"format": MODEL_FORMAT, "class": "ResGCN", "config": cfg.to_dict(),
-                      "hparams": {"in_dim": dataset.num_features, "num_classes": dataset.num_classes,
-                                  "hidden": cfg.hidden},
-                      "state_dict": state.pop("model"), "generators": state, "fold": split.fold}, work / "model.pt")
-    logp, y = embed(model, test_loader)
-    probs = logp.double().exp().numpy()
+def write_outputs(work: Path, model: SemiSupervised, split: SemiSplit, test, batch_size: int) -> None:
+    """``model.pt`` (the estimator's own file: :func:`autogcl.load` reads it) and
+    ``predictions.csv`` (per test graph: dataset index, label, predicted class, each class's
+    probability), both written atomically."""
+    model.save(work / "model.pt")
+    probs = model.predict_log_proba(test, batch_size=batch_size).double().exp().numpy()
+    y = model.prepare(test).labels
     rows = []
     for k, i in enumerate(split.test):
         row = {"index": int(i), "label": int(y[k]), "pred": int(probs[k].argmax())}
         row.update({f"prob_{c}": f"{probs[k, c]:.6g}" for c in range(probs.shape[1])})
         rows.append(row)
     runs.atomic_write_csv(work / "predictions.csv", rows)
-
-
-def load_model(path) -> ResGCN:
-    """The classifier of a semi-supervised unit's ``model.pt`` (read with ``weights_only=True``),
-    in eval mode: ``model(batch)`` gives log-probabilities."""
-    path = Path(path)
-    try:
-        blob = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as exc:  # torch raises many types for a missing, damaged or unsafe file
-        raise DataError(f"{path}: not a readable model file ({type(exc).__name__})") from exc
-    if not isinstance(blob, dict) or blob.get("format") != MODEL_FORMAT:
-        raise DataError(f"{path}: not a semi-supervised classifier (expected format {MODEL_FORMAT})")
-    hp = blob["hparams"]
-    model = ResGCN(int(hp["in_dim"]), int(hp["num_classes"]), int(hp["hidden"]))
-    model.load_state_dict(blob["state_dict"])
-    return model.eval()
 
 
 def summarize(results: list[dict]) -> dict:

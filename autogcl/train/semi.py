@@ -11,6 +11,9 @@
 * :class:`JointReleasedStrategy`: the released code's variant: labeled batches only, with
   L_sim (1 - MSE) + mean L_cls + L_cl on the classifier's outputs.
 
+:func:`semi_strategy` is the one table of the named strategies (``autogcl.choices.SEMI_STRATEGIES``)
+that :class:`autogcl.SemiSupervised`, and through it the ``autogcl semi`` protocol, train with.
+
 Classifiers are called as ``model(batch)`` (log-probabilities) and ``model.represent(batch)``
 (the vector contrasted).
 """
@@ -20,9 +23,19 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
+from ..augment import RandomAugmentor
+from ..choices import SEMI_STRATEGIES
+from ..errors import ConfigError
 from ..losses import cl_kwargs, classification_loss, nt_xent, similarity_loss
 from .loop import Strategy
-from .naive import sample_views
+from .naive import GraphCLStrategy, NaiveStrategy, sample_views
+from .optim import adam
+
+#: the strategies that train two learnable view generators beside the classifier
+USES_GENERATORS = frozenset({"naive", "aug", "joint", "joint_cls", "joint_cls_sim", "joint_cl_cls", "joint_released"})
+#: the strategies whose training epochs read every graph (labeled or not) before or beside the
+#: labeled ones: they train on ``(all graphs, labeled graphs)``; the others on the labeled graphs
+READS_ALL = frozenset({"naive", "joint", "joint_cls", "joint_cls_sim", "joint_cl_cls", "joint_released"})
 
 
 def _nll(logp: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
@@ -183,3 +196,47 @@ class JointReleasedStrategy(Strategy):
         for m in self.modules().values():
             m.train()
         return self._run_epoch(loaders[1], epoch, self.step)
+
+
+def semi_strategy(name: str, model, generators=(), *, lr: float, lam: float = 1.0, tau: float = 0.5,
+                  cl_variant: str = "simclr", sim_loss: str = "cosine", aug: str = "random4",
+                  aug_ratio: float = 0.2):
+    """``(pre-training strategy or None, training strategy)`` of the semi-supervised strategy
+    ``name`` over a classifier (``model(batch)``: log-probabilities, ``model.represent(batch)``:
+    the vector contrasted) and, for :data:`USES_GENERATORS`, its two view generators; Adam at
+    ``lr`` (the generators their own). Pre-training reads every graph; training reads
+    ``(all graphs, labeled graphs)`` for :data:`READS_ALL`, else the labeled graphs.
+
+    * ``supervised``: cross-entropy on the labeled graphs; ``graphcl_aug``: on a random
+      augmentation (``aug``, ``aug_ratio``) of each labeled batch;
+    * ``graphcl``: GraphCL pre-training (two random augmentations, NT-Xent), then ``supervised``;
+    * ``aug``: cross-entropy on the two learnable views + ``lam`` x L_sim;
+    * ``naive``: AutoGCL's naive contrastive pre-training, then the labeled pass L_cls(x, x1, x2);
+    * ``joint`` (Algorithm 2): a contrastive pass over every graph, then L_cls + ``lam`` x L_sim;
+      ``joint_cls``, ``joint_cls_sim``, ``joint_cl_cls``: its loss ablations;
+    * ``joint_released``: the released code's joint variant (:class:`JointReleasedStrategy`)."""
+    if name not in SEMI_STRATEGIES:
+        raise ConfigError(f"unknown strategy {name!r}; choose from {', '.join(SEMI_STRATEGIES)}")
+    opt = adam(model.parameters(), lr=lr)
+    if name in ("supervised", "graphcl_aug"):
+        return None, SupervisedStrategy(model, opt, RandomAugmentor(aug, aug_ratio) if name == "graphcl_aug" else None)
+    if name == "graphcl":
+        augs = RandomAugmentor(aug, aug_ratio), RandomAugmentor(aug, aug_ratio)
+        pre = GraphCLStrategy(model, *augs, opt, tau=tau, cl_variant=cl_variant, encode=model.represent)
+        return pre, SupervisedStrategy(model, opt)
+    if len(generators) != 2:
+        raise ConfigError(f"the {name} strategy trains two view generators; got {len(generators)}")
+    g1, g2 = generators
+    opt_gen = adam([*g1.parameters(), *g2.parameters()], lr=lr)
+    if name == "aug":
+        return None, LearnableAugStrategy(model, g1, g2, opt, opt_gen, lam, sim_loss)
+    if name == "joint_released":
+        return None, JointReleasedStrategy(model, g1, g2, opt, opt_gen, tau=tau)
+    if name == "naive":
+        pre_opt = adam([*model.parameters(), *g1.parameters(), *g2.parameters()], lr=lr)
+        pre = NaiveStrategy(model, g1, g2, pre_opt, tau=tau, cl_variant=cl_variant, sim_kind=sim_loss,
+                            encode=model.represent)
+        return pre, JointStrategy(model, g1, g2, opt, opt_gen, use_cl=False, use_sim=False)
+    use_cl, use_sim = name in ("joint", "joint_cl_cls"), name in ("joint", "joint_cls_sim")
+    return None, JointStrategy(model, g1, g2, opt, opt_gen, use_cl=use_cl, use_sim=use_sim, lam=lam, tau=tau,
+                               cl_variant=cl_variant, sim_kind=sim_loss)

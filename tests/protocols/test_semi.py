@@ -5,6 +5,8 @@ import json
 
 import pytest
 
+import autogcl
+from autogcl.api.semi import SemiSupervised
 from autogcl.cli import main
 from autogcl.data import load_tu
 from autogcl.protocols import semi as S
@@ -67,19 +69,19 @@ def test_an_interrupted_fold_resumes_where_it_stopped(data_root, tmp_path, monke
     cfg = S.SemiConfig(dataset="MUTAG", row=row, epochs=3, pretrain_epochs=3)
     S.run_sweep(cfg, ds, [0], tmp_path / "ref", fold_limit=1, show_progress=False)
 
-    real_build = S.build
+    real_make = SemiSupervised.make_strategies
 
-    def build_then_break(*a, **k):
-        pre, strat, kind = real_build(*a, **k)
+    def make_then_break(self):
+        pre, strat, reads = real_make(self)
         break_at(pre if phase == "pretrain" else strat, epoch)
-        return pre, strat, kind
+        return pre, strat, reads
 
-    monkeypatch.setattr(S, "build", build_then_break)
+    monkeypatch.setattr(SemiSupervised, "make_strategies", make_then_break)
     with pytest.raises(KeyboardInterrupt):
         S.run_sweep(cfg, ds, [0], tmp_path / "cut", fold_limit=1, show_progress=False)
     partial = tmp_path / "cut" / f"MUTAG-{row}" / "seed0" / ".fold0.partial"
     assert partial.is_dir() and list(partial.glob("checkpoint*.pt"))
-    monkeypatch.setattr(S, "build", real_build)
+    monkeypatch.setattr(SemiSupervised, "make_strategies", real_make)
     S.run_sweep(cfg, ds, [0], tmp_path / "cut", resume=True, fold_limit=1, show_progress=False)
 
     def rows(root):
@@ -140,3 +142,70 @@ def test_unknown_row_is_a_clear_error(data_root, tmp_path, capsys):
     assert main(["semi", "--dataset", "MUTAG", "--row", "jiont", "--data-root", str(data_root),
                  "--out", str(tmp_path)]) == 2
     assert "unknown row 'jiont'" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ the protocol is the estimator per fold
+
+import csv as _csv  # noqa: E402
+import re  # noqa: E402
+
+from tests.conftest import REPO  # noqa: E402
+
+GUIDE_LINE = 'name, epochs, n_folds = "MUTAG", 3, 2'
+
+
+def guide_semi_example() -> str:
+    """The docs/api.md example that makes the paper's semi-supervised numbers with the estimator."""
+    blocks = re.findall(r"```python\n(.*?)```", (REPO / "docs" / "api.md").read_text(encoding="utf-8"), flags=re.S)
+    (block,) = [b for b in blocks if "SemiSupervised.paper" in b and GUIDE_LINE in b]
+    return block
+
+
+def cli_curves(data_root, out, name, row, epochs, folds) -> dict:
+    assert main(["semi", "--dataset", name, "--row", row, "--epochs", str(epochs), "--fold-limit", str(folds),
+                 "--data-root", str(data_root), "--out", str(out), "--no-progress", "--device", "cpu"]) == 0
+    curves = {}
+    for k in range(folds):
+        with open(out / f"{name}-{row}" / "seed0" / f"fold{k}" / "metrics.csv", encoding="utf-8") as f:
+            curves[k] = list(_csv.DictReader(f))
+    return curves
+
+
+@pytest.mark.parametrize("name,row,strategy,epochs,folds", [("MUTAG", "joint", "joint", 3, 2),
+                                                            ("MUTAG", "labeled", "supervised", 3, 2),
+                                                            ("PROTEINS", "joint", "joint", 2, 1)])
+def test_the_guides_estimator_calls_give_the_numbers_of_autogcl_semi(data_root, tmp_path, capsys, name, row,
+                                                                     strategy, epochs, folds):
+    """`autogcl semi` and the estimator calls docs/api.md shows (SemiSupervised.paper fitted on
+    each fold) give the same per-epoch losses and accuracies, bit for bit (same calls, same
+    random draws); on PROTEINS this is the paper's preset with 10% labels."""
+    code = guide_semi_example().replace(GUIDE_LINE, f'name, epochs, n_folds = "{name}", {epochs}, {folds}')
+    code = code.replace('SemiSupervised.paper("joint", name)', f'SemiSupervised.paper("{strategy}", name)')
+    namespace = {}
+    exec(compile(code.replace("../shared/data", str(data_root)), "docs/api.md semi example", "exec"), namespace)
+    cli = cli_curves(data_root, tmp_path, name, row, epochs, folds)
+    assert sorted(namespace["curves"]) == sorted(cli) == list(range(folds))
+    for fold, rows in namespace["curves"].items():
+        assert len(rows) == len(cli[fold]) == epochs
+        for ours, theirs in zip(rows, cli[fold]):
+            keys = [k for k in theirs if k not in ("phase", "time_s")]
+            assert {"loss", "labeled_acc", "val_acc", "test_acc"} <= set(keys)
+            assert {k: float(theirs[k]) for k in keys} == {k: float(ours[k]) for k in keys}
+    capsys.readouterr()
+
+
+def test_the_paper_preset_is_the_protocols_configuration():
+    """SemiSupervised.paper(strategy, dataset) has the settings `autogcl semi` runs a row with
+    by default (the protocol only adds the feature recipe it loaded the graphs with)."""
+    for dataset in ("PROTEINS", "DD"):
+        for row in S.ROWS:
+            cfg = S.SemiConfig(dataset=dataset, row=row)
+            ours = S.estimator(cfg).hparams
+            assert ours == autogcl.SemiSupervised.paper(S.ROW_STRATEGY[row], dataset, recipe=cfg.feat).hparams
+    assert set(S.ROW_STRATEGY.values()) <= set(autogcl.api.SEMI_STRATEGIES)
+
+
+def test_bn_stats_settled_is_an_option_of_the_protocol_and_stored_only_when_set():
+    assert "bn_stats" not in S.SemiConfig().to_dict()  # earlier runs' config.json still resume
+    cfg = S.SemiConfig(row="labeled", bn_stats="settled")
+    assert cfg.to_dict()["bn_stats"] == "settled" and S.estimator(cfg).hparams["bn_stats"] == "settled"

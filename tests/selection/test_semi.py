@@ -8,6 +8,8 @@ import math
 import pytest
 import torch
 
+import autogcl
+
 from autogcl.data import load_tu
 from autogcl.protocols import semi as S
 from tests.selection.tables import (
@@ -51,17 +53,18 @@ def scripted_accuracy(tmp_path):
     val = [v for v, _ in EPOCHS.values()]
     test = [t for _, t in EPOCHS.values()]
 
-    def part_of(model, loader, device=None):
-        assert isinstance(model, S.ResGCN)  # the fold's classifier is what is scored
+    def part_of(model, graphs):
+        assert isinstance(model, S.SemiSupervised) and model.hparams["classifier"] == "resgcn"  # the fold's model
         fold = S.runs.read_json(tmp_path / "MUTAG-labeled" / "seed0" / "splits.json")["folds"][0]
-        idx = sorted(loader.indices.tolist())
+        idx = sorted(graphs.indices())
         return next((k for k in ("val", "test") if sorted(fold[k]) == idx), None)
     return ByPart(part_of, {"val": val, "test": test})
 
 
 @pytest.mark.parametrize("select", ["val", "test_max"])
 def test_a_fold_reports_the_epoch_its_selection_names(data_root, tmp_path, monkeypatch, select):
-    monkeypatch.setattr(S, "accuracy", scripted_accuracy(tmp_path))  # the fold's accuracies are the table's
+    scripted = scripted_accuracy(tmp_path)  # the fold's accuracies are the table's
+    monkeypatch.setattr(S.SemiSupervised, "score", lambda model, graphs, *a, **k: scripted(model, graphs))
     cfg = S.SemiConfig(dataset="MUTAG", row="labeled", epochs=len(EPOCHS), select=select)
     summary = S.run_sweep(cfg, load_tu("MUTAG", data_root), [0], tmp_path, fold_limit=1, show_progress=False)
     res = S.runs.read_json(tmp_path / "MUTAG-labeled" / "seed0" / "fold0" / "result.json")
@@ -116,13 +119,13 @@ def test_scoring_the_folds_leaves_the_training_and_the_figures_of_the_fold_uncha
     dataset = load_tu("MUTAG", data_root)
     cfg = S.SemiConfig(dataset="MUTAG", row="labeled", epochs=3)
     S.run_sweep(cfg, dataset, [0], tmp_path / "scored", fold_limit=1, show_progress=False)
-    monkeypatch.setattr(S, "accuracy", lambda *args, **kwargs: 0.5)  # reads no loader
+    monkeypatch.setattr(S.SemiSupervised, "score", lambda *args, **kwargs: 0.5)  # reads no loader
     S.run_sweep(cfg, dataset, [0], tmp_path / "unscored", fold_limit=1, show_progress=False)
     (scored, res, preds), (unscored, _, unscored_preds) = fold_files(tmp_path / "scored"), fold_files(tmp_path / "unscored")
     losses = [k for k in scored[0] if "loss" in k]
     assert losses and [[r[k] for k in losses] for r in scored] == [[r[k] for k in losses] for r in unscored]
-    a = S.load_model(tmp_path / "scored" / "MUTAG-labeled" / "seed0" / "fold0" / "model.pt").state_dict()
-    b = S.load_model(tmp_path / "unscored" / "MUTAG-labeled" / "seed0" / "fold0" / "model.pt").state_dict()
+    a = autogcl.load(tmp_path / "scored" / "MUTAG-labeled" / "seed0" / "fold0" / "model.pt").state_dict()
+    b = autogcl.load(tmp_path / "unscored" / "MUTAG-labeled" / "seed0" / "fold0" / "model.pt").state_dict()
     assert all(torch.equal(a[k], b[k]) for k in a)  # the same classifier, bit for bit (same operations)
     assert preds == unscored_preds
     fold = S.runs.read_json(tmp_path / "scored" / "MUTAG-labeled" / "seed0" / "splits.json")["folds"][0]

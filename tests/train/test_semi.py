@@ -79,3 +79,34 @@ def test_released_variant_and_supervised_strategies_train():
     before = params(model)
     SupervisedStrategy(model, opt, RandomAugmentor("node_drop")).train_epoch([b], 1)
     assert moved(before, model)
+
+
+def test_the_strategy_table_composes_every_named_strategy_once():
+    """semi_strategy: the one table of the named strategies (SemiSupervised and the protocol use it)."""
+    from autogcl.choices import SEMI_STRATEGIES
+    from autogcl.errors import ConfigError
+    from autogcl.train import GraphCLStrategy, NaiveStrategy
+    from autogcl.train.semi import READS_ALL, USES_GENERATORS, semi_strategy
+
+    kinds = {"supervised": (None, SupervisedStrategy), "graphcl_aug": (None, SupervisedStrategy),
+             "graphcl": (GraphCLStrategy, SupervisedStrategy), "aug": (None, LearnableAugStrategy),
+             "naive": (NaiveStrategy, JointStrategy), "joint": (None, JointStrategy),
+             "joint_cls": (None, JointStrategy), "joint_cls_sim": (None, JointStrategy),
+             "joint_cl_cls": (None, JointStrategy), "joint_released": (None, JointReleasedStrategy)}
+    assert set(kinds) == set(SEMI_STRATEGIES) and READS_ALL <= USES_GENERATORS
+    switches = {"joint": (True, True), "joint_cls": (False, False), "joint_cls_sim": (False, True),
+                "joint_cl_cls": (True, False), "naive": (False, False)}
+    for name, (pre_kind, fine_kind) in kinds.items():
+        model = ResGCN(3, 2, 8)
+        gens = [ViewGenerator(3, 8, 1) for _ in range(2)] if name in USES_GENERATORS else ()
+        pre, fine = semi_strategy(name, model, gens, lr=0.01)
+        assert (pre is None) == (pre_kind is None) and type(fine) is fine_kind, name
+        assert pre is None or isinstance(pre, pre_kind)
+        assert fine.model is model and all(g["lr"] == 0.01 for g in fine.optimizers().popitem()[1].param_groups)
+        if name in switches:
+            assert (fine.use_cl, fine.use_sim) == switches[name], name
+        assert (getattr(fine, "augment", None) is not None) == (name == "graphcl_aug")
+    with pytest.raises(ConfigError, match="unknown strategy 'jiont'"):
+        semi_strategy("jiont", ResGCN(3, 2, 8), lr=0.01)
+    with pytest.raises(ConfigError, match="trains two view generators"):
+        semi_strategy("joint", ResGCN(3, 2, 8), lr=0.01)

@@ -1,4 +1,4 @@
-"""`autogcl semi` leaves the trained classifier and its test predictions in every fold folder."""
+"""`autogcl semi` leaves the trained estimator (autogcl.load reads it) and its test predictions in every fold folder."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from torch_geometric.loader import DataLoader
 
 from autogcl.cli import main
 from autogcl.data import load_tu
-from autogcl.protocols.semi import load_model
+import autogcl
 
 
 def test_semi_writes_a_loadable_classifier_and_test_predictions(data_root, tmp_path):
@@ -29,25 +29,17 @@ def test_semi_writes_a_loadable_classifier_and_test_predictions(data_root, tmp_p
     probs = np.array([[float(r["prob_0"]), float(r["prob_1"])] for r in rows])
     assert [int(r["pred"]) for r in rows] == probs.argmax(1).tolist()
     np.testing.assert_allclose(probs.sum(1), 1.0, rtol=1e-5)
-    model = load_model(unit / "model.pt")  # the saved classifier gives the same probabilities
-    with torch.no_grad():
-        again = torch.cat([model(b).exp() for b in DataLoader(ds[test], batch_size=64)]).numpy()
+    model = autogcl.load(unit / "model.pt")  # the estimator's own file gives the same probabilities
+    assert type(model) is autogcl.SemiSupervised and model.hparams["classifier"] == "resgcn"
+    np.testing.assert_allclose(model.predict_proba(ds[test]).numpy(), probs, rtol=1e-4, atol=1e-6)
+    with torch.no_grad():  # and so does its classifier as a plain module, on PyG's batches
+        again = torch.cat([model.classifier.eval()(b).exp() for b in DataLoader(ds[test], batch_size=64)]).numpy()
     np.testing.assert_allclose(again, probs, rtol=1e-4, atol=1e-6)
     with open(unit / "metrics.csv", encoding="utf-8", newline="") as f:
         last = list(csv.DictReader(f))[-1]
     accuracy = np.mean([int(r["pred"]) == int(r["label"]) for r in rows])
     assert accuracy == float(last["test_acc"])  # the last epoch's test accuracy, recomputed from the file
     blob = torch.load(unit / "model.pt", weights_only=True)
-    assert set(blob["generators"]) == {"gen1", "gen2"}
-
-
-def test_load_model_refuses_other_files(tmp_path):
-    import pytest
-
-    from autogcl.errors import DataError
-
-    torch.save({"format": "autogcl-model-1"}, tmp_path / "other.pt")
-    with pytest.raises(DataError, match="not a semi-supervised classifier"):
-        load_model(tmp_path / "other.pt")
-    with pytest.raises(DataError, match="not a readable model file"):
-        load_model(tmp_path / "missing.pt")
+    assert {k.split(".")[0] for k in blob["state_dict"]} == {"classifier", "gen1", "gen2"}
+    assert [r["epoch"] for r in blob["history"]] == [1, 2]  # the fold's rows, val and test accuracy included
+    assert blob["history"][-1]["test_acc"] == float(last["test_acc"])
