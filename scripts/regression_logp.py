@@ -25,6 +25,7 @@ import torch  # noqa: E402
 import autogcl  # noqa: E402
 from autogcl.atomic import atomic_write_json  # noqa: E402
 from autogcl.data.molecules import open_text, rdkit  # noqa: E402
+from autogcl.molecules import DEFAULT_ENCODER  # noqa: E402
 
 
 def crippen_logp(smiles: list[str]) -> list[float]:
@@ -45,7 +46,7 @@ def main(argv=None) -> int:
     p.add_argument("--data-root", default="../shared/data")
     p.add_argument("--dataset", default="bbbp", help="a MoleculeNet CSV of the data root's moleculenet/ folder")
     p.add_argument("--smiles-col", default="smiles")
-    p.add_argument("--encoder", default=autogcl.DEFAULT_ENCODER)
+    p.add_argument("--encoder", default=DEFAULT_ENCODER)
     p.add_argument("--epochs", type=int, default=10)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", type=Path, default=REPO / "docs" / "results" / "regression_logp.json")
