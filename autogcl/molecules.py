@@ -660,13 +660,22 @@ class MoleculePredictor(nn.Module):
         """Raw outputs (``graphs x tasks``): logits, or standardised values for regression."""
         return self.model(batch)
 
-    def _values(self, out: torch.Tensor) -> torch.Tensor:
-        """Outputs as the predictor reports them: probabilities, or values in the targets' units."""
+    def _values(self, out: torch.Tensor) -> np.ndarray:
+        """Outputs as the predictor reports them, in float64: probabilities, or values in the
+        targets' units."""
+        out = out.detach().cpu().double().numpy().reshape(out.shape[0], -1)
         if self.task == "regression":
-            mean = torch.as_tensor(self.scaling["mean"], dtype=out.dtype, device=out.device)
-            std = torch.as_tensor(self.scaling["std"], dtype=out.dtype, device=out.device)
-            return out.view(out.shape[0], -1) * std + mean
-        return torch.sigmoid(out)
+            return out * np.asarray(self.scaling["std"]) + np.asarray(self.scaling["mean"])
+        return 1.0 / (1.0 + np.exp(-out))
+
+    @torch.no_grad()
+    def _predicted(self, smiles, batch_size: int = 256, device=None) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`predict` in float64."""
+        mols = as_molecules(smiles)
+        if device is not None:
+            self.to(resolve_device(device))
+        out, _ = _embed(self.model, _loader(mols, batch_size))
+        return self._values(out), mols.index
 
     def _scores(self, loader) -> tuple[dict, int]:
         """``({metric: value}, tasks scored)`` of the graphs of ``loader`` (eval mode): ``auc``,
@@ -674,7 +683,7 @@ class MoleculePredictor(nn.Module):
         out, labels = _embed(self.model, loader)
         y = labels.reshape(out.shape).numpy()
         if self.task == "regression":
-            return regression_scores(y, self._values(out).numpy())
+            return regression_scores(y, self._values(out))
         auc, n = roc_auc(y, out.numpy())
         return {"auc": auc}, n
 
@@ -684,11 +693,8 @@ class MoleculePredictor(nn.Module):
         (eval mode), probabilities for classification and values in the targets' own units for
         regression, and their positions in ``smiles`` (SMILES, a CSV or ``.smi`` file's path,
         or graphs as :meth:`MoleculeEncoder.embed` takes them)."""
-        mols = as_molecules(smiles)
-        if device is not None:
-            self.to(resolve_device(device))
-        out, _ = _embed(self.model, _loader(mols, batch_size))
-        return self._values(out).numpy(), mols.index
+        values, index = self._predicted(smiles, batch_size, device)
+        return values.astype(np.float32), index
 
     def score(self, smiles, y, batch_size: int = 256) -> dict:
         """The predictor's scores on labeled molecules (``y`` as :meth:`MoleculeEncoder.finetune`

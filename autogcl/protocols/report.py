@@ -233,7 +233,10 @@ def render(summaries: list[dict]) -> str:
     if semi:
         parts.append("## Semi-supervised (accuracy %, mean ± std over the seed x fold results, sample std (ddof 1))\n\n" + semi_table(semi))
     if transfer:
-        parts.append("## Transfer (fine-tuning ROC-AUC %; regression: RMSE and R² in the targets' units; mean ± std over seeds, population std (ddof 0))\n\n" + transfer_table(transfer))
+        scores = ("ROC-AUC %; regression: RMSE and R² in the targets' units" if any(s.get("task") == "regression"
+                                                                                   for s in transfer) else "ROC-AUC %")
+        parts.append(f"## Transfer (fine-tuning {scores}, mean ± std over seeds, population std (ddof 0))\n\n"
+                     + transfer_table(transfer))
     if not parts:
         return "no finished runs (summary.json) found"
     parts.append("val: selection on data that is not the test fold (honest); "

@@ -213,7 +213,7 @@ def write_outputs(work: Path, pred: MoleculePredictor, dataset, split: dict) -> 
     missing), both written atomically."""
     pred.save(work / "model.pt")
     index = [int(i) for i in split["test"]]
-    values, _ = pred.predict(dataset[torch.as_tensor(index, dtype=torch.long)])
+    values, _ = pred._predicted(dataset[torch.as_tensor(index, dtype=torch.long)])
     y = dataset._data.y.view(len(dataset), -1)[index].numpy()
     smiles, lines = dataset.meta.get("smiles"), dataset.meta.get("rows")
     column = "prob" if pred.task == "classification" else "pred"
