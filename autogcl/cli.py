@@ -474,6 +474,9 @@ def cmd_finetune(args) -> int:
     plans = [(c, name, pc) for c in cfgs for name, pc in expand(c, run.grid)]
     sweeps = [plan(pc, run.seed_list, grid_out(run.out, name), tag, run.data_root, run.progress, run.workers,
                    run.engine, run.fetch) for _, name, pc in plans]
+    if run.grid and any(sw.units[0].config.get("task") == "regression" for sw in sweeps):
+        raise ConfigError("--grid picks a configuration by the ROC-AUC of the val selection; it does not take "
+                          "regression runs (numeric labels) yet: run each configuration with its own --out")
     summaries = run_sweeps(sweeps, run.resume, f"{tag} seeds", "seed", run.progress, run.restart_damaged,
                            executor)
     if run.grid:

@@ -37,7 +37,8 @@ FUNCTION_NOTES = {
                            "in each part) and the units; no score is read",
     "protocols.semi.run_sweep": "hands the units to the executor (resume, progress, damaged-unit handling)",
     "protocols.transfer.load_dataset": "reads the molecules (which data), not how an epoch is picked",
-    "protocols.transfer.build_model": "builds the predictor and loads the encoder: it " + TRAINING,
+    "protocols.transfer.encoder_of": "loads the encoder a unit fine-tunes: it " + TRAINING,
+    "protocols.transfer.recipe": "hands the configuration's options to MoleculeEncoder.finetune: it " + TRAINING,
     "protocols.transfer.unscored_tasks": "logs and records which tasks a part cannot score; roc_auc skips them on "
                                          "its own (tested)",
     "protocols.transfer.prepare_split": "makes, checks and caches the scaffold split (which molecules are in each "

@@ -114,7 +114,8 @@ def _select_regression(rows: list[dict]) -> dict:
     if v is None:
         log.warning("no task has two labels in the validation part: no val selection (NaN)")
     val_rmse = math.nan if v is None else rows[v]["val_rmse"]
-    return {"val": {"criterion": "validation RMSE (lowest)", **at(v, val_rmse=val_rmse, score=val_rmse)},
+    # score: higher is better in every protocol's record (here minus the validation RMSE)
+    return {"val": {"criterion": "validation RMSE (lowest)", **at(v, val_rmse=val_rmse, score=-val_rmse)},
             "test_min": {"criterion": "lowest test RMSE", **at(t)}}
 
 
@@ -268,6 +269,9 @@ def plan(cfg: FinetuneConfig, seeds: list[int], out: Path, tag: str, data_root=N
     units = [runs.Unit(dir=ddir / f"seed{s}", config=cfg.to_dict(), seed=s, label=f"{tag} {name} seed {s}")
              for s in seeds]
     task = dataset_task(cfg, dataset)
+    if task == "regression":  # recorded with the units (a classification keeps the config of the runs before it)
+        cfg = FinetuneConfig.from_dict({**cfg.to_dict(), "task": task})
+        units = [runs.Unit(dir=u.dir, config=cfg.to_dict(), seed=u.seed, label=u.label) for u in units]
     runs.check_writable(ddir)
     split = prepare_split(dataset, ddir, cfg.frac, task)
 

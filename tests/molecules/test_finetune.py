@@ -197,12 +197,11 @@ def test_regression_round_trips_through_save_and_load(bbbp, tmp_path):
     back = MoleculePredictor.load(pred.save(tmp_path / "reg.pt"))
     assert back.task == "regression" and back.scaling == pred.scaling and back.tasks == ["logp", "other"]
     assert np.array_equal(back.predict(smiles)[0], values)
-    out = pred.model(next(iter(_batches(smiles))))  # the raw outputs are standardised values
-    std = torch.tensor(pred.scaling["std"])
-    mean = torch.tensor(pred.scaling["mean"])
-    np.testing.assert_allclose(values, (pred.model.eval()(next(iter(_batches(smiles)))) * std + mean).detach().numpy(),
-                               rtol=1e-5, atol=1e-5)
-    assert out.shape == (80, 2)
+    with torch.no_grad():  # the raw outputs are standardised values: predict maps them back
+        raw = pred.model.eval()(next(iter(_batches(smiles))))
+    assert raw.shape == (80, 2)
+    std, mean = torch.tensor(pred.scaling["std"]), torch.tensor(pred.scaling["mean"])
+    np.testing.assert_allclose(values, (raw * std + mean).numpy(), rtol=1e-5, atol=1e-5)
 
 
 def _batches(smiles):
@@ -270,6 +269,9 @@ def test_cli_selection_must_be_the_tasks(slice_csv, tmp_path, capsys):
                  "classification", "--epochs", "1", "--seeds", "1", "--out", str(tmp_path), "--no-progress",
                  "--workers", "1"]) == 2
     assert "column 'logp' is not 0, 1 or missing" in capsys.readouterr().err
+    assert main(["transfer", "finetune", "--csv", str(slice_csv), "--label-cols", "logp", "--grid", "lr=0.001,0.01",
+                 "--epochs", "1", "--seeds", "1", "--out", str(tmp_path / "g"), "--no-progress", "--workers", "1"]) == 2
+    assert "--grid picks a configuration by the ROC-AUC" in capsys.readouterr().err
 
 
 # ------------------------------------------------------------------ foot-guns
@@ -297,3 +299,29 @@ def test_a_csv_path_is_read_not_parsed_as_a_smiles(encoder, slice_csv, tmp_path)
         encoder.embed(str(tmp_path / "missing.csv"))
     pred = MoleculePredictor(1, dim=8, num_layers=1)
     assert pred.predict(slice_csv)[0].shape == (n, 1)  # a Path too
+
+
+# ------------------------------------------------------------------ the docs' regression run
+
+
+def test_regression_logp_script_writes_the_record_the_docs_show(data_root, tmp_path):
+    import importlib.util
+
+    from autogcl.protocols.paper import regression_block
+    from tests.conftest import REPO
+
+    lines = (data_root / "moleculenet" / "bbbp.csv").read_text(encoding="utf-8").splitlines()
+    (tmp_path / "data" / "moleculenet").mkdir(parents=True)
+    (tmp_path / "data" / "moleculenet" / "tiny.csv").write_text("\n".join(lines[:1] + lines[1::25]) + "\n")
+    spec = importlib.util.spec_from_file_location("regression_logp", REPO / "scripts" / "regression_logp.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    out = tmp_path / "docs" / "results" / "regression_logp.json"
+    assert script.main(["--data-root", str(tmp_path / "data"), "--dataset", "tiny", "--epochs", "1",
+                        "--out", str(out)]) == 0
+    record = json.loads(out.read_text())
+    assert record["target"] == "Crippen MolLogP" and record["epochs"] == 1 and record["selected_epoch"] == 1
+    assert sum(record["split_sizes"].values()) == record["molecules"] and set(record["test"]) == {"rmse", "mae", "r2"}
+    assert record["test"]["r2"] == record["history"][0]["test_r2"]
+    block = regression_block(tmp_path)
+    assert f"{record['test']['r2']:.3f}" in block and "regression_logp.json" in block

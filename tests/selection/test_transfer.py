@@ -101,6 +101,7 @@ def test_regression_selects_the_lowest_rmse_and_names_test_min():
             for e, (v, t) in enumerate([(0.9, 0.5), (0.4, 0.7), (float("nan"), 0.3), (0.4, 0.1)], start=1)]
     sel = T.select(rows, "regression")
     assert sel["val"]["epoch"] == 2 and sel["val"]["rmse"] == 0.7 and sel["val"]["val_rmse"] == 0.4  # first best
+    assert sel["val"]["score"] == -0.4  # a score is higher-is-better in every protocol's record
     assert sel["val"]["r2"] == pytest.approx(0.3) and sel["val"]["mae"] == 0.35
     assert sel["test_min"]["epoch"] == 4 and sel["test_min"]["rmse"] == 0.1
     assert set(sel) == {"val", "test_min"} and "lowest test RMSE" == sel["test_min"]["criterion"]
