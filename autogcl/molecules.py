@@ -476,7 +476,7 @@ class MoleculeEncoder(nn.Module):
         pred.selected_epoch = best["epoch"] if opts["selection"] == "val" and best["state"] is not None \
             else pred.history[-1]["epoch"]
         pred.hparams.update(epochs=opts["epochs"], batch_size=size, lr=opts["lr"], weight_decay=opts["weight_decay"],
-                            seed=seed, molecules=len(labels), skipped=len(mols.skipped) if mols else 0,
+                            seed=seed, molecules=len(labels), skipped=len(mols.skipped) if mols is not None else 0,
                             split=opts["split"] if isinstance(opts["split"], str) else "given",
                             split_sizes={k: len(v) for k, v in parts.items()}, selection=opts["selection"],
                             selected_epoch=pred.selected_epoch, from_scratch=bool(from_scratch))
