@@ -36,3 +36,21 @@ CLASSIFIERS = ("gin", "resgcn")
 BN_STATS = ("settled", "running")
 #: datasets of large graphs whose semi-supervised batches hold 64 graphs (the others 128)
 SMALL_BATCH = ("DD", "COLLAB", "REDDIT-BINARY", "REDDIT-MULTI-5K", "github_stargazers")
+#: molecule fine-tuning tasks (``autogcl.MoleculeEncoder.finetune``, ``transfer finetune --task``):
+#: binary labels (masked BCE, ROC-AUC) or numbers (standardised targets, MSE, RMSE/MAE/R²)
+TASKS = ("classification", "regression")
+#: which weights a fine-tuned molecule predictor keeps: the last epoch's, or those of the epoch
+#: with the best validation score (ROC-AUC, or the lowest RMSE for regression)
+FINETUNE_SELECTIONS = ("last", "val")
+#: how fine-tuning splits the molecules it is given: not at all, by Bemis-Murcko scaffold (the
+#: transfer protocol), or at random (seeded)
+FINETUNE_SPLITS = ("none", "scaffold", "random")
+#: the regression protocol's selections: the validation RMSE, and the lowest test RMSE over
+#: epochs (the analogue of classification's test_max, named for what it is)
+REGRESSION_SELECTIONS = ("val", "test_min")
+#: fine-tuning presets: ``paper`` is the transfer protocol of the AutoGCL paper's Table 4 (Hu
+#: et al. 2020's settings), what ``autogcl transfer finetune`` runs by default
+FINETUNE_PRESETS = {
+    "paper": {"epochs": 100, "batch_size": 32, "lr": 0.001, "weight_decay": 0.0, "dropout": 0.5,
+              "split": "scaffold", "frac": (0.8, 0.1, 0.1), "selection": "val"},
+}

@@ -418,9 +418,11 @@ def add_transfer(sub) -> None:
     ft = _parser(
         ts, "finetune", "fine-tune on MoleculeNet sets or your own CSV",
         "Fine-tune the molecule GIN (from --checkpoint, or from scratch for the No-pretrain "
-        "row) on each dataset with a scaffold split 80/10/10: masked BCE, ROC-AUC averaged over the tasks "
-        "with both classes. Reports mean ± std over seeds under the val selection (test ROC-AUC at the "
-        "epoch of best validation ROC-AUC) and test_max (best test ROC-AUC, the published protocol).")
+        "row) on each dataset with a scaffold split 80/10/10, one autogcl.MoleculeEncoder.finetune per seed: "
+        "masked BCE, ROC-AUC averaged over the tasks with both classes. Reports mean ± std over seeds under "
+        "the val selection (test ROC-AUC at the epoch of best validation ROC-AUC) and test_max (best test "
+        "ROC-AUC, the published protocol). A --csv with numeric label columns is regression (standardised "
+        "targets, MSE): test RMSE, MAE and R² under val (lowest validation RMSE) and test_min (lowest test RMSE).")
     add_options(ft, FinetuneConfig)
     _run_options(ft, SWEEP + ("workers", "tag", "grid"), seeds=3, out="runs/transfer")
     ft.set_defaults(func=cmd_finetune)
@@ -474,6 +476,9 @@ def cmd_finetune(args) -> int:
     plans = [(c, name, pc) for c in cfgs for name, pc in expand(c, run.grid)]
     sweeps = [plan(pc, run.seed_list, grid_out(run.out, name), tag, run.data_root, run.progress, run.workers,
                    run.engine, run.fetch) for _, name, pc in plans]
+    if run.grid and any(sw.units[0].config.get("task") == "regression" for sw in sweeps):
+        raise ConfigError("--grid picks a configuration by the ROC-AUC of the val selection; it does not take "
+                          "regression runs (numeric labels) yet: run each configuration with its own --out")
     summaries = run_sweeps(sweeps, run.resume, f"{tag} seeds", "seed", run.progress, run.restart_damaged,
                            executor)
     if run.grid:

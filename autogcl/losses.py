@@ -96,6 +96,16 @@ def masked_bce(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return F.binary_cross_entropy_with_logits(logits[labeled], y[labeled])
 
 
+def masked_mse(pred: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """Multi-task mean squared error over the labeled entries only (``y`` is NaN where a
+    label is missing); 0 when there are none."""
+    y = y.view_as(pred)
+    labeled = ~torch.isnan(y)
+    if not labeled.any():
+        return pred.sum() * 0.0
+    return F.mse_loss(pred[labeled], y[labeled])
+
+
 class NTXent(nn.Module):
     """``loss = NTXent(tau=0.5)(z1, z2)``: :func:`nt_xent` with a named variant
     (``simclr``, published; ``released``: positive left out of the denominator, and one

@@ -8,10 +8,12 @@ fine-tuning to a multi-task predictor.
   takes a shipped encoder by name (``"autogcl-moses-fullx1"``, see ``pretrained/README.md``)
   or the ``encoder.pt`` of an ``autogcl transfer pretrain`` run; ``embed(smiles)`` gives a
   ``molecules x 300`` array and the input positions it covers; ``finetune(smiles, y)`` trains a
-  :class:`MoleculePredictor` (masked binary cross-entropy over the labeled entries of ``y``,
-  NaN = missing, as in MoleculeNet).
-* :class:`MoleculePredictor` ``predict(smiles)`` gives one probability per task;
-  ``save``/``load`` round-trip it exactly, read with ``torch.load(weights_only=True)``.
+  :class:`MoleculePredictor`: the one fine-tuning recipe (``autogcl transfer finetune`` runs it
+  per seed), for binary tasks (masked binary cross-entropy over the labeled entries of ``y``,
+  NaN = missing, as in MoleculeNet) or numeric targets (standardised, masked MSE).
+* :class:`MoleculePredictor` ``predict(smiles)`` gives one probability per task, or values in
+  the targets' units; ``save``/``load`` round-trip it exactly, read with
+  ``torch.load(weights_only=True)``.
 
 See the "Molecules" section of ``docs/api.md``.
 """
@@ -19,6 +21,9 @@ See the "Molecules" section of ``docs/api.md``.
 from __future__ import annotations
 
 import logging
+import math
+import time
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,9 +36,10 @@ from torch_geometric.loader import DataLoader
 
 from . import __version__
 from .atomic import atomic_save
-from .data.molecules import VOCAB, featurize, smiles_to_graph
+from .data.molecules import VOCAB, featurize, iter_smiles, label_task, smiles_to_graph
 from .devices import resolve_device
 from .errors import ConfigError, DataError
+from .eval.metrics import regression_scores, roc_auc
 from .models.embed import embed as _embed
 from .models.embed import module_device
 from .models.mol_gin import ENCODER_FORMAT, MolEncoder, MolPredictor, load_encoder, save_encoder
@@ -89,24 +95,24 @@ class Molecules(Sequence):
 
 
 def _labels(y, n: int) -> np.ndarray:
-    """``y`` as a float ``n x tasks`` matrix (NaN = missing), checked: one row per SMILES, only
-    0, 1 or NaN."""
+    """``y`` as a float ``n x tasks`` matrix (NaN = missing), checked: one row per SMILES,
+    numbers or NaN (whether they are binary is the task's business: :func:`label_task`)."""
     try:
-        y = np.asarray(y, dtype=np.float32)
+        y = np.asarray(y, dtype=np.float64)
     except (TypeError, ValueError) as exc:
-        raise DataError(f"labels y must be numbers (0, 1 or NaN for missing): {exc}") from None
+        raise DataError(f"labels y must be numbers (NaN for a missing label): {exc}") from None
     given = tuple(y.shape)
     if y.ndim == 1:
         y = y.reshape(-1, 1)
     if y.ndim != 2 or y.shape[0] != n:
         raise DataError(f"labels y have shape {given}: expected one row per SMILES ({n} rows; a vector, "
                         "or a molecules x tasks matrix)")
-    bad = np.argwhere(~np.isnan(y) & (y != 0) & (y != 1))
+    bad = np.argwhere(np.isinf(y))
     if len(bad):
         i, t = (int(v) for v in bad[0])
         at = f"{i}, {t}" if len(given) == 2 else f"{i}"
-        raise DataError(f"label y[{at}] = {float(y[i, t])!r} (SMILES {i}) is not 0, 1 or NaN (binary tasks; NaN marks a missing "
-                        f"label); {len(bad)} such entr{'y' if len(bad) == 1 else 'ies'}")
+        raise DataError(f"label y[{at}] = {float(y[i, t])!r} (SMILES {i}) is not a finite number (NaN marks a "
+                        "missing label)")
     return y
 
 
@@ -118,11 +124,15 @@ def from_smiles(smiles, y=None, *, workers: int | None = None, progress: bool = 
     Entries that do not parse (or are empty, or not strings, such as a pandas NaN) are skipped:
     each is logged with its index and string, and listed in ``.skipped``; a
     :class:`~autogcl.DataError` only when none parses. ``y`` (optional): labels, a vector or a
-    ``SMILES x tasks`` matrix of 0/1 with NaN for a missing label, stored as each graph's ``y``
-    (``1 x tasks`` float). ``workers``: featurising processes (default: one below 5,000
-    SMILES, else every core). ``report=False``: no warning (the caller reports ``.skipped``)."""
+    ``SMILES x tasks`` matrix of numbers (0/1 for binary tasks) with NaN for a missing label,
+    stored as each graph's ``y`` (``1 x tasks`` float). ``smiles`` may also be the path of a
+    CSV or ``.smi`` file (a ``Path``, or a string ending in ``.csv``, ``.smi``, ``.txt`` or
+    those with ``.gz``): its SMILES column (one named ``smiles`` in any case, else the first)
+    is read. ``workers``: featurising processes (default: one below 5,000 SMILES, else every
+    core). ``report=False``: no warning (the caller reports ``.skipped``)."""
     if isinstance(smiles, Molecules):
         return smiles
+    smiles = _smiles_of_file(smiles)
     if isinstance(smiles, str):
         smiles = [smiles]
     try:
@@ -153,9 +163,34 @@ def from_smiles(smiles, y=None, *, workers: int | None = None, progress: bool = 
     for k, (x, ei, ea) in enumerate(feats.arrays):
         g = Data(x=torch.from_numpy(x), edge_index=torch.from_numpy(ei), edge_attr=torch.from_numpy(ea))
         if labels is not None:
-            g.y = torch.from_numpy(labels[index[k]]).view(1, -1)
+            g.y = torch.from_numpy(labels[index[k]].astype(np.float32)).view(1, -1)
         graphs.append(g)
     return Molecules(graphs, index, [smiles[i] for i in index], skipped, n)
+
+
+#: file names read as SMILES files where a list of SMILES is expected (``.gz`` allowed too)
+SMILES_FILES = (".csv", ".smi", ".txt")
+
+
+def _smiles_of_file(data):
+    """The SMILES of a file when ``data`` names one (a ``Path``, or a string with a SMILES
+    file's suffix, which no SMILES has), else ``data`` itself; a missing file is an error
+    naming it, never a SMILES that does not parse."""
+    if isinstance(data, str):
+        name = data.strip().lower().removesuffix(".gz")
+        if not name.endswith(SMILES_FILES):
+            return data
+    elif not isinstance(data, Path):
+        return data
+    path = Path(data)
+    if not path.is_file():
+        raise DataError(f"{path}: {'a folder' if path.is_dir() else 'no such file'} (a path of a SMILES file "
+                        f"({', '.join(SMILES_FILES)}) is read as one; give a list to pass SMILES)")
+    smiles = [s for _, s in iter_smiles(path)]
+    if not smiles:
+        raise DataError(f"{path}: no SMILES below the header")
+    log.info("%s: read %d SMILES", path, len(smiles))
+    return smiles
 
 
 def as_molecules(data, y=None, **kw) -> Molecules:
@@ -322,107 +357,372 @@ class MoleculeEncoder(nn.Module):
         emb, _ = _embed(self.encoder, _loader(mols, batch_size))
         return emb.numpy(), mols.index
 
-    def finetune(self, smiles, y, *, tasks: Sequence[str] | None = None, epochs: int = 30, batch_size: int = 32,
-                 lr: float = 0.001, dropout: float = 0.5, seed: int = 0, device="auto",
-                 progress: bool | None = None) -> MoleculePredictor:
-        """A :class:`MoleculePredictor` fine-tuned from this encoder (which is not changed) on
-        ``smiles`` and labels ``y`` (a vector, or a ``SMILES x tasks`` matrix of 0/1 with NaN
-        for a missing label): masked binary cross-entropy over the labeled entries, Adam, the
-        transfer protocol's recipe (``autogcl transfer finetune``). ``seed`` fixes the head's
-        initial weights, the batch order and dropout. No epoch is selected: the predictor has
-        the last epoch's weights; ``predictor.history`` holds the loss per epoch."""
+    def finetune(self, data, y=None, *, tasks: Sequence[str] | None = None, task: str | None = None,
+                 preset: str | None = None, epochs: int | None = None, batch_size: int | None = None,
+                 lr: float | None = None, weight_decay: float | None = None, dropout: float | None = None,
+                 split=None, frac: tuple[float, float, float] | None = None, selection: str | None = None,
+                 evaluate=None, from_scratch: bool = False, seed: int = 0, device="auto",
+                 checkpoint: str | Path | None = None, progress: bool | None = None,
+                 desc: str = "fine-tuning") -> MoleculePredictor:
+        """A :class:`MoleculePredictor` fine-tuned from this encoder (which is not changed): the
+        one fine-tuning recipe of autogcl, which ``autogcl transfer finetune`` runs per seed.
+
+        ``data``: SMILES (with labels ``y``: a vector, or a ``SMILES x tasks`` matrix, NaN for a
+        missing label), :func:`from_smiles`'s result, molecule graphs with ``y``, or a labeled
+        molecule dataset (:func:`autogcl.data.load_moleculenet`, ``load_molecule_csv``).
+        ``task``: ``"classification"`` (binary labels: masked binary cross-entropy, ROC-AUC) or
+        ``"regression"`` (numbers: targets standardised with the training part's mean and std
+        per task, masked MSE; RMSE, MAE and R² in the original units); ``None`` infers it from
+        the labels (all 0/1: classification) and says so in the log.
+
+        The recipe's options (``None``: the preset's value, else the default in brackets):
+        ``epochs`` (30), ``batch_size`` (32), ``lr`` (0.001, Adam), ``weight_decay`` (0),
+        ``dropout`` (0.5, inside the GIN), ``split`` (``"none"``: train on every molecule;
+        ``"scaffold"``: Bemis-Murcko scaffolds, as the transfer protocol; ``"random"``,
+        drawn from ``seed``; or a dict of index lists ``{"train", "valid", "test"}``),
+        ``frac`` ((0.8, 0.1, 0.1), the split's fractions) and ``selection`` (``"last"``: the
+        last epoch's weights; ``"val"``: those of the epoch with the best validation score,
+        ROC-AUC or, for regression, the lowest RMSE). ``preset="paper"`` is the transfer
+        protocol of the AutoGCL paper's Table 4 (``autogcl.choices.FINETUNE_PRESETS``: 100
+        epochs, batch 32, lr 0.001, dropout 0.5, scaffold split 80/10/10, val selection);
+        options given here override it.
+
+        Every epoch the validation and test parts are scored in eval mode (``val_auc``,
+        ``test_auc``; or ``val_rmse``, ``val_mae``, ``val_r2``, ``test_...``) and
+        ``evaluate(predictor, epoch)`` (your callback) may add a dict of its own; the rows are
+        ``predictor.history``. ``from_scratch=True`` starts from random weights drawn from
+        ``seed`` (this encoder's architecture only: the "No pretrain" row). ``seed`` fixes the
+        initial head, the batch order and dropout. ``checkpoint``: a file to checkpoint to and
+        resume from. ``device``: ``"auto"``, ``"cpu"``, ``"cuda[:N]"`` or an
+        :class:`autogcl.devices.Engine`."""
+        from .data.batching import GraphLoader, GraphStore
+        from .devices import engine_of
         from .runs import seed_everything
         from .train import FinetuneStrategy, Trainer
         from .train.optim import adam
 
-        if epochs < 1:
-            raise ConfigError(f"epochs must be at least 1, got {epochs}")
-        if batch_size < 2:
-            raise ConfigError(f"batch_size must be at least 2 (BatchNorm), got {batch_size}")
-        mols = from_smiles(smiles, y)
-        if mols.graphs[0].get("y") is None:
-            raise DataError("the molecules carry no labels y: pass y to finetune")
-        labels = torch.cat([g.y for g in mols.graphs])
-        if torch.isnan(labels).all():
-            raise DataError("every label is missing (NaN): nothing to fine-tune on")
+        opts = _recipe(preset, epochs=epochs, batch_size=batch_size, lr=lr, weight_decay=weight_decay,
+                       dropout=dropout, split=split, frac=frac, selection=selection)
+        graphs, labels, smiles, mols = _labeled(data, y)
         num_tasks = int(labels.shape[1])
+        if tasks is None:
+            tasks = (getattr(data, "meta", None) or {}).get("tasks")
         if tasks is not None and len(tasks) != num_tasks:
             raise DataError(f"{len(tasks)} task names for {num_tasks} label column(s)")
+        parts = _split_parts(opts["split"], len(labels), smiles, opts["frac"], seed)
+        train = parts["train"]
+        if np.isnan(labels[train]).all():
+            raise DataError("every label is missing (NaN)" + (" in the training part" if len(parts) > 1 else "")
+                            + ": nothing to fine-tune on")
+        task = _task(labels, task, mols)
+        if opts["selection"] == "val" and "valid" not in parts:
+            raise ConfigError("selection='val' needs a validation part: give split='scaffold', 'random' or a dict "
+                              "with 'valid' (or selection='last')")
+        scaling = _scaling(labels[train]) if task == "regression" else None
+
         gen = seed_everything(seed)
         cfg = self.config
-        pred = MoleculePredictor(num_tasks, cfg["dim"], cfg["num_layers"], cfg["vocab"], dropout, tasks,
-                                 meta={"encoder": self.meta, "encoder_source": getattr(self, "source", None)})
-        pred.model.encoder.load_state_dict(self.encoder.state_dict())
+        if not from_scratch:
+            # a GIN's initial weights are drawn and dropped before the predictor's, as the transfer
+            # protocol's check of the encoder file did up to b434260: a seed keeps the numbers of the
+            # committed runs (the head's weights and the dropout masks follow these draws)
+            MolEncoder(cfg["vocab"], cfg["dim"], cfg["num_layers"])
+        pred = MoleculePredictor(num_tasks, cfg["dim"], cfg["num_layers"], cfg["vocab"], opts["dropout"], tasks,
+                                 meta={"encoder": self.meta, "encoder_source": getattr(self, "source", None)},
+                                 task=task, scaling=scaling)
+        if not from_scratch:
+            pred.model.encoder.load_state_dict(self.encoder.state_dict())
+        opt = adam(pred.model.parameters(), lr=opts["lr"], weight_decay=opts["weight_decay"])
+        engine = engine_of(device)
+        store = GraphStore.from_dataset(graphs, name="molecules")
+        if y is not None or getattr(graphs, "_data", None) is None:  # labels as checked here, one row per graph
+            store = store.with_graph_values("y", torch.from_numpy(labels.astype(np.float32)))
+        store = store.to(resolve_device(engine))
+        size = opts["batch_size"]
         # a last batch of one single-atom molecule would break BatchNorm: drop such a remainder
-        loader = _loader(mols, batch_size, shuffle=True, generator=gen, drop_last=len(mols) % batch_size == 1)
-        strat = FinetuneStrategy(pred.model, adam(pred.model.parameters(), lr=lr))
-        trainer = Trainer(strat, device=resolve_device(device), loader_gen=gen, desc="fine-tuning",
-                          show_progress=progress)
-        pred.history = trainer.fit(loader, epochs)
-        pred.hparams.update(epochs=epochs, batch_size=batch_size, lr=lr, seed=seed, molecules=len(mols),
-                            skipped=len(mols.skipped))
+        loader = GraphLoader(store, batch_size=size, shuffle=True, generator=gen, drop_last=len(train) % size == 1,
+                             indices=torch.as_tensor(train, dtype=torch.long))
+        scored = {p: GraphLoader(store, batch_size=256, indices=torch.as_tensor(parts[k], dtype=torch.long))
+                  for p, k in (("val", "valid"), ("test", "test")) if k in parts}
+        key = "val_auc" if task == "classification" else "val_rmse"
+        # the weights of the first epoch with the best validation score, kept with the checkpoint so that
+        # a resumed fit keeps the same model (a resumed fit replaces extra["best"] by the checkpoint's)
+        extra = {"best": {"epoch": None, key: -math.inf if task == "classification" else math.inf, "state": None}}
+
+        def scores(epoch):
+            t0 = time.perf_counter()
+            row, counts = {}, {}
+            for part, part_loader in scored.items():
+                values, counts[part] = pred._scores(part_loader)
+                row.update({f"{part}_{k}": v for k, v in values.items()})
+            row.update({f"{p}_tasks": n for p, n in counts.items()})
+            best, now = extra["best"], row.get(key, math.nan)
+            if now > best[key] if task == "classification" else now < best[key]:  # NaN never wins
+                best.update({"epoch": epoch, key: now,
+                             "state": {k: v.detach().cpu().clone() for k, v in pred.model.state_dict().items()}})
+            row["eval_time_s"] = time.perf_counter() - t0
+            if evaluate is not None:
+                row.update(evaluate(pred, epoch) or {})
+            return row
+
+        strategy = FinetuneStrategy(pred.model, opt, task, scaling)
+        trainer = Trainer(strategy, device=engine, checkpoint=checkpoint, loader_gen=gen, ckpt_every=10,
+                          ckpt_on_report=False, desc=desc, show_progress=progress)
+        pred.history = trainer.fit(loader, opts["epochs"], evaluate=scores if scored or evaluate else None,
+                                   extra=extra)
+        best = extra["best"]
+        if opts["selection"] == "val" and best["state"] is not None:
+            pred.model.load_state_dict(best["state"])
+        pred.selected_epoch = best["epoch"] if opts["selection"] == "val" and best["state"] is not None \
+            else pred.history[-1]["epoch"]
+        pred.hparams.update(epochs=opts["epochs"], batch_size=size, lr=opts["lr"], weight_decay=opts["weight_decay"],
+                            seed=seed, molecules=len(labels), skipped=len(mols.skipped) if mols is not None else 0,
+                            split=opts["split"] if isinstance(opts["split"], str) else "given",
+                            split_sizes={k: len(v) for k, v in parts.items()}, selection=opts["selection"],
+                            selected_epoch=pred.selected_epoch, from_scratch=bool(from_scratch))
         return pred
+
+
+def _recipe(preset: str | None, **given) -> dict:
+    """The fine-tuning options: those given, else the preset's, else the defaults."""
+    from .choices import FINETUNE_PRESETS, FINETUNE_SELECTIONS
+
+    if preset is not None and preset not in FINETUNE_PRESETS:
+        raise ConfigError(f"unknown preset {preset!r}; choose from {', '.join(FINETUNE_PRESETS)}")
+    base = {**FINETUNE_DEFAULTS, **(FINETUNE_PRESETS[preset] if preset else {})}
+    opts = {k: (base[k] if v is None else v) for k, v in given.items()}
+    if not isinstance(opts["epochs"], int) or opts["epochs"] < 1:
+        raise ConfigError(f"epochs must be an int of at least 1, got {opts['epochs']!r}")
+    if not isinstance(opts["batch_size"], int) or opts["batch_size"] < 2:
+        raise ConfigError(f"batch_size must be at least 2 (BatchNorm), got {opts['batch_size']!r}")
+    if not opts["lr"] > 0 or not opts["weight_decay"] >= 0:
+        raise ConfigError(f"lr must be positive and weight_decay at least 0, got {opts['lr']}, {opts['weight_decay']}")
+    if not 0 <= opts["dropout"] < 1:
+        raise ConfigError(f"dropout must lie in [0, 1), got {opts['dropout']}")
+    if opts["selection"] not in FINETUNE_SELECTIONS:
+        raise ConfigError(f"unknown selection {opts['selection']!r}; choose from {', '.join(FINETUNE_SELECTIONS)}")
+    frac = tuple(float(f) for f in opts["frac"])
+    if len(frac) != 3 or min(frac) < 0 or abs(sum(frac) - 1) > 1e-6:
+        raise ConfigError(f"frac must be three non-negative fractions (train, valid, test) summing to 1, got {frac}")
+    opts["frac"] = frac
+    return opts
+
+
+#: the fine-tuning options where neither the call nor a preset gives them
+FINETUNE_DEFAULTS = {"epochs": 30, "batch_size": 32, "lr": 0.001, "weight_decay": 0.0, "dropout": 0.5,
+                     "split": "none", "frac": (0.8, 0.1, 0.1), "selection": "last"}
+
+
+def _labeled(data, y):
+    """``(graphs, labels, smiles, molecules)`` of fine-tuning data: the graphs for the store
+    (a labeled molecule dataset as it is), a float64 ``graphs x tasks`` label matrix, the
+    graphs' SMILES (``None`` when unknown) and the :class:`Molecules` (``None`` for a dataset)."""
+    if y is None and _is_dataset(data):
+        meta = getattr(data, "meta", None) or {}
+        labels = data._data.get("y")
+        if labels is None:
+            raise DataError("the molecules carry no labels y: pass y to finetune")
+        labels = labels.view(len(data.slices["y"]) - 1, -1)  # every graph of the dataset, one row each
+        smiles = meta.get("smiles")
+        if data._indices is not None:  # a subset (dataset[idx]): its graphs' rows, in its order
+            idx = data.indices()
+            labels = labels[torch.as_tensor(list(idx), dtype=torch.long)]
+            smiles = [smiles[i] for i in idx] if smiles else None
+        return data, labels.numpy().astype(np.float64), smiles, None
+    mols = as_molecules(data)
+    if y is not None:
+        labels = _labels(y, mols.num_input)[mols.index]
+    else:
+        missing = [i for i, g in enumerate(mols.graphs) if g.get("y") is None]
+        if missing:
+            raise DataError(f"the molecules carry no labels y (graph {missing[0]} has none): pass y to finetune")
+        try:
+            labels = torch.cat([g.y.reshape(1, -1) for g in mols.graphs]).double().numpy()
+        except RuntimeError as exc:
+            raise DataError(f"the graphs' labels y differ in length ({exc})") from None
+    return mols.graphs, labels.astype(np.float64), (mols.smiles or None), mols
+
+
+def _is_dataset(data) -> bool:
+    """A PyG in-memory dataset whose tensors can be batched as they are (no subset, no transform)."""
+    from torch_geometric.data import InMemoryDataset
+
+    return (isinstance(data, InMemoryDataset) and data.transform is None
+            and getattr(data, "_data", None) is not None and data.slices is not None)
+
+
+def _task(labels: np.ndarray, task: str | None, mols: Molecules | None) -> str:
+    """The task, checked against the labels or inferred from them, said in the log."""
+    rows = mols.index.tolist() if mols is not None else None
+    chosen = label_task(labels, task, "labels y", rows)
+    if task is None:
+        labeled = labels[~np.isnan(labels)]
+        if chosen == "classification":
+            log.info("labels are all 0 or 1: fine-tuning for classification (pass task='regression' for numbers)")
+        elif np.all(labeled == np.round(labeled)):
+            log.warning("labels are integers other than 0/1: fine-tuning for regression (standardised targets, MSE). "
+                        "Classes are not numbers: give one binary column per class for classification")
+        else:
+            log.info("labels are numbers: fine-tuning for regression (standardised targets, MSE; RMSE, MAE, R²)")
+    return chosen
+
+
+def _scaling(labels: np.ndarray) -> dict:
+    """Per task, the mean and std (ddof 0) of the labeled training targets (std 1 where it is 0
+    or undefined, mean 0 for a task without labels)."""
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # a task without labels: mean of nothing
+        mean, std = np.nanmean(labels, axis=0), np.nanstd(labels, axis=0)
+    mean = np.where(np.isfinite(mean), mean, 0.0)
+    std = np.where(np.isfinite(std) & (std > 0), std, 1.0)
+    return {"mean": mean.tolist(), "std": std.tolist()}
+
+
+def _split_parts(split, n: int, smiles, frac, seed: int) -> dict[str, np.ndarray]:
+    """The index arrays of the parts a split names (``train``, and ``valid``/``test``)."""
+    from .choices import FINETUNE_SPLITS
+    from .data.splits import scaffold_split
+
+    if isinstance(split, dict):
+        parts = {}
+        for k, v in split.items():
+            if k not in ("train", "valid", "test"):
+                continue
+            idx = np.asarray(v, dtype=np.int64).reshape(-1)
+            if idx.size and (idx.min() < 0 or idx.max() >= n):
+                raise ConfigError(f"split[{k!r}] has indices outside 0..{n - 1}")
+            parts[k] = idx
+        if "train" not in parts:
+            raise ConfigError(f"a split dict needs a 'train' list (got keys {sorted(split)})")
+    elif split in (None, "none"):
+        return {"train": np.arange(n)}
+    elif split == "scaffold":
+        if not smiles or len(smiles) != n:
+            raise ConfigError("split='scaffold' needs the molecules' SMILES: give SMILES, from_smiles's result or a "
+                              "molecule dataset (graphs alone have none), or split='random'")
+        cut = scaffold_split(list(smiles), frac)
+        parts = {k: np.asarray(cut[k], dtype=np.int64) for k in ("train", "valid", "test")}
+    elif split == "random":
+        order = np.random.default_rng(seed).permutation(n)
+        a, b = int(round(frac[0] * n)), int(round((frac[0] + frac[1]) * n))
+        parts = {"train": np.sort(order[:a]), "valid": np.sort(order[a:b]), "test": np.sort(order[b:])}
+    else:
+        raise ConfigError(f"unknown split {split!r}; choose from {', '.join(FINETUNE_SPLITS)} or give a dict of "
+                          "index lists")
+    empty = [k for k, v in parts.items() if len(v) == 0]
+    if empty:
+        raise DataError(f"the {split if isinstance(split, str) else 'given'} split of {n} molecules leaves "
+                        f"{', '.join(empty)} empty ({ {k: len(v) for k, v in parts.items()} }); use more molecules "
+                        "or other fractions")
+    return parts
 
 
 # ---------------------------------------------------------------------------------- predictor
 
 
 class MoleculePredictor(nn.Module):
-    """A molecule GIN with one logit per task (:class:`autogcl.MolPredictor`), made by
-    :meth:`MoleculeEncoder.finetune` (or by ``autogcl transfer finetune``, whose units write
-    one as ``model.pt``). ``predict`` gives probabilities; ``save``/:meth:`load` round-trip it."""
+    """A molecule GIN with one output per task (:class:`autogcl.MolPredictor`), made by
+    :meth:`MoleculeEncoder.finetune` (also per seed of ``autogcl transfer finetune``, whose
+    units write one as ``model.pt``). ``predict`` gives probabilities (classification) or
+    values in the targets' own units (regression: the outputs un-standardised with
+    ``scaling``); ``score`` the metrics on labeled molecules; ``save``/:meth:`load`
+    round-trip it, task and target scaling included."""
 
     def __init__(self, num_tasks: int, dim: int = 300, num_layers: int = 5, vocab: dict | None = None,
-                 dropout: float = 0.5, tasks: Sequence[str] | None = None, meta: dict | None = None):
+                 dropout: float = 0.5, tasks: Sequence[str] | None = None, meta: dict | None = None,
+                 task: str = "classification", scaling: dict | None = None):
         super().__init__()
+        from .choices import TASKS
+
         if num_tasks < 1:
             raise ConfigError(f"num_tasks must be at least 1, got {num_tasks}")
+        if task not in TASKS:
+            raise ConfigError(f"unknown task {task!r}; choose from {', '.join(TASKS)}")
+        if task == "regression":
+            scaling = scaling or {"mean": [0.0] * num_tasks, "std": [1.0] * num_tasks}
+            if any(len(scaling.get(k, ())) != num_tasks for k in ("mean", "std")):
+                raise ConfigError(f"scaling needs a mean and a std per task ({num_tasks}), got {scaling}")
+            scaling = {k: [float(v) for v in scaling[k]] for k in ("mean", "std")}
         self.model = MolPredictor(num_tasks, vocab or VOCAB, dim, num_layers, dropout)
         self.tasks = [str(t) for t in tasks] if tasks is not None else [f"task{i}" for i in range(num_tasks)]
+        self.task, self.scaling = task, (scaling if task == "regression" else None)
         self.hparams = {"num_tasks": num_tasks, "dim": dim, "num_layers": num_layers, "vocab": dict(vocab or VOCAB),
-                        "dropout": dropout}
+                        "dropout": dropout, "task": task}
         self.meta = dict(meta or {})
         self.history: list[dict] = []
-
-    @classmethod
-    def wrap(cls, model: MolPredictor, tasks=None, meta: dict | None = None, dropout: float = 0.5):
-        """A predictor around an existing :class:`autogcl.MolPredictor` (its weights shared)."""
-        cfg = model.encoder.config()
-        out = cls(model.head.out_features, cfg["dim"], cfg["num_layers"], cfg["vocab"], dropout, tasks, meta)
-        out.model = model
-        return out
+        self.selected_epoch: int | None = None
 
     @property
     def device(self) -> torch.device:
         return module_device(self)
 
     def forward(self, batch) -> torch.Tensor:
-        """Logits (``graphs x tasks``)."""
+        """Raw outputs (``graphs x tasks``): logits, or standardised values for regression."""
         return self.model(batch)
 
+    def _values(self, out: torch.Tensor) -> np.ndarray:
+        """Outputs as the predictor reports them, in float64: probabilities, or values in the
+        targets' units."""
+        out = out.detach().cpu().double().numpy().reshape(out.shape[0], -1)
+        if self.task == "regression":
+            return out * np.asarray(self.scaling["std"]) + np.asarray(self.scaling["mean"])
+        return 1.0 / (1.0 + np.exp(-out))
+
     @torch.no_grad()
-    def predict(self, smiles, batch_size: int = 256, device=None) -> tuple[np.ndarray, np.ndarray]:
-        """``(probabilities, index)``: a float32 ``molecules x tasks`` array of the SMILES that
-        parse (eval mode) and their positions in ``smiles`` (SMILES, or graphs as
-        :meth:`MoleculeEncoder.embed` takes them)."""
+    def _predicted(self, smiles, batch_size: int = 256, device=None) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`predict` in float64."""
         mols = as_molecules(smiles)
         if device is not None:
             self.to(resolve_device(device))
-        logits, _ = _embed(self.model, _loader(mols, batch_size))
-        return torch.sigmoid(logits).numpy(), mols.index
+        out, _ = _embed(self.model, _loader(mols, batch_size))
+        return self._values(out), mols.index
+
+    def _scores(self, loader) -> tuple[dict, int]:
+        """``({metric: value}, tasks scored)`` of the graphs of ``loader`` (eval mode): ``auc``,
+        or ``rmse``, ``mae`` and ``r2`` in the targets' units."""
+        out, labels = _embed(self.model, loader)
+        y = labels.reshape(out.shape).numpy()
+        if self.task == "regression":
+            return regression_scores(y, self._values(out))
+        auc, n = roc_auc(y, out.numpy())
+        return {"auc": auc}, n
+
+    @torch.no_grad()
+    def predict(self, smiles, batch_size: int = 256, device=None) -> tuple[np.ndarray, np.ndarray]:
+        """``(values, index)``: a float32 ``molecules x tasks`` array of the SMILES that parse
+        (eval mode), probabilities for classification and values in the targets' own units for
+        regression, and their positions in ``smiles`` (SMILES, a CSV or ``.smi`` file's path,
+        or graphs as :meth:`MoleculeEncoder.embed` takes them)."""
+        values, index = self._predicted(smiles, batch_size, device)
+        return values.astype(np.float32), index
+
+    def score(self, smiles, y, batch_size: int = 256) -> dict:
+        """The predictor's scores on labeled molecules (``y`` as :meth:`MoleculeEncoder.finetune`
+        takes it): ``{"roc_auc", "tasks"}`` (tasks with both classes), or ``{"rmse", "mae",
+        "r2", "tasks"}`` in the targets' units (tasks with two labels or more)."""
+        mols = as_molecules(smiles)
+        labels = _labels(y, mols.num_input)[mols.index]
+        values, _ = self.predict(mols, batch_size)
+        if self.task == "regression":
+            scores, n = regression_scores(labels, values)
+            return {**scores, "tasks": n}
+        auc, n = roc_auc(labels, values)
+        return {"roc_auc": auc, "tasks": n}
 
     def save(self, path: str | Path) -> Path:
-        """Write the predictor (architecture, task names, weights on the CPU, history) atomically."""
+        """Write the predictor (architecture, task, target scaling, task names, weights on the
+        CPU, history) atomically."""
         state = {k: v.detach().cpu() for k, v in self.model.state_dict().items()}
         atomic_save({"format": PREDICTOR_FORMAT, "hparams": dict(self.hparams), "tasks": list(self.tasks),
-                     "state_dict": state, "history": list(self.history), "meta": self.meta,
-                     "autogcl": __version__}, path)
+                     "task": self.task, "scaling": self.scaling, "state_dict": state, "history": list(self.history),
+                     "meta": self.meta, "autogcl": __version__}, path)
         return Path(path)
 
     @classmethod
     def load(cls, path: str | Path, device="cpu") -> MoleculePredictor:
         """Restore a predictor written by :meth:`save` (``weights_only=True``); a file of
-        another kind (an encoder, a TU model) is a clear error saying what it is."""
+        another kind (an encoder, a TU model) is a clear error saying what it is. A file from
+        before regression holds a classifier."""
         path = Path(path)
         blob = _read(path, "cpu")
         if blob.get("format") != PREDICTOR_FORMAT:
@@ -430,10 +730,12 @@ class MoleculePredictor(nn.Module):
         try:
             hp = dict(blob["hparams"])
             pred = cls(int(hp["num_tasks"]), int(hp["dim"]), int(hp["num_layers"]), hp["vocab"],
-                       float(hp.get("dropout", 0.5)), blob.get("tasks"), blob.get("meta"))
-        except (KeyError, TypeError, ValueError) as exc:
+                       float(hp.get("dropout", 0.5)), blob.get("tasks"), blob.get("meta"),
+                       blob.get("task", "classification"), blob.get("scaling"))
+        except (KeyError, TypeError, ValueError, ConfigError) as exc:
             raise DataError(f"{path}: damaged predictor record ({type(exc).__name__}: {exc})") from None
         pred.hparams.update(hp)
         _fill(pred.model, blob["state_dict"], path, "molecule predictor")
         pred.history = list(blob.get("history", []))
+        pred.selected_epoch = hp.get("selected_epoch")
         return pred.to(resolve_device(device))

@@ -18,6 +18,7 @@ import io
 import logging
 import math
 import os
+import re
 import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -111,10 +112,38 @@ def parse_smiles(smiles: str):
         return None, "empty SMILES"
     mol = Chem.MolFromSmiles(smiles.strip())
     if mol is None:
-        return None, "RDKit cannot parse it"
+        return None, f"RDKit cannot parse it: {rdkit_reason(smiles.strip())}"
     if mol.GetNumAtoms() == 0:
         return None, "no atoms"
     return mol, ""
+
+
+def rdkit_reason(smiles: str) -> str:
+    """RDKit's own reason why a SMILES gives no molecule: its parser's message (a syntax error
+    and where), or the sanitisation error (a valence, an aromatic ring it cannot kekulise).
+    Only called for a SMILES that failed, so a molecule that parses is built as before."""
+    Chem = rdkit()
+    from rdkit import rdBase
+
+    capture = getattr(rdBase, "CaptureErrorLog", None)
+    if capture is not None:
+        with capture() as cap:
+            raw = Chem.MolFromSmiles(smiles, sanitize=False)
+        messages = cap.messages
+    else:  # pragma: no cover - RDKit before 2025 has no capture: the sanitisation error only
+        raw, messages = Chem.MolFromSmiles(smiles, sanitize=False), ""
+    if raw is None:
+        lines = []
+        for text in messages.splitlines():
+            text = re.sub(r"^\[[0-9:. ]+\]\s*", "", text).strip()
+            if text.startswith("SMILES Parse Error:") and "Failed parsing SMILES" not in text:
+                lines.append(text.removeprefix("SMILES Parse Error:").strip())
+        return "; ".join(lines) or "a SMILES syntax error"
+    try:
+        Chem.SanitizeMol(raw)
+    except Exception as exc:  # RDKit raises its own exception types (valence, kekulisation)
+        return " ".join(str(exc).split()) or type(exc).__name__
+    return "RDKit gave no molecule"
 
 
 def smiles_to_graph(smiles: str) -> Data | None:
@@ -257,16 +286,40 @@ def _parse_label(cell: str, path: Path, line: int, col: str) -> float:
         raise DataError(f"{path}:{line}: label {cell!r} in column {col!r} is not a number") from None
     if math.isnan(v):  # pandas writes missing values as "nan"
         return math.nan
-    if v not in (0.0, 1.0):
-        raise DataError(f"{path}:{line}: label {cell!r} in column {col!r} is not 0, 1 or empty "
-                        "(binary tasks only)")
+    if math.isinf(v):
+        raise DataError(f"{path}:{line}: label {cell!r} in column {col!r} is not a finite number")
     return v
+
+
+def label_task(y: np.ndarray, task: str | None = None, source: str = "labels", rows=None, names=None) -> str:
+    """The fine-tuning task of a ``molecules x tasks`` label matrix (NaN = missing):
+    ``task`` itself, checked, or inferred when ``None``: ``"classification"`` when every label
+    is 0 or 1, else ``"regression"``. A classification label other than 0, 1 or NaN is a
+    :class:`DataError` naming it (``rows``: the file line or input position of each row,
+    ``names``: the columns, both for the message)."""
+    from ..choices import TASKS
+    from ..errors import ConfigError
+
+    if task is not None and task not in TASKS:
+        raise ConfigError(f"unknown task {task!r}; choose from {', '.join(TASKS)}")
+    y = np.asarray(y, dtype=np.float64).reshape(len(y), -1)
+    bad = np.argwhere(~np.isnan(y) & (y != 0) & (y != 1))
+    if task is None:
+        return "regression" if len(bad) else "classification"
+    if task == "classification" and len(bad):
+        i, t = (int(v) for v in bad[0])
+        row = rows[i] if rows is not None else i
+        col = f" in column {names[t]!r}" if names is not None else f" (task {t})"
+        raise DataError(f"{source}, row {row}: label {float(y[i, t])!r}{col} is not 0, 1 or missing (task="
+                        f"'classification' takes binary labels, one column per task; task='regression' takes "
+                        f"numbers); {len(bad)} such entr{'y' if len(bad) == 1 else 'ies'}")
+    return task
 
 
 def read_labeled_csv(path: Path, smiles_col: str, label_cols: list[str] | None,
                      exclude: tuple[str, ...] = ()) -> tuple[list[str], list[int], np.ndarray, list[str]]:
-    """SMILES, their line numbers, a ``rows x tasks`` label matrix (NaN = missing) and the
-    task names. ``label_cols=None`` takes every column but the SMILES and ``exclude``."""
+    """SMILES, their line numbers, a ``rows x tasks`` label matrix (numbers; NaN = missing)
+    and the task names (:func:`label_task` says whether they are binary). ``label_cols=None`` takes every column but the SMILES and ``exclude``."""
     path = Path(path)
     with open_text(path) as f:
         reader = csv.reader(f)

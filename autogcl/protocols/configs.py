@@ -11,12 +11,15 @@ from ..choices import (
     AUGMENTATIONS,
     BN_STATS,
     CL_VARIANTS,
+    FINETUNE_PRESETS,
     FOLD_SEED,
     MOLECULENET_SETS,
+    REGRESSION_SELECTIONS,
     SELECTIONS,
     SEMI_SPLITS,
     SIM_LOSSES,
     SMALL_BATCH,
+    TASKS,
 )
 from ..config import Config, option
 from ..errors import ConfigError
@@ -284,6 +287,8 @@ class PretrainConfig(Config):
 
 
 # transfer
+#: the fine-tuning settings of the published transfer protocol
+PAPER_FINETUNE = FINETUNE_PRESETS["paper"]
 
 
 @dataclass
@@ -296,16 +301,21 @@ class FinetuneConfig(Config):
     smiles_col: str = option("smiles", "SMILES column of --csv")
     label_cols: list[str] | None = option(None, "comma-separated label columns of --csv (default: all others)",
                                           type=str, metavar="A,B")
-    epochs: int = option(100, "fine-tuning epochs", low=1)
-    batch_size: int = option(32, "batch size", low=2)
-    lr: float = option(0.001, "Adam learning rate", low=0, low_open=True)
-    weight_decay: float = option(0.0, "Adam weight decay", cli=False)
-    dropout: float = option(0.5, "dropout of the fine-tuned GIN", low=0, high=1, high_open=True)
+    # the defaults are the published protocol's, MoleculeEncoder.finetune(preset="paper")
+    epochs: int = option(PAPER_FINETUNE["epochs"], "fine-tuning epochs", low=1)
+    batch_size: int = option(PAPER_FINETUNE["batch_size"], "batch size", low=2)
+    lr: float = option(PAPER_FINETUNE["lr"], "Adam learning rate", low=0, low_open=True)
+    weight_decay: float = option(PAPER_FINETUNE["weight_decay"], "Adam weight decay", cli=False)
+    dropout: float = option(PAPER_FINETUNE["dropout"], "dropout of the fine-tuned GIN", low=0, high=1,
+                            high_open=True)
     dim: int = option(300, "GIN width (without --checkpoint)", cli=False)
     num_layers: int = option(5, "GIN layers (without --checkpoint)", cli=False)
-    select: str = option("val", "selection reported as the result (both are always recorded)", choices=SELECTIONS,
-                         what="selection")
-    frac: tuple[float, float, float] = option((0.8, 0.1, 0.1), "scaffold split fractions", cli=False,
+    task: str | None = option(None, "classification (binary labels) or regression (numbers); default: inferred "
+                              "from the labels", type=str, choices=TASKS)
+    select: str = option("val", "selection reported as the result (both are always recorded): val, or test_max "
+                         "(classification) / test_min (regression)",
+                         choices=tuple(dict.fromkeys(SELECTIONS + REGRESSION_SELECTIONS)), what="selection")
+    frac: tuple[float, float, float] = option(PAPER_FINETUNE["frac"], "scaffold split fractions", cli=False,
                                               factory=None)
 
     def __post_init__(self):

@@ -12,14 +12,14 @@ from . import published
 log = logging.getLogger(__name__)
 
 
-def _ms(d: dict) -> str:
+def _ms(d: dict, digits: int = 2) -> str:
     """``mean ± std``; a selection that is not defined, or a score that could not be computed
     (NaN), says so instead of a number."""
     if d.get("undefined"):
         return f"- ({d['undefined']})"
     if d["mean"] != d["mean"]:
         return "not scored (NaN)"
-    return f"{d['mean']:.2f} ± {d['std']:.2f}"
+    return f"{d['mean']:.{digits}f} ± {d['std']:.{digits}f}"
 
 
 def rebuild_summary(folder: Path) -> dict:
@@ -53,14 +53,17 @@ def rebuild_summary(folder: Path) -> dict:
 REQUIRED = {"unsupervised": ("dataset", "method", "tag", "n_seeds", "config", "val", "test_max"),
             "semi": ("dataset", "row", "n_seeds", "n_folds", "val", "test_max"),
             "transfer": ("dataset", "tag", "pretrained", "n_seeds", "config", "val", "test_max")}
+#: a regression fine-tuning's summary names its second selection for what it is
+REGRESSION_REQUIRED = ("dataset", "tag", "pretrained", "n_seeds", "config", "val", "test_min")
 
 
 def check_summary(path: Path, s) -> dict:
     """``s`` when it is a summary the tables can show; else a :class:`DataError` naming ``path``."""
     if not isinstance(s, dict) or s.get("protocol") not in REQUIRED:
         raise DataError(f"{path}: not a summary of an autogcl sweep (no known protocol)")
-    missing = [k for k in REQUIRED[s["protocol"]] if k not in s]
-    missing += [k for k in ("val", "test_max") if k in s and not (
+    required = REGRESSION_REQUIRED if s.get("task") == "regression" else REQUIRED[s["protocol"]]
+    missing = [k for k in required if k not in s]
+    missing += [k for k in ("val", "test_max", "test_min") if k in s and not (
         isinstance(s[k], dict) and all(isinstance(s[k].get(m), (int, float)) for m in ("mean", "std")))]
     if "config" in s and not isinstance(s["config"], dict):
         missing.append("config")
@@ -201,13 +204,22 @@ def transfer_table(summaries: list[dict]) -> str:
         d = s["dataset"]
         return (order.index(d) if d in order else len(order), d, s["pretrained"], s["tag"])
 
+    regression = [s for s in summaries if s.get("task") == "regression"]
+    summaries = [s for s in summaries if s.get("task") != "regression"]
     lines = ["| dataset | pre-training | seeds | epochs | val (ours) | test_max (ours) | published (test_max) |",
-             "|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|"] if summaries else []
     for s in sorted(summaries, key=key):
         pub_key = s.get("pretrain_method") if s["pretrained"] else "no_pretrain"
         pub = published.fmt(published.TRANSFER.get((pub_key, s["dataset"])))
         lines.append(f"| {s['dataset']} | {s['tag']} | {s['n_seeds']} | {s['config']['epochs']} | "
                      f"{_ms(s['val'])} | {_ms(s['test_max'])} | {pub} |")
+    if regression:  # numeric targets: test RMSE (and R²) in the targets' units, lower is better
+        lines += ([""] if lines else []) + [
+            "| dataset (regression) | pre-training | seeds | epochs | val: test RMSE | val: test R² | test_min RMSE |",
+            "|---|---|---|---|---|---|---|"]
+        for s in sorted(regression, key=key):
+            lines.append(f"| {s['dataset']} | {s['tag']} | {s['n_seeds']} | {s['config']['epochs']} | "
+                         f"{_ms(s['val'], 4)} | {_ms(s['val']['r2'], 3)} | {_ms(s['test_min'], 4)} |")
     return "\n".join(lines)
 
 
@@ -221,7 +233,10 @@ def render(summaries: list[dict]) -> str:
     if semi:
         parts.append("## Semi-supervised (accuracy %, mean ± std over the seed x fold results, sample std (ddof 1))\n\n" + semi_table(semi))
     if transfer:
-        parts.append("## Transfer (fine-tuning ROC-AUC %, mean ± std over seeds, population std (ddof 0))\n\n" + transfer_table(transfer))
+        scores = ("ROC-AUC %; regression: RMSE and R² in the targets' units" if any(s.get("task") == "regression"
+                                                                                   for s in transfer) else "ROC-AUC %")
+        parts.append(f"## Transfer (fine-tuning {scores}, mean ± std over seeds, population std (ddof 0))\n\n"
+                     + transfer_table(transfer))
     if not parts:
         return "no finished runs (summary.json) found"
     parts.append("val: selection on data that is not the test fold (honest); "

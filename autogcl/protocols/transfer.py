@@ -2,11 +2,15 @@
 GIN, from a pre-trained encoder or from scratch ("No pretrain"), fine-tuned on a labeled
 molecule dataset with a scaffold split.
 
-Masked BCE over the labeled tasks; ROC-AUC averaged over the tasks that have both classes
-in the evaluated split. Every epoch is scored on the validation and test parts; the
-``val`` selection (default) reports the test ROC-AUC of the epoch with the best
-validation ROC-AUC, ``test_max`` the best test ROC-AUC (the published protocol). One unit
-per (dataset, seed); the split is saved with the run.
+Each (dataset, seed) unit is one call of :meth:`autogcl.MoleculeEncoder.finetune` (the
+library's fine-tuning recipe: masked BCE, or masked MSE on standardised targets for numeric
+labels) on the dataset's saved scaffold split, scoring the validation and test parts every
+epoch. This module keeps what belongs to the protocol: the split, the seeds, the selections
+and the summaries. Classification: ROC-AUC averaged over the tasks that have both classes in
+the evaluated part; ``val`` (default) reports the test ROC-AUC of the epoch with the best
+validation ROC-AUC, ``test_max`` the best test ROC-AUC (the published protocol). Regression:
+RMSE (with MAE and R²) averaged over the tasks; ``val`` reports the test RMSE of the epoch
+with the lowest validation RMSE, ``test_min`` the lowest test RMSE (test_max's analogue).
 """
 
 from __future__ import annotations
@@ -14,24 +18,21 @@ from __future__ import annotations
 import hashlib
 import logging
 import math
-import time
 from pathlib import Path
 
 import numpy as np
 import torch
 
 from .. import runs
-from ..data.batching import GraphLoader, GraphStore
+from ..choices import REGRESSION_SELECTIONS
 from ..data.moleculenet import MOLECULENET, load_molecule_csv, load_moleculenet
-from ..data.molecules import VOCAB
+from ..data.molecules import label_task
 from ..data.splits import scaffold_split
-from ..devices import engine_of, resolve_device, runtime_info
+from ..devices import engine_of, runtime_info
 from ..errors import ConfigError, DataError
-from ..eval.metrics import roc_auc
-from ..models.embed import embed
-from ..models.mol_gin import MolPredictor, load_encoder
-from ..train import FinetuneStrategy, Trainer
-from ..train.optim import adam
+from ..eval.metrics import roc_auc  # noqa: F401 (the protocol's score, named here)
+from ..models.mol_gin import load_encoder
+from ..molecules import MoleculeEncoder, MoleculePredictor
 from .configs import SELECTIONS, FinetuneConfig
 
 log = logging.getLogger(__name__)
@@ -43,30 +44,46 @@ def load_dataset(cfg: FinetuneConfig, data_root=None, workers: int | None = None
     return load_moleculenet(cfg.dataset, data_root, download=download, workers=workers)
 
 
-def predict(model, loader) -> tuple[np.ndarray, np.ndarray]:
-    """Labels (``graphs x tasks``, NaN = missing) and the model's logits, in eval mode."""
-    scores, y = embed(model, loader)
-    return y.reshape(scores.shape).numpy(), scores.numpy()
+def dataset_task(cfg: FinetuneConfig, dataset) -> str:
+    """The dataset's task (``cfg.task``, checked against the labels, or inferred from them:
+    binary labels are classification, numbers regression), with the selection checked to be
+    one of that task's (``test_max`` for classification, ``test_min`` for regression)."""
+    y = dataset._data.y.view(len(dataset), -1).numpy()
+    task = label_task(y, cfg.task, str(cfg.csv or dataset.name), dataset.meta.get("rows"), dataset.meta.get("tasks"))
+    allowed = SELECTIONS if task == "classification" else REGRESSION_SELECTIONS
+    if cfg.select not in allowed:
+        raise ConfigError(f"--select {cfg.select} is not a selection of {task} ({dataset.name}'s labels are "
+                          f"{'binary' if task == 'classification' else 'numbers'}); choose from {', '.join(allowed)}")
+    if cfg.task is None:
+        log.info("%s: %s labels: %s (RMSE, MAE, R²)" if task == "regression" else "%s: %s labels: %s (ROC-AUC)",
+                 dataset.name, "numeric" if task == "regression" else "binary", task)
+    return task
 
 
-def build_model(cfg: FinetuneConfig, num_tasks: int) -> tuple[MolPredictor, dict]:
-    """The predictor, with the pre-trained encoder loaded when ``cfg.checkpoint`` is set."""
-    dim, layers, vocab, meta = cfg.dim, cfg.num_layers, VOCAB, {}
-    state = None
+def encoder_of(cfg: FinetuneConfig) -> MoleculeEncoder:
+    """The encoder a unit fine-tunes: the checkpoint's, or a fresh GIN of the configured size
+    (the "No pretrain" row: its weights are drawn from the unit's seed by ``finetune``)."""
     if cfg.checkpoint:
-        state, arch, meta = load_encoder(cfg.checkpoint)
-        dim, layers, vocab = arch["dim"], arch["num_layers"], arch.get("vocab", VOCAB)
-    model = MolPredictor(num_tasks, vocab, dim, layers, cfg.dropout)
-    if state is not None:
-        missing, unexpected = model.encoder.load_state_dict(state, strict=False)
-        if missing or unexpected:
-            raise ConfigError(f"{cfg.checkpoint} does not fit the molecule GIN "
-                              f"(missing {missing[:3]}, unexpected {unexpected[:3]})")
-    return model, meta
+        return MoleculeEncoder.load(cfg.checkpoint)
+    return MoleculeEncoder(cfg.dim, cfg.num_layers)
 
 
-def select(rows: list[dict]) -> dict:
-    """The reported epoch under each selection (first best; NaN scores never win)."""
+def recipe(cfg: FinetuneConfig) -> dict:
+    """The options of :meth:`autogcl.MoleculeEncoder.finetune` that a configuration sets."""
+    return {"epochs": cfg.epochs, "batch_size": cfg.batch_size, "lr": cfg.lr, "weight_decay": cfg.weight_decay,
+            "dropout": cfg.dropout, "frac": cfg.frac, "from_scratch": cfg.checkpoint is None}
+
+
+METRIC = {"classification": "auc", "regression": "rmse"}
+
+
+def select(rows: list[dict], task: str = "classification") -> dict:
+    """The reported epoch under each selection (first best; NaN scores never win):
+    classification by ROC-AUC (``val``, ``test_max``), regression by RMSE, lowest first
+    (``val``, ``test_min``; each also gives that epoch's test MAE and R²)."""
+    if task == "regression":
+        return _select_regression(rows)
+
     def best(key):
         vals = [r[key] if r[key] == r[key] else -math.inf for r in rows]
         return None if max(vals) == -math.inf else int(np.argmax(vals))
@@ -82,9 +99,30 @@ def select(rows: list[dict]) -> dict:
             "test_max": test_rule | (nan if t is None else {"epoch": rows[t]["epoch"], "auc": rows[t]["test_auc"]})}
 
 
-def unscored_tasks(dataset, split: dict) -> dict:
-    """Per split part, the tasks that ROC-AUC cannot score there (no label at all, or one
-    class only), each logged once: the part's score averages the other tasks."""
+def _select_regression(rows: list[dict]) -> dict:
+    def best(key):
+        vals = [r[key] if r[key] == r[key] else math.inf for r in rows]
+        return None if min(vals) == math.inf else int(np.argmin(vals))
+
+    def at(i, **more):
+        if i is None:
+            return {"epoch": None, "rmse": math.nan, "mae": math.nan, "r2": math.nan, **more}
+        r = rows[i]
+        return {"epoch": r["epoch"], "rmse": r["test_rmse"], "mae": r["test_mae"], "r2": r["test_r2"], **more}
+
+    v, t = best("val_rmse"), best("test_rmse")
+    if v is None:
+        log.warning("no task has two labels in the validation part: no val selection (NaN)")
+    val_rmse = math.nan if v is None else rows[v]["val_rmse"]
+    # score: higher is better in every protocol's record (here minus the validation RMSE)
+    return {"val": {"criterion": "validation RMSE (lowest)", **at(v, val_rmse=val_rmse, score=-val_rmse)},
+            "test_min": {"criterion": "lowest test RMSE", **at(t)}}
+
+
+def unscored_tasks(dataset, split: dict, task: str = "classification") -> dict:
+    """Per split part, the tasks that the part's score cannot use (no label at all, or one
+    class only; for regression fewer than two labels), each logged once: the part's score
+    averages the other tasks."""
     y = dataset._data.y.view(len(dataset), -1).numpy()
     tasks = list(dataset.meta.get("tasks") or range(y.shape[1]))
     out = {}
@@ -93,20 +131,21 @@ def unscored_tasks(dataset, split: dict) -> dict:
         bad = []
         for t, name in enumerate(tasks):
             lab = sub[:, t][~np.isnan(sub[:, t])]
-            if lab.size == 0 or lab.min() == lab.max():
+            if lab.size < 2 if task == "regression" else (lab.size == 0 or lab.min() == lab.max()):
                 bad.append(str(name))
         if bad:
             scored = len(tasks) - len(bad)
-            log.warning("%s: %d task(s) have no labels or one class in the %s part (%s); its ROC-AUC averages "
-                        "the other %d", dataset.name, len(bad), part, ", ".join(bad[:5]) + (" ..." if len(bad) > 5
-                                                                                         else ""), scored)
+            what = "fewer than two labels" if task == "regression" else "no labels or one class"
+            score = "RMSE" if task == "regression" else "ROC-AUC"
+            log.warning("%s: %d task(s) have %s in the %s part (%s); its %s averages the other %d", dataset.name,
+                        len(bad), what, part, ", ".join(bad[:5]) + (" ..." if len(bad) > 5 else ""), score, scored)
             if scored == 0 and part != "train":
-                log.warning("%s: no task can be scored in the %s part: its ROC-AUC is NaN", dataset.name, part)
+                log.warning("%s: no task can be scored in the %s part: its %s is NaN", dataset.name, part, score)
         out[part] = bad
     return out
 
 
-def prepare_split(dataset, out_dir: Path, frac) -> dict:
+def prepare_split(dataset, out_dir: Path, frac, task: str = "classification") -> dict:
     """The scaffold split of the dataset, computed once and saved in ``out_dir/split.json``
     (a saved split is reused after checking it belongs to the same molecules)."""
     path = Path(out_dir) / "split.json"
@@ -123,109 +162,93 @@ def prepare_split(dataset, out_dir: Path, frac) -> dict:
         raise DataError(f"{dataset.name}: the scaffold split {sizes} leaves a part empty ({n} molecules, "
                         f"{split['num_scaffolds']} scaffolds); use more molecules or other fractions")
     split.update(num_graphs=n, frac=list(frac), kind="scaffold", sizes=sizes, smiles_sha256=digest)
-    split["unscored_tasks"] = unscored_tasks(dataset, split)
+    split["unscored_tasks"] = unscored_tasks(dataset, split, task)
     runs.atomic_write_json(path, split)
     runs.atomic_write_json(Path(out_dir) / "dataset.json",
                            {k: v for k, v in dataset.meta.items() if k not in ("smiles", "rows")})
     return split
 
 
-def run_unit(unit: runs.Unit, dataset, split: dict, show_progress: bool | None = None,
-             ckpt_every: int = 10, device="cpu") -> dict:
-    """Fine-tune one seed; resumes from ``unit.partial`` when a checkpoint is there."""
+def run_unit(unit: runs.Unit, dataset, split: dict, show_progress: bool | None = None, device="cpu",
+             task: str | None = None) -> dict:
+    """Fine-tune one seed with :meth:`autogcl.MoleculeEncoder.finetune` on the saved split
+    (validation weights kept, every epoch scored on valid and test); resumes from
+    ``unit.partial`` when a checkpoint is there."""
     cfg = FinetuneConfig.from_dict(unit.config)
     engine = engine_of(device)  # the device, and how training computes on it
-    device = resolve_device(engine)
     work = runs.start_work(unit, runtime_info(engine))
-    loader_gen = runs.seed_everything(unit.seed)
-    num_tasks = int(dataset._data.y.shape[1])
-    model, enc_meta = build_model(cfg, num_tasks)
-    opt = adam(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
-
-    store = GraphStore.from_dataset(dataset).to(device)  # every part is batched from the one store
-
-    def part(name):
-        return torch.as_tensor(split[name], dtype=torch.long)
-
-    train = part("train")
-    # a last batch of one single-atom molecule would break BatchNorm: drop such a remainder
-    train_loader = GraphLoader(store, batch_size=cfg.batch_size, shuffle=True, generator=loader_gen,
-                               drop_last=len(train) % cfg.batch_size == 1, indices=train)
-    val_loader = GraphLoader(store, batch_size=256, indices=part("valid"))
-    test_loader = GraphLoader(store, batch_size=256, indices=part("test"))
-
-    # the weights of the epoch the val selection reports (first best validation ROC-AUC), kept
-    # with the checkpoint so that a resumed unit saves the same model
-    # (a resumed fit replaces extra["best"] by the checkpoint's)
-    extra = {"best": {"epoch": None, "val_auc": -math.inf, "state": None}}
-
-    def evaluate(epoch):
-        t0 = time.perf_counter()
-        val_auc, n_val = roc_auc(*predict(model, val_loader))
-        test_auc, n_test = roc_auc(*predict(model, test_loader))
-        best = extra["best"]
-        if val_auc > best["val_auc"]:  # NaN never wins
-            best.update(epoch=epoch, val_auc=val_auc,
-                        state={k: v.detach().cpu().clone() for k, v in model.state_dict().items()})
-        return {"val_auc": val_auc, "test_auc": test_auc, "val_tasks": n_val, "test_tasks": n_test,
-                "eval_time_s": time.perf_counter() - t0}
-
-    trainer = Trainer(FinetuneStrategy(model, opt), device=engine, checkpoint=work / "checkpoint.pt",
-                      loader_gen=loader_gen, ckpt_every=ckpt_every, ckpt_on_report=False, desc=unit.label,
-                      show_progress=show_progress)
-    rows = trainer.fit(train_loader, cfg.epochs, evaluate=evaluate, extra=extra)
-    sel, best = select(rows), extra["best"]
-    if best["state"] is not None:  # the model the val selection reports, else the last epoch's
-        model.load_state_dict(best["state"])
-    model_epoch = best["epoch"] if best["state"] is not None else rows[-1]["epoch"]
-    write_outputs(work, model, dataset, split, test_loader, cfg, enc_meta)
+    task = task or dataset_task(cfg, dataset)
+    encoder = encoder_of(cfg)
+    pred = encoder.finetune(dataset, task=task, **recipe(cfg), split={k: split[k] for k in ("train", "valid", "test")},
+                            selection="val", seed=unit.seed, device=engine, checkpoint=work / "checkpoint.pt",
+                            progress=show_progress, desc=unit.label)
+    rows = pred.history
+    metric = METRIC[task]
+    sel = select(rows, task)
+    pred.meta["dataset"] = cfg.dataset
+    write_outputs(work, pred, dataset, split)
+    what = ("best validation ROC-AUC, the val selection's; the last epoch when no epoch has one"
+            if task == "classification" else "lowest validation RMSE, the val selection's; the last epoch when no "
+            "epoch has one")
+    enc_meta = encoder.meta
     result = {
-        "protocol": "transfer", "dataset": cfg.dataset, "seed": unit.seed,
+        "protocol": "transfer", "dataset": cfg.dataset, "seed": unit.seed, "task": task,
         "pretrained": cfg.checkpoint is not None, "checkpoint": cfg.checkpoint,
         "encoder_meta": {k: v for k, v in enc_meta.items() if k != "pretrain_config"},
-        "selection": cfg.select, "auc": sel[cfg.select]["auc"], "selections": sel,
-        "num_tasks": num_tasks, "tasks_scored": {"val": rows[-1]["val_tasks"], "test": rows[-1]["test_tasks"]},
+        "selection": cfg.select, metric: sel[cfg.select][metric], "selections": sel,
+        "num_tasks": len(pred.tasks), "tasks_scored": {"val": rows[-1]["val_tasks"], "test": rows[-1]["test_tasks"]},
         "split_sizes": {k: len(split[k]) for k in ("train", "valid", "test")},
         "train_time_s": float(sum(r["time_s"] for r in rows)), "runtime": runtime_info(engine),
-        "model_epoch": model_epoch,
-        "outputs": {"model.pt": f"the predictor of epoch {model_epoch} (best validation ROC-AUC, the val selection's; "
-                                "the last epoch when no epoch has one): autogcl.MoleculePredictor.load",
-                    "predictions.csv": "that model's probability per task for every test molecule, and its labels"},
+        "model_epoch": pred.selected_epoch,
+        "outputs": {"model.pt": f"the predictor of epoch {pred.selected_epoch} ({what}): autogcl.MoleculePredictor.load",
+                    "predictions.csv": (f"that model's {'probability' if task == 'classification' else 'prediction'} "
+                                        "per task for every test molecule, and its labels")},
     }
     return runs.publish(unit, rows, result)
 
 
-def write_outputs(work: Path, model: MolPredictor, dataset, split: dict, test_loader, cfg: FinetuneConfig,
-                  enc_meta: dict) -> None:
-    """``model.pt`` (``model``, the fine-tuned predictor, as :class:`autogcl.MoleculePredictor`) and
-    ``predictions.csv`` (per test molecule: dataset index, file row, SMILES, each task's
-    probability and label, empty where missing), both written atomically."""
-    from ..molecules import MoleculePredictor
-
-    tasks = [str(t) for t in (dataset.meta.get("tasks") or range(model.head.out_features))]
-    meta = {"encoder": enc_meta, "encoder_source": cfg.checkpoint, "dataset": cfg.dataset}
-    MoleculePredictor.wrap(model, tasks, meta, cfg.dropout).save(work / "model.pt")
-    y, logits = predict(model, test_loader)
-    probs = 1.0 / (1.0 + np.exp(-logits.astype(np.float64)))
+def write_outputs(work: Path, pred: MoleculePredictor, dataset, split: dict) -> None:
+    """``model.pt`` (``pred``, the fine-tuned predictor, :meth:`autogcl.MoleculePredictor.load`
+    reads it) and ``predictions.csv`` (per test molecule: dataset index, file row, SMILES, each
+    task's probability (classification) or prediction (regression) and label, empty where
+    missing), both written atomically."""
+    pred.save(work / "model.pt")
     index = [int(i) for i in split["test"]]
+    values, _ = pred._predicted(dataset[torch.as_tensor(index, dtype=torch.long)])
+    y = dataset._data.y.view(len(dataset), -1)[index].numpy()
     smiles, lines = dataset.meta.get("smiles"), dataset.meta.get("rows")
+    column = "prob" if pred.task == "classification" else "pred"
     out = []
     for k, i in enumerate(index):
         row = {"index": i, "row": lines[i] if lines else "", "smiles": smiles[i] if smiles else ""}
-        for t, name in enumerate(tasks):
-            row[f"prob_{name}"] = f"{probs[k, t]:.6g}"
-            row[f"label_{name}"] = "" if np.isnan(y[k, t]) else int(y[k, t])
+        for t, name in enumerate(pred.tasks):
+            row[f"{column}_{name}"] = f"{values[k, t]:.6g}"
+            label = "" if np.isnan(y[k, t]) else (int(y[k, t]) if pred.task == "classification" else f"{y[k, t]:.6g}")
+            row[f"label_{name}"] = label
         out.append(row)
     runs.atomic_write_csv(work / "predictions.csv", out)
 
 
 def summarize(results: list[dict]) -> dict:
+    """Mean ± std (ddof 0) over seeds under each selection: ROC-AUC in % (classification), or
+    test RMSE in the targets' units with the MAE and R² of the same epochs (regression)."""
     out = {"n_seeds": len(results), "seeds": [r["seed"] for r in results]}
-    for s in SELECTIONS:
-        v = np.array([r["selections"][s]["auc"] for r in results], dtype=float) * 100
-        out[s] = {"mean": float(np.mean(v)), "std": float(np.std(v)), "values": v.tolist()}
+    task = results[0].get("task", "classification")
+    if task == "regression":
+        out["task"] = task
+        for s in REGRESSION_SELECTIONS:
+            out[s] = _spread([r["selections"][s]["rmse"] for r in results])
+            out[s].update({m: _spread([r["selections"][s][m] for r in results]) for m in ("mae", "r2")})
+    else:
+        for s in SELECTIONS:
+            out[s] = _spread(np.array([r["selections"][s]["auc"] for r in results], dtype=float) * 100)
     out["train_time_s"] = float(np.mean([r["train_time_s"] for r in results]))
     return out
+
+
+def _spread(values) -> dict:
+    v = np.asarray(values, dtype=float)
+    return {"mean": float(np.mean(v)), "std": float(np.std(v)), "values": v.tolist()}
 
 
 def plan(cfg: FinetuneConfig, seeds: list[int], out: Path, tag: str, data_root=None,
@@ -245,13 +268,21 @@ def plan(cfg: FinetuneConfig, seeds: list[int], out: Path, tag: str, data_root=N
     ddir = Path(out) / tag / name
     units = [runs.Unit(dir=ddir / f"seed{s}", config=cfg.to_dict(), seed=s, label=f"{tag} {name} seed {s}")
              for s in seeds]
+    task = dataset_task(cfg, dataset)
+    if task == "regression":  # recorded with the units (a classification keeps the config of the runs before it)
+        cfg = FinetuneConfig.from_dict({**cfg.to_dict(), "task": task})
+        units = [runs.Unit(dir=u.dir, config=cfg.to_dict(), seed=u.seed, label=u.label) for u in units]
     runs.check_writable(ddir)
-    split = prepare_split(dataset, ddir, cfg.frac)
+    split = prepare_split(dataset, ddir, cfg.frac, task)
 
     def fn(u):
-        r = run_unit(u, dataset, split, show_progress=show_progress, device=device)
-        log.info("%s: val %.2f, test_max %.2f", u.label, 100 * r["selections"]["val"]["auc"],
-                 100 * r["selections"]["test_max"]["auc"])
+        r = run_unit(u, dataset, split, show_progress=show_progress, device=device, task=task)
+        if task == "regression":
+            log.info("%s: val RMSE %.4g (R² %.3f), test_min RMSE %.4g", u.label, r["selections"]["val"]["rmse"],
+                     r["selections"]["val"]["r2"], r["selections"]["test_min"]["rmse"])
+        else:
+            log.info("%s: val %.2f, test_max %.2f", u.label, 100 * r["selections"]["val"]["auc"],
+                     100 * r["selections"]["test_max"]["auc"])
         return r
 
     def finish(results):

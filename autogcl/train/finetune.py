@@ -1,26 +1,44 @@
 """Supervised fine-tuning of a multi-task molecule predictor: masked BCE over the labeled
-(task, molecule) entries (the transfer protocol of Hu et al. 2020 and the AutoGCL paper)."""
+(task, molecule) entries (the transfer protocol of Hu et al. 2020 and the AutoGCL paper), or,
+for numeric targets, masked MSE on standardised targets."""
 
 from __future__ import annotations
 
-from ..losses import masked_bce
+import torch
+
+from ..losses import masked_bce, masked_mse
 from .loop import Strategy
 
 
 class FinetuneStrategy(Strategy):
-    """One epoch of masked-BCE updates of ``model`` (``model(batch)``: graphs x tasks logits)."""
+    """One epoch of updates of ``model`` (``model(batch)``: graphs x tasks outputs): masked BCE
+    of logits (``task="classification"``), or masked MSE of the outputs against the targets
+    standardised with ``scaling`` (``{"mean": [...], "std": [...]}`` per task,
+    ``task="regression"``)."""
 
     terms = ("loss",)
     loss_name = "fine-tuning"
 
-    def __init__(self, model, optimizer):
-        self.model, self.opt = model, optimizer
+    def __init__(self, model, optimizer, task: str = "classification", scaling: dict | None = None):
+        self.model, self.opt, self.task = model, optimizer, task
+        self.scaling = scaling
+        self._scale = None  # (mean, std) tensors on the batches' device
+
+    def _standardised(self, y: torch.Tensor) -> torch.Tensor:
+        if self._scale is None or self._scale[0].device != y.device:
+            self._scale = tuple(torch.as_tensor(self.scaling[k], dtype=torch.float32, device=y.device)
+                                for k in ("mean", "std"))
+        mean, std = self._scale
+        return (y.view(y.shape[0], -1) - mean) / std
 
     def step(self, batch, epoch: int, step: int) -> dict:
         self.opt.zero_grad()
         with self.autocast():
-            logits = self.model(batch)
-        loss = masked_bce(logits.float(), batch.y)
+            out = self.model(batch)
+        if self.task == "regression":
+            loss = masked_mse(out.float(), self._standardised(batch.y))
+        else:
+            loss = masked_bce(out.float(), batch.y)
         loss.backward()
         self.opt.step()
         return {"loss": loss.detach()}

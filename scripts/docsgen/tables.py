@@ -180,6 +180,27 @@ def _paper_table(name: str, cells, head: tuple[str, str], unit: str, protocol: s
                  tuple(r for c in cells for r in c.runs), command, paper)
 
 
+def regression_block(root: Path) -> str:
+    """The molecule regression example's run (``docs/results/regression_logp.json``, written by
+    ``scripts/regression_logp.py``): data, split, and the held-out RMSE, MAE and R²."""
+    f = Path(root) / RESULTS / "regression_logp.json"
+    if not f.is_file():
+        return f"not run: no `{RESULTS}/regression_logp.json` (python scripts/regression_logp.py)"
+    d = json.loads(f.read_text(encoding="utf-8"))
+    sizes = d["split_sizes"]
+    t, v = d["test"], d["valid"]
+    return "\n".join([
+        "| target | molecules (train / valid / test) | split | epochs (kept) | test R² | test RMSE | test MAE "
+        "| valid R² | time | code |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+        f"| {d['target']} of {d['dataset']} (std {d['target_std']:.2f}) | {sizes['train']} / {sizes['valid']} / "
+        f"{sizes['test']} | {d['split']} | {d['epochs']} ({d['selected_epoch']}) | {t['r2']:.3f} | {t['rmse']:.3f} | "
+        f"{t['mae']:.3f} | {v['r2']:.3f} | {d['train_time_s']:.0f} s, {d['torch_threads']} thread | "
+        f"{d['code_commit']} |",
+        "",
+        f"From `{RESULTS}/regression_logp.json`, made by `{d['command']}`."])
+
+
 TABLES = (
     _paper_table("readme-unsupervised", README_CELLS, ("dataset", "method"), "seeds", "unsupervised",
                  "bash scripts/tables.sh (autogcl unsupervised --seeds 5, one torch thread per unit)",
@@ -204,6 +225,8 @@ TABLES = (
           (f"{RESULTS}/summaries/unsupervised", f"{RESULTS}/summaries/lossforms/unsupervised"),
           "python scripts/compare_runs.py docs/results/summaries/unsupervised "
           "docs/results/summaries/lossforms/unsupervised --labels paper,released", ""),
+    Table("regression-logp", "docs/api.md", regression_block, (f"{RESULTS}/regression_logp.json",),
+          "OMP_NUM_THREADS=1 python scripts/regression_logp.py", ""),
     Table("views-mnist", "docs/tutorial.md", views_block, (f"{RESULTS}/views_MNIST",),
           "OMP_NUM_THREADS=1 autogcl visualize views --data-root ../shared/data --seed S", "Figure (views on MNIST)"),
     Table("performance", "docs/performance.md", perf_block, (PERF,), "python benchmarks/engine.py", ""),

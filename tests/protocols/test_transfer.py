@@ -103,15 +103,16 @@ def test_a_split_with_an_empty_part_is_refused(tmp_path):
 
 
 @pytest.mark.parametrize("name,seen", [("autogcl-moses-fullx1.pt", 1582080), ("autogcl-moses200k.pt", 399360)])
-def test_shipped_encoder_loads_into_the_fine_tuning_model(name, seen):
+def test_shipped_encoder_is_the_one_a_unit_fine_tunes(name, seen):
     from pathlib import Path
 
-    from autogcl.protocols.transfer import FinetuneConfig, build_model
+    from autogcl.protocols.transfer import FinetuneConfig, encoder_of, recipe
 
     shipped = Path(__file__).resolve().parents[2] / "pretrained" / name
-    model, meta = build_model(FinetuneConfig(checkpoint=str(shipped)), num_tasks=2)
-    assert meta["method"] == "autogcl" and meta["molecules_seen"] == seen
-    assert model.head.out_features == 2 and model.encoder.out_dim == 300
+    cfg = FinetuneConfig(checkpoint=str(shipped))
+    enc = encoder_of(cfg)
+    assert enc.meta["method"] == "autogcl" and enc.meta["molecules_seen"] == seen and enc.out_channels == 300
+    assert recipe(cfg)["from_scratch"] is False and recipe(FinetuneConfig())["from_scratch"] is True
 
 
 def test_label_columns_need_a_csv():

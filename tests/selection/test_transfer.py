@@ -7,8 +7,8 @@ import math
 
 import numpy as np
 import pytest
-import torch
 
+from autogcl.molecules import MoleculePredictor
 from autogcl.protocols import transfer as T
 from tests.selection.tables import (
     EPOCHS,
@@ -65,18 +65,17 @@ def tiny_csv(data_root, tmp_path):
 def test_a_seed_reports_the_epoch_its_selection_names(tiny_csv, tmp_path, monkeypatch, select):
     val = [v for v, _ in EPOCHS.values()]
     test = [t for _, t in EPOCHS.values()]
-    # the scores of the table for the validation and test parts, told apart by the molecules scored
-    def predict(model, loader):
-        assert isinstance(model, T.MolPredictor)
-        return loader.indices.numpy(), None
-    monkeypatch.setattr(T, "predict", predict)
     # model.pt and predictions.csv read the real predictions: not this test's subject
     monkeypatch.setattr(T, "write_outputs", lambda *args, **kwargs: None)
 
-    def part_of(indices, scores):
+    # the scores of the table for the validation and test parts (scored by the estimator the
+    # protocol calls), told apart by the molecules scored
+    def part_of(predictor, loader):
+        assert isinstance(predictor, MoleculePredictor)
         split = T.runs.read_json(tmp_path / "t" / "tiny" / "split.json")
-        return next((k for k in ("valid", "test") if sorted(split[k]) == sorted(indices.tolist())), None)
-    monkeypatch.setattr(T, "roc_auc", ByPart(part_of, {"valid": val, "test": test}, lambda v: (v, 1)))
+        return next((k for k in ("valid", "test") if sorted(split[k]) == sorted(loader.indices.tolist())), None)
+    by_part = ByPart(part_of, {"valid": val, "test": test}, lambda v: ({"auc": v}, 1))
+    monkeypatch.setattr(MoleculePredictor, "_scores", lambda self, loader: by_part(self, loader))
     cfg = T.FinetuneConfig(csv=str(tiny_csv), label_cols=["p_np"], epochs=len(EPOCHS), dim=8, num_layers=1,
                            select=select)
     s = T.run_sweep(cfg, [0], tmp_path, "t", show_progress=False, workers=1)
@@ -100,31 +99,6 @@ def test_summarize_keeps_each_selection_apart():
     assert s["test_max"]["mean"] == pytest.approx(92.5) and s["seeds"] == [0, 1] and s["n_seeds"] == 2
     assert s["train_time_s"] == 1.0
     assert np.allclose(s["test_max"]["values"], [90, 95])
-
-
-class NodeCount(torch.nn.Module):
-    """Two task scores per graph: its number of nodes and minus it."""
-
-    def __init__(self):
-        super().__init__()
-        self.w = torch.nn.Parameter(torch.ones(1))
-
-    def forward(self, batch):
-        n = torch.bincount(batch.batch, minlength=batch.num_graphs).float()
-        return torch.stack([n, -n], 1) * self.w
-
-
-def test_predict_returns_labels_then_scores_graph_by_graph():
-    from torch_geometric.data import Data
-    from torch_geometric.loader import DataLoader
-
-    sizes, labels = [3, 1, 4, 2, 5], [[1.0, np.nan], [0.0, 1.0], [1.0, 0.0], [np.nan, 1.0], [0.0, 0.0]]
-    graphs = [Data(x=torch.zeros(n, 1), edge_index=torch.empty(2, 0, dtype=torch.long), y=torch.tensor([lab]))
-              for n, lab in zip(sizes, labels)]
-    y, scores = T.predict(NodeCount(), DataLoader(graphs, batch_size=2))
-    assert y.shape == scores.shape == (5, 2)
-    assert np.array_equal(y, np.array(labels), equal_nan=True)
-    assert np.array_equal(scores, np.array([[n, -n] for n in sizes], dtype=np.float32))
 
 
 @pytest.mark.parametrize("pretrained", [False, True])
@@ -163,3 +137,15 @@ def test_make_summary_of_one_seed_without_a_dataset_record(tmp_path):
     assert s["skipped_smiles"] == 0 and s["pretrain_method"] == "graphcl" and s["seeds"] == [4]
     assert s["pretrain"] == {"epochs": 1, "molecules_seen": None, "corpus_molecules": None}
     assert (s["val"]["mean"], s["val"]["std"], s["test_max"]["mean"]) == (50.0, 0.0, 75.0)
+def test_regression_selects_the_lowest_rmse_and_names_test_min():
+    rows = [{"epoch": e, "val_rmse": v, "test_rmse": t, "test_mae": t / 2, "test_r2": 1 - t}
+            for e, (v, t) in enumerate([(0.9, 0.5), (0.4, 0.7), (float("nan"), 0.3), (0.4, 0.1)], start=1)]
+    sel = T.select(rows, "regression")
+    assert sel["val"]["epoch"] == 2 and sel["val"]["rmse"] == 0.7 and sel["val"]["val_rmse"] == 0.4  # first best
+    assert sel["val"]["score"] == -0.4  # a score is higher-is-better in every protocol's record
+    assert sel["val"]["r2"] == pytest.approx(0.3) and sel["val"]["mae"] == 0.35
+    assert sel["test_min"]["epoch"] == 4 and sel["test_min"]["rmse"] == 0.1
+    assert set(sel) == {"val", "test_min"} and "lowest test RMSE" == sel["test_min"]["criterion"]
+    none = T.select([{"epoch": 1, "val_rmse": float("nan"), "test_rmse": float("nan"), "test_mae": 0,
+                      "test_r2": 0}], "regression")
+    assert none["val"]["epoch"] is None and math.isnan(none["test_min"]["rmse"])
