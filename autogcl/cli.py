@@ -76,7 +76,7 @@ def cmd_unsupervised(args) -> int:
     from .protocols.grid import expand, grid_out, write_reports
     from .protocols.report import unsupervised_table
     from .protocols.unsupervised import UnsupervisedConfig, plan
-    from .runs import run_sweeps
+    from .units import run_sweeps
 
     run = _run(args)
     executor = run.make_executor()  # a bad --ray-address is an error before any data is read
@@ -120,7 +120,7 @@ def cmd_semi(args) -> int:
     from .protocols.grid import expand, grid_out, write_reports
     from .protocols.report import semi_table
     from .protocols.semi import ROWS, SemiConfig, plan
-    from .runs import run_sweeps
+    from .units import run_sweeps
 
     run = _run(args)
     executor = run.make_executor()  # a bad --ray-address is an error before any data is read
@@ -181,7 +181,7 @@ def _out_file(value: str | None, default: Path, what: str) -> Path:
 
 def cmd_report(args) -> int:
     from .protocols.report import collect, render
-    from .runs import atomic_write_text
+    from .atomic import atomic_write_text
 
     dirs = _folders(args.run_dirs)
     out = _out_file(args.out, (dirs[0].parent if dirs[0].is_file() else dirs[0]) / "report.md", "file")
@@ -290,7 +290,7 @@ def cmd_views(args) -> int:
 
     from .config import from_args
     from .protocols import views as V
-    from .runs import check_writable
+    from .units import check_writable
 
     run = _run(args)
     if run.run is not None:  # an empty --run is an error, not "train instead"
@@ -321,7 +321,8 @@ def _views_from_run(args, run) -> int:
     from .data import load_tu
     from .protocols import views as V
     from .protocols.unsupervised import UnsupervisedConfig
-    from .runs import check_writable, read_json
+    from .atomic import read_json
+    from .units import check_writable
 
     if not run.run.strip():
         raise ConfigError("--run is an empty string; name the folder of a finished unsupervised unit")
@@ -372,7 +373,7 @@ def cmd_ablate(args) -> int:
     from .config import from_args
     from .data import load_tu
     from .protocols.ablation import AblationConfig, run_ablation, tables
-    from .runs import atomic_write_text
+    from .atomic import atomic_write_text
 
     run = _run(args)
     cfg = from_args(AblationConfig, args)
@@ -457,7 +458,7 @@ def cmd_finetune(args) -> int:
     from .protocols.grid import expand, grid_out, write_reports
     from .protocols.report import transfer_table
     from .protocols.transfer import FinetuneConfig, dataset_names, plan
-    from .runs import run_sweeps
+    from .units import run_sweeps
 
     run = _run(args)
     executor = run.make_executor()  # a bad --ray-address is an error before any data is read

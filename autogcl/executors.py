@@ -3,7 +3,7 @@
 :class:`SerialExecutor` runs the units one after the other in this process (the default);
 :class:`RayExecutor` runs each unit as a Ray task, on a local Ray cluster sized to this
 machine or on a running cluster (``address``). Either way a unit works in its own partial
-folder and publishes itself atomically into the run directory (:mod:`autogcl.runs`), so a
+folder and publishes itself atomically into the run directory (:mod:`autogcl.units`), so a
 sweep started with one executor is resumed by the other, and a Ray worker killed mid-unit
 is retried by Ray and continues from the unit's last checkpoint.
 
@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator, Sequence
 
 from . import preempt
 from .errors import AutoGCLError, ConfigError
-from .runs import run_jobs, run_one
+from .units import run_jobs, run_one
 
 __all__ = ["EXECUTORS", "RayExecutor", "SerialExecutor", "make_executor"]
 
@@ -27,8 +27,8 @@ log = logging.getLogger(__name__)
 
 EXECUTORS = ("serial", "ray")
 
-#: a unit and the function that runs it (:func:`autogcl.runs.run_one`)
-Job = tuple  # (runs.Unit, Callable[[runs.Unit], dict])
+#: a unit and the function that runs it (:func:`autogcl.units.run_one`)
+Job = tuple  # (units.Unit, Callable[[units.Unit], dict])
 
 
 @contextlib.contextmanager

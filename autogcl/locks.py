@@ -1,16 +1,23 @@
-"""One writer per run folder and per checkpoint: an OS file lock (``filelock``) with the holder's
-pid, host, start time and command written into the lock file.
+"""One writer per run folder, per checkpoint and per unit: OS file locks with the holder written
+into the lock file.
+
+:func:`exclusive` (``filelock``) holds a run folder or a checkpoint file: the holder's pid,
+host, start time and command are written into the lock file.
 
 A second process on the same ``--out`` (or the same ``fit(checkpoint=...)`` file) stops at once
 with a :class:`RunFolderBusy` naming the holder. The lock is ``flock``-based, so a holder that
 dies, ``kill -9`` included, releases it; the next run finds the dead holder's record still in the
 file, says that it takes the stale lock over, and goes on. A holder that ends normally removes
 the file.
+
+:func:`holding` holds one unit of a sweep (``.<unit>.lock`` beside its folder, ``flock``) while
+it runs, so that two workers of one executor never race over a unit's checkpoint.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import os
 import shlex
@@ -24,9 +31,11 @@ from filelock import FileLock, Timeout
 
 from .errors import ConfigError
 
-__all__ = ["RunFolderBusy", "exclusive", "lock_file_of"]
+__all__ = ["RunFolderBusy", "exclusive", "holding", "lock_file_of"]
 
 log = logging.getLogger(__name__)
+#: errno values of storage that refuses file locks (a unit then runs unlocked)
+_NO_LOCKS = {errno.ENOLCK, errno.ENOSYS, errno.EOPNOTSUPP, errno.EINVAL}
 
 
 class RunFolderBusy(ConfigError):
@@ -91,3 +100,83 @@ def exclusive(path: Path, what: str, wait: float = 2.0, folder: bool = False) ->
         with contextlib.suppress(OSError):
             lock_path.unlink()  # while still held: a waiter then sees it is gone
         lock.release()
+
+
+@contextlib.contextmanager
+def holding(lock: Path, what: str, wait: float = 30.0) -> Iterator[None]:
+    """Hold the unit lock file ``lock`` while the block runs (and remove it after); a
+    :class:`ConfigError` naming the holder at once when it is a running process of this host,
+    else when the lock is still held after ``wait`` seconds. ``what`` names the unit in messages.
+    The lock is an OS file lock (``flock``), so a holder that dies, ``kill -9`` included,
+    releases it: a killed run never leaves a stale lock (the wait covers forked children, such
+    as data-loader workers, that outlive their parent by a few seconds). On NFS the server keeps
+    a lost node's lock for its lease (about 90 s on NFSv4), hence the Ray executor's longer wait.
+    Without ``fcntl`` (Windows), or on storage that refuses file locks (NFSv3 without its lock
+    daemon, Lustre without ``flock``), the unit runs unlocked, with a warning."""
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    lock = Path(lock)
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    deadline = time.monotonic() + wait
+    while True:  # until we hold the lock of the file that is at ``lock`` now
+        f = open(lock, "a+")  # noqa: SIM115 (closed below, after the block)
+        locked = _acquire(f, lock, what, deadline, fcntl)
+        if not locked or _same_file(f.fileno(), lock):
+            break
+        f.close()  # the holder we waited for removed it when its unit ended: lock the new one
+    try:
+        if locked:
+            f.seek(0)
+            f.truncate()
+            f.write(f"pid {os.getpid()} on {socket.gethostname()}\n")
+            f.flush()
+        yield
+    finally:
+        lock.unlink(missing_ok=True)  # while still held: a waiter then sees it is gone
+        f.close()
+
+
+def _acquire(f, lock: Path, what: str, deadline: float, fcntl) -> bool:
+    """Lock ``f`` (True), or False on storage that refuses locks; a :class:`ConfigError` naming the
+    holder at ``deadline``."""
+    while True:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except OSError as exc:
+            if exc.errno in _NO_LOCKS:
+                log.warning("%s: %s cannot be locked (%s); running without protection against a second "
+                            "run of the same folder", what, lock, exc.strerror)
+                return False
+            if not isinstance(exc, BlockingIOError):
+                f.close()
+                raise
+            if time.monotonic() >= deadline or _live_holder(f):
+                f.seek(0)
+                holder = f.read().strip() or "another process"
+                f.close()
+                raise ConfigError(f"{what} is being run by {holder} (lock {lock}); "
+                                  "let it finish, or stop it and rerun with --resume") from None
+            time.sleep(0.2)
+
+
+def _live_holder(f) -> bool:
+    """Whether the lock file ``f`` names a process of this host that is running: it holds the
+    lock for real, so there is no point in waiting (a dead holder's forked children may still
+    hold it a few seconds)."""
+    import re
+
+    f.seek(0)
+    m = re.match(r"pid (\d+) on (\S+)", f.read())
+    if not m or m[2] != socket.gethostname() or int(m[1]) == os.getpid():
+        return False
+    try:
+        os.kill(int(m[1]), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, another user's
+        return True
+    return True

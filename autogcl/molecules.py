@@ -331,7 +331,7 @@ class MoleculeEncoder(nn.Module):
         transfer protocol's recipe (``autogcl transfer finetune``). ``seed`` fixes the head's
         initial weights, the batch order and dropout. No epoch is selected: the predictor has
         the last epoch's weights; ``predictor.history`` holds the loss per epoch."""
-        from .runs import seed_everything
+        from .seeding import seed_everything
         from .train import FinetuneStrategy, Trainer
         from .train.optim import adam
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from .. import runs
+from .. import units
 from . import published
 from .configs import SINGLE_AUGS, AblationConfig  # noqa: F401 (re-exported)
 from .semi import SemiConfig
@@ -37,7 +37,7 @@ def run_ablation(base: SemiConfig, datasets: dict, seeds: list[int], out: Path, 
                 sweeps[(folder, name)] = semi_plan(cfg, ds, seeds, Path(out) / folder, resume, fold_limit,
                                                    show_progress, device=device)
             (by_aug if table == "aug" else by_ratio)[(name, key)] = (folder, name)
-    summaries = dict(zip(sweeps, runs.run_sweeps(list(sweeps.values()), resume, "ablation folds", "fold",
+    summaries = dict(zip(sweeps, units.run_sweeps(list(sweeps.values()), resume, "ablation folds", "fold",
                                                  show_progress, restart_damaged, executor)))
     return {"by_aug": {k: summaries[v] for k, v in by_aug.items()},
             "by_ratio": {k: summaries[v] for k, v in by_ratio.items()}, "augs": list(augs), "ratios": list(ratios),

@@ -7,7 +7,7 @@ records per-epoch losses and labeled/val/test accuracy, and both selections: ``v
 epoch with the best accuracy on the validation fold) and ``test_max`` (the best test
 accuracy over epochs, the published protocol; the only one under ``split="released"``, the
 released code's split, which has no validation fold). Every unit runs through
-:func:`autogcl.runs.run_units`, and its training phases through the shared
+:func:`autogcl.units.run_units`, and its training phases through the shared
 :class:`autogcl.train.Trainer`, which checkpoints every epoch: an interrupted fold continues
 where it stopped.
 """
@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .. import runs
+from .. import atomic, seeding, units
 from ..augment import RandomAugmentor, ViewGenerator
 from ..data.batching import GraphLoader, GraphStore
 from ..data.splits import SemiSplit, semi_splits
@@ -92,7 +92,7 @@ def select(rows: list[dict]) -> dict:
     return out
 
 
-def run_fold(unit: runs.Unit, dataset, split: SemiSplit, show_progress: bool | None = None,
+def run_fold(unit: units.Unit, dataset, split: SemiSplit, show_progress: bool | None = None,
              save_embeddings: list[int] | None = None, device="cpu") -> dict:
     """Train and evaluate one fold (pre-training first for the rows that have it); resumes
     from the fold's checkpoints; published atomically into ``unit.dir``.
@@ -102,8 +102,8 @@ def run_fold(unit: runs.Unit, dataset, split: SemiSplit, show_progress: bool | N
     cfg = SemiConfig.from_dict(unit.config)
     engine = engine_of(device)  # the device, and how training computes on it
     device = resolve_device(engine)
-    work = runs.start_work(unit, runtime_info(engine))
-    gen = runs.seed_everything(unit.seed * 1000 + split.fold)
+    work = units.start_work(unit, runtime_info(engine))
+    gen = seeding.seed_everything(unit.seed * 1000 + split.fold)
     pre, strat, data_kind = build(cfg, dataset.num_features, dataset.num_classes)
     bs = cfg.batch_size
 
@@ -157,7 +157,7 @@ def run_fold(unit: runs.Unit, dataset, split: SemiSplit, show_progress: bool | N
                     "predictions.csv": "that model's class probabilities for every test graph, and its label"},
     }
     (work / "checkpoint-pretrain.pt").unlink(missing_ok=True)
-    return runs.publish(unit, rows, result)
+    return units.publish(unit, rows, result)
 
 
 MODEL_FORMAT = "autogcl-semi-classifier-1"
@@ -172,7 +172,7 @@ def write_outputs(work: Path, strat, cfg: SemiConfig, dataset, split: SemiSplit,
     modules = strat.modules()
     model = modules["model"]
     state = {name: {k: v.detach().cpu() for k, v in m.state_dict().items()} for name, m in modules.items()}
-    runs.atomic_save({"format": MODEL_FORMAT, "class": "ResGCN", "config": cfg.to_dict(),
+    atomic.atomic_save({"format": MODEL_FORMAT, "class": "ResGCN", "config": cfg.to_dict(),
                       "hparams": {"in_dim": dataset.num_features, "num_classes": dataset.num_classes,
                                   "hidden": cfg.hidden},
                       "state_dict": state.pop("model"), "generators": state, "fold": split.fold}, work / "model.pt")
@@ -183,7 +183,7 @@ def write_outputs(work: Path, strat, cfg: SemiConfig, dataset, split: SemiSplit,
         row = {"index": int(i), "label": int(y[k]), "pred": int(probs[k].argmax())}
         row.update({f"prob_{c}": f"{probs[k, c]:.6g}" for c in range(probs.shape[1])})
         rows.append(row)
-    runs.atomic_write_csv(work / "predictions.csv", rows)
+    atomic.atomic_write_csv(work / "predictions.csv", rows)
 
 
 def load_model(path) -> ResGCN:
@@ -225,8 +225,8 @@ def make_summary(cfg: SemiConfig, results: list[dict], tag_dir: Path | None = No
 
 def plan(cfg: SemiConfig, dataset, seeds: list[int], out: Path, resume: bool = False,
          fold_limit: int | None = None, show_progress: bool | None = None,
-         save_embeddings: list[int] | None = None, device="cpu") -> runs.Sweep:
-    """Every (seed, fold) unit of one row as a :class:`autogcl.runs.Sweep` (``finish`` writes
+         save_embeddings: list[int] | None = None, device="cpu") -> units.Sweep:
+    """Every (seed, fold) unit of one row as a :class:`autogcl.units.Sweep` (``finish`` writes
     ``OUT/TAG/summary.json``); the splits are saved beside the folds (``seedN/splits.json``)."""
     root = Path(out) / cfg.tag
     if dataset.num_classes < 2:
@@ -240,7 +240,7 @@ def plan(cfg: SemiConfig, dataset, seeds: list[int], out: Path, resume: bool = F
     y = dataset._data.y.numpy() if hasattr(dataset, "_data") else np.array([int(d.y) for d in dataset])
     all_splits = {seed: semi_splits(y, cfg.folds, cfg.label_rate, cfg.fold_seed, label_seed=seed, split=cfg.split)
                   for seed in seeds}  # a label rate that cannot work fails before any folder is made
-    runs.check_writable(root)
+    units.check_writable(root)
     plan = {}
     for seed in seeds:
         splits = all_splits[seed]
@@ -248,7 +248,7 @@ def plan(cfg: SemiConfig, dataset, seeds: list[int], out: Path, resume: bool = F
             splits = splits[:fold_limit]
         split_file = root / f"seed{seed}" / "splits.json"
         if split_file.is_file() and resume:
-            stored = runs.read_json(split_file)
+            stored = atomic.read_json(split_file)
             try:
                 saved = [SemiSplit.from_dict(d) for d in stored["folds"]]
             except (KeyError, TypeError, ValueError) as exc:  # valid JSON, but not the splits it should hold
@@ -256,11 +256,11 @@ def plan(cfg: SemiConfig, dataset, seeds: list[int], out: Path, resume: bool = F
                                 "them again") from exc
             if [s.to_dict() for s in saved] != [s.to_dict() for s in splits[:len(saved)]]:
                 raise ConfigError(f"{split_file} differs from the splits this configuration makes")
-        runs.atomic_write_json(split_file, {"dataset": cfg.dataset, "split": cfg.split, "fold_seed": cfg.fold_seed,
+        atomic.atomic_write_json(split_file, {"dataset": cfg.dataset, "split": cfg.split, "fold_seed": cfg.fold_seed,
                                             "label_seed": seed, "label_rate": cfg.label_rate,
                                             "folds": [s.to_dict() for s in splits]})
         for s in splits:
-            unit = runs.Unit(dir=root / f"seed{seed}" / f"fold{s.fold}", config=cfg.to_dict(), seed=seed,
+            unit = units.Unit(dir=root / f"seed{seed}" / f"fold{s.fold}", config=cfg.to_dict(), seed=seed,
                              label=f"{cfg.tag} seed {seed} fold {s.fold}")
             plan[unit.label] = (unit, s)
 
@@ -271,10 +271,10 @@ def plan(cfg: SemiConfig, dataset, seeds: list[int], out: Path, resume: bool = F
 
     def finish(results):
         summary = make_summary(cfg, results)
-        runs.atomic_write_json(root / "summary.json", summary)
+        atomic.atomic_write_json(root / "summary.json", summary)
         return summary
 
-    return runs.Sweep([u for u, _ in plan.values()], fn, finish)
+    return units.Sweep([u for u, _ in plan.values()], fn, finish)
 
 
 def run_sweep(cfg: SemiConfig, dataset, seeds: list[int], out: Path, resume: bool = False,
@@ -284,4 +284,4 @@ def run_sweep(cfg: SemiConfig, dataset, seeds: list[int], out: Path, resume: boo
     """Every (seed, fold) unit of one row on ``executor`` (default: one after the other here);
     the row's summary."""
     sweep = plan(cfg, dataset, seeds, out, resume, fold_limit, show_progress, save_embeddings, device)
-    return runs.run_sweeps([sweep], resume, f"{cfg.tag} folds", "fold", show_progress, restart_damaged, executor)[0]
+    return units.run_sweeps([sweep], resume, f"{cfg.tag} folds", "fold", show_progress, restart_damaged, executor)[0]

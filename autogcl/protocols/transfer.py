@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .. import runs
+from .. import atomic, seeding, units
 from ..data.batching import GraphLoader, GraphStore
 from ..data.moleculenet import MOLECULENET, load_molecule_csv, load_moleculenet
 from ..data.molecules import VOCAB
@@ -113,7 +113,7 @@ def prepare_split(dataset, out_dir: Path, frac) -> dict:
     n = len(dataset)
     digest = hashlib.sha256("\n".join(dataset.meta["smiles"]).encode()).hexdigest()
     if path.is_file():
-        split = runs.read_json(path)
+        split = atomic.read_json(path)
         if split.get("smiles_sha256") == digest and split.get("frac") == list(frac):
             return split
         log.warning("%s was made for other molecules or fractions; computing the split again", path)
@@ -124,20 +124,20 @@ def prepare_split(dataset, out_dir: Path, frac) -> dict:
                         f"{split['num_scaffolds']} scaffolds); use more molecules or other fractions")
     split.update(num_graphs=n, frac=list(frac), kind="scaffold", sizes=sizes, smiles_sha256=digest)
     split["unscored_tasks"] = unscored_tasks(dataset, split)
-    runs.atomic_write_json(path, split)
-    runs.atomic_write_json(Path(out_dir) / "dataset.json",
+    atomic.atomic_write_json(path, split)
+    atomic.atomic_write_json(Path(out_dir) / "dataset.json",
                            {k: v for k, v in dataset.meta.items() if k not in ("smiles", "rows")})
     return split
 
 
-def run_unit(unit: runs.Unit, dataset, split: dict, show_progress: bool | None = None,
+def run_unit(unit: units.Unit, dataset, split: dict, show_progress: bool | None = None,
              ckpt_every: int = 10, device="cpu") -> dict:
     """Fine-tune one seed; resumes from ``unit.partial`` when a checkpoint is there."""
     cfg = FinetuneConfig.from_dict(unit.config)
     engine = engine_of(device)  # the device, and how training computes on it
     device = resolve_device(engine)
-    work = runs.start_work(unit, runtime_info(engine))
-    loader_gen = runs.seed_everything(unit.seed)
+    work = units.start_work(unit, runtime_info(engine))
+    loader_gen = seeding.seed_everything(unit.seed)
     num_tasks = int(dataset._data.y.shape[1])
     model, enc_meta = build_model(cfg, num_tasks)
     opt = adam(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
@@ -192,7 +192,7 @@ def run_unit(unit: runs.Unit, dataset, split: dict, show_progress: bool | None =
                                 "the last epoch when no epoch has one): autogcl.MoleculePredictor.load",
                     "predictions.csv": "that model's probability per task for every test molecule, and its labels"},
     }
-    return runs.publish(unit, rows, result)
+    return units.publish(unit, rows, result)
 
 
 def write_outputs(work: Path, model: MolPredictor, dataset, split: dict, test_loader, cfg: FinetuneConfig,
@@ -216,7 +216,7 @@ def write_outputs(work: Path, model: MolPredictor, dataset, split: dict, test_lo
             row[f"prob_{name}"] = f"{probs[k, t]:.6g}"
             row[f"label_{name}"] = "" if np.isnan(y[k, t]) else int(y[k, t])
         out.append(row)
-    runs.atomic_write_csv(work / "predictions.csv", out)
+    atomic.atomic_write_csv(work / "predictions.csv", out)
 
 
 def summarize(results: list[dict]) -> dict:
@@ -230,8 +230,8 @@ def summarize(results: list[dict]) -> dict:
 
 def plan(cfg: FinetuneConfig, seeds: list[int], out: Path, tag: str, data_root=None,
          show_progress: bool | None = None, workers: int | None = None, device="cpu",
-         download: bool | None = None) -> runs.Sweep:
-    """The seeds of one dataset as a :class:`autogcl.runs.Sweep` into ``out/tag/dataset/seedN``
+         download: bool | None = None) -> units.Sweep:
+    """The seeds of one dataset as a :class:`autogcl.units.Sweep` into ``out/tag/dataset/seedN``
     (``finish`` writes ``summary.json`` there)."""
     if not tag or tag in (".", "..") or "/" in tag or "\\" in tag:
         raise ConfigError(f"--tag {tag!r} must be a plain folder name (results go to OUT/TAG/DATASET): no '/', "
@@ -243,9 +243,9 @@ def plan(cfg: FinetuneConfig, seeds: list[int], out: Path, tag: str, data_root=N
     name = dataset.name if cfg.csv else cfg.dataset.lower()
     cfg = FinetuneConfig.from_dict({**cfg.to_dict(), "dataset": name, **arch})
     ddir = Path(out) / tag / name
-    units = [runs.Unit(dir=ddir / f"seed{s}", config=cfg.to_dict(), seed=s, label=f"{tag} {name} seed {s}")
-             for s in seeds]
-    runs.check_writable(ddir)
+    todo = [units.Unit(dir=ddir / f"seed{s}", config=cfg.to_dict(), seed=s, label=f"{tag} {name} seed {s}")
+            for s in seeds]
+    units.check_writable(ddir)
     split = prepare_split(dataset, ddir, cfg.frac)
 
     def fn(u):
@@ -256,10 +256,10 @@ def plan(cfg: FinetuneConfig, seeds: list[int], out: Path, tag: str, data_root=N
 
     def finish(results):
         summary = make_summary(cfg, results, ddir)
-        runs.atomic_write_json(ddir / "summary.json", summary)
+        atomic.atomic_write_json(ddir / "summary.json", summary)
         return summary
 
-    return runs.Sweep(units, fn, finish)
+    return units.Sweep(todo, fn, finish)
 
 
 def run_sweep(cfg: FinetuneConfig, seeds: list[int], out: Path, tag: str, data_root=None,
@@ -268,7 +268,7 @@ def run_sweep(cfg: FinetuneConfig, seeds: list[int], out: Path, tag: str, data_r
     """Fine-tune every seed on one dataset into ``out/tag/dataset/seedN`` on ``executor``
     (default: one after the other here); the dataset's summary."""
     sweep = plan(cfg, seeds, out, tag, data_root, show_progress, workers, device, download)
-    return runs.run_sweeps([sweep], resume, f"{tag} {sweep.units[0].config['dataset']} seeds", "seed",
+    return units.run_sweeps([sweep], resume, f"{tag} {sweep.units[0].config['dataset']} seeds", "seed",
                            show_progress, restart_damaged, executor)[0]
 
 
@@ -276,8 +276,8 @@ def make_summary(cfg: FinetuneConfig, results: list[dict], dataset_dir: Path) ->
     """``summary.json`` of one dataset's seeds from their results and the split and dataset
     records beside them (also how ``report`` rebuilds a damaged one)."""
     dataset_dir = Path(dataset_dir)
-    split = runs.read_json(dataset_dir / "split.json")
-    info = runs.read_json(dataset_dir / "dataset.json") if (dataset_dir / "dataset.json").is_file() else {}
+    split = atomic.read_json(dataset_dir / "split.json")
+    info = atomic.read_json(dataset_dir / "dataset.json") if (dataset_dir / "dataset.json").is_file() else {}
     return {"protocol": "transfer", "tag": dataset_dir.parent.name, "dataset": cfg.dataset, "selection": cfg.select,
             "pretrained": cfg.checkpoint is not None,
             "pretrain_method": results[0]["encoder_meta"].get("method") if cfg.checkpoint else None,

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from autogcl import runs
+from autogcl import units
 from autogcl.locks import RunFolderBusy, exclusive, lock_file_of
 
 from .common import ENV, cli, small_fit
@@ -27,12 +27,12 @@ def holder(path, kind="folder") -> subprocess.Popen:
 
 
 def toy_units(folder, n=2):
-    return [runs.Unit(dir=folder / f"seed{i}", config={"i": i}, seed=i, label=f"seed {i}") for i in range(n)]
+    return [units.Unit(dir=folder / f"seed{i}", config={"i": i}, seed=i, label=f"seed {i}") for i in range(n)]
 
 
 def publish(unit):
-    runs.start_work(unit)
-    return runs.publish(unit, [{"epoch": 1}], {"value": unit.seed})
+    units.start_work(unit)
+    return units.publish(unit, [{"epoch": 1}], {"value": unit.seed})
 
 
 def test_a_second_sweep_on_the_same_folder_stops_at_once_naming_the_holder(tmp_path):
@@ -40,7 +40,7 @@ def test_a_second_sweep_on_the_same_folder_stops_at_once_naming_the_holder(tmp_p
     try:
         with pytest.raises(RunFolderBusy, match=rf"--out {tmp_path} is in use by pid {proc.pid} on "
                                                 rf"{socket.gethostname()} since .*: "):
-            runs.run_units(toy_units(tmp_path), publish, resume=False, desc="t", show_progress=False)
+            units.run_units(toy_units(tmp_path), publish, resume=False, desc="t", show_progress=False)
         assert not any(p.name.startswith("seed") for p in tmp_path.iterdir())  # nothing was touched
     finally:
         proc.kill()
@@ -53,7 +53,7 @@ def test_the_lock_of_a_killed_run_is_taken_over(tmp_path, caplog):
     proc.wait()
     assert f"pid {proc.pid}" in lock_file_of(tmp_path, folder=True).read_text()
     with caplog.at_level("WARNING", logger="autogcl.locks"):
-        results = runs.run_units(toy_units(tmp_path), publish, resume=False, desc="t", show_progress=False)
+        results = units.run_units(toy_units(tmp_path), publish, resume=False, desc="t", show_progress=False)
     assert [r["value"] for r in results] == [0, 1]
     assert f"taking over the lock of a run that ended without releasing it (pid {proc.pid}" in caplog.text
     assert not lock_file_of(tmp_path, folder=True).exists()  # a run that ends removes its lock
@@ -101,11 +101,11 @@ def test_a_lock_is_released_on_error_and_held_only_once(tmp_path):
 def test_a_second_run_of_a_one_unit_folder_stops_at_once(tmp_path):
     """Pre-training and the views run have one unit whose folder is the --out: its own lock
     refuses a second run at once when the holder is a live process of this host."""
-    unit = runs.Unit(dir=tmp_path / "pretrain", config={}, seed=0, label="pretrain autogcl")
-    with runs.holding(unit):
-        code = ("import sys, pathlib\nfrom autogcl import runs\n"
-                "u = runs.Unit(dir=pathlib.Path(sys.argv[1]), config={}, seed=0, label='pretrain autogcl')\n"
-                "runs.run_one(u, lambda u: None, wait=3600)\n")  # it can only end by refusing at once
+    unit = units.Unit(dir=tmp_path / "pretrain", config={}, seed=0, label="pretrain autogcl")
+    with units.hold_unit(unit):
+        code = ("import sys, pathlib\nfrom autogcl import units\n"
+                "u = units.Unit(dir=pathlib.Path(sys.argv[1]), config={}, seed=0, label='pretrain autogcl')\n"
+                "units.run_one(u, lambda u: None, wait=3600)\n")  # it can only end by refusing at once
         done = subprocess.run([sys.executable, "-c", code, str(unit.dir)], env=ENV, capture_output=True, text=True,
                               timeout=120)
     assert done.returncode == 1
