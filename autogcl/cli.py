@@ -559,7 +559,7 @@ def cmd_reproduce(args) -> int:
 
 def _spread(protocol: str) -> str:
     """What a printed table's ± is (the summaries' std), said under the table."""
-    from .protocols.paper import SPREAD
+    from .protocols.spread import SPREAD
 
     return f"± is the {SPREAD[protocol]}"
 

@@ -24,6 +24,7 @@ from typing import Callable
 
 from ..errors import DataError
 from . import published
+from .spread import SPREAD
 
 RESULTS = "docs/results"
 DATA = "../shared/data"
@@ -33,10 +34,6 @@ SEMI_ROWS = ("labeled", "graphcl_cl", "naive", "joint")
 #: datasets whose cells need more compute than the 2-core machine (the queue)
 BIG_SEMI = ("DD", "REDDIT-BINARY", "COLLAB")
 
-#: what each protocol's ± is (the summaries' std: numpy's ddof)
-SPREAD = {"unsupervised": "std over seeds (population, ddof 0)",
-          "semi": "std over the (seed, fold) results (sample, ddof 1)",
-          "transfer": "std over seeds (population, ddof 0)"}
 
 
 # ------------------------------------------------------------------------------------------ cells

@@ -8,6 +8,7 @@ from pathlib import Path
 from ..atomic import atomic_write_json, read_json
 from ..errors import DataError
 from . import published
+from .spread import heading
 
 log = logging.getLogger(__name__)
 
@@ -217,11 +218,11 @@ def render(summaries: list[dict]) -> str:
     semi = [s for s in summaries if s.get("protocol") == "semi"]
     transfer = [s for s in summaries if s.get("protocol") == "transfer"]
     if uns:
-        parts.append("## Unsupervised (SVM accuracy %, mean ± std over seeds, population std (ddof 0))\n\n" + unsupervised_table(uns))
+        parts.append(f"## Unsupervised (SVM accuracy %, {heading('unsupervised')})\n\n" + unsupervised_table(uns))
     if semi:
-        parts.append("## Semi-supervised (accuracy %, mean ± std over the seed x fold results, sample std (ddof 1))\n\n" + semi_table(semi))
+        parts.append(f"## Semi-supervised (accuracy %, {heading('semi')})\n\n" + semi_table(semi))
     if transfer:
-        parts.append("## Transfer (fine-tuning ROC-AUC %, mean ± std over seeds, population std (ddof 0))\n\n" + transfer_table(transfer))
+        parts.append(f"## Transfer (fine-tuning ROC-AUC %, {heading('transfer')})\n\n" + transfer_table(transfer))
     if not parts:
         return "no finished runs (summary.json) found"
     parts.append("val: selection on data that is not the test fold (honest); "

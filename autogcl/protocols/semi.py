@@ -39,6 +39,7 @@ from ..train import (
     Trainer,
 )
 from ..train.optim import adam
+from .spread import spread
 from .configs import ROW_OPTIONS, ROW_SPECIFIC, ROWS, SMALL_BATCH, SemiConfig  # noqa: F401 (re-exported)
 
 log = logging.getLogger(__name__)
@@ -203,14 +204,14 @@ def load_model(path) -> ResGCN:
 
 
 def summarize(results: list[dict]) -> dict:
-    """Mean ± std over every (seed, fold) result (std with ddof=1, as the released code)."""
+    """Mean ± std (:func:`autogcl.protocols.spread.spread`) over every (seed, fold) result."""
     out = {"n_seeds": len({r["seed"] for r in results}), "n_folds": len(results)}
     for s in ("val", "test_max"):
         if any(s not in r["selections"] for r in results):  # the released split has no validation fold
             out[s] = {"mean": math.nan, "std": math.nan, "values": [], "undefined": "no validation fold"}
             continue
         accs = np.array([r["selections"][s]["acc"] for r in results]) * 100
-        out[s] = {"mean": float(accs.mean()), "std": float(accs.std(ddof=1)) if len(accs) > 1 else 0.0,
+        out[s] = {"mean": float(accs.mean()), "std": spread(accs, "semi"),
                   "values": accs.tolist()}
     out["time_per_fold_s"] = float(np.mean([r["time_s"] for r in results]))
     return out

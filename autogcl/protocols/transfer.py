@@ -21,6 +21,7 @@ import numpy as np
 import torch
 
 from .. import atomic, seeding, units
+from .spread import spread
 from ..data.batching import GraphLoader, GraphStore
 from ..data.moleculenet import MOLECULENET, load_molecule_csv, load_moleculenet
 from ..data.molecules import VOCAB
@@ -223,7 +224,7 @@ def summarize(results: list[dict]) -> dict:
     out = {"n_seeds": len(results), "seeds": [r["seed"] for r in results]}
     for s in SELECTIONS:
         v = np.array([r["selections"][s]["auc"] for r in results], dtype=float) * 100
-        out[s] = {"mean": float(np.mean(v)), "std": float(np.std(v)), "values": v.tolist()}
+        out[s] = {"mean": float(np.mean(v)), "std": spread(v, "transfer"), "values": v.tolist()}
     out["train_time_s"] = float(np.mean([r["train_time_s"] for r in results]))
     return out
 

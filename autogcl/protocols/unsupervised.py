@@ -23,6 +23,7 @@ from ..devices import engine_of, resolve_device, runtime_info
 from ..errors import ConfigError, DataError
 from ..eval.svm import SELECTIONS, select_epoch, svm_evaluate
 from ..train import Trainer
+from .spread import spread
 from .configs import AUTOGCL_ONLY, GRAPHCL_ONLY, METHODS, UnsupervisedConfig  # noqa: F401 (re-exported)
 
 log = logging.getLogger(__name__)
@@ -95,11 +96,11 @@ def run_unit(unit: units.Unit, dataset, n_jobs: int | None = 1, save_embeddings:
 
 
 def summarize(results: list[dict]) -> dict:
-    """Mean and std (over seeds, population std) of each selection."""
+    """Mean and std (:func:`autogcl.protocols.spread.spread`) of each selection over the seeds."""
     out = {"n_seeds": len(results), "seeds": [r["seed"] for r in results]}
     for s in SELECTIONS:
         accs = np.array([r["selections"][s]["acc"] for r in results]) * 100
-        out[s] = {"mean": float(accs.mean()), "std": float(accs.std()), "values": accs.tolist()}
+        out[s] = {"mean": float(accs.mean()), "std": spread(accs, "unsupervised"), "values": accs.tolist()}
     out["train_time_s"] = float(np.mean([r["train_time_s"] for r in results]))
     out["eval_time_s"] = float(np.mean([r["eval_time_s"] for r in results]))
     return out
