@@ -31,7 +31,7 @@ from filelock import FileLock, Timeout
 
 from .errors import ConfigError
 
-__all__ = ["RunFolderBusy", "exclusive", "holding", "lock_file_of"]
+__all__ = ["RunFolderBusy", "exclusive", "holding", "holding_all", "lock_file_of"]
 
 log = logging.getLogger(__name__)
 #: errno values of storage that refuses file locks (a unit then runs unlocked)
@@ -180,3 +180,23 @@ def _live_holder(f) -> bool:
     except PermissionError:  # alive, another user's
         return True
     return True
+
+
+@contextlib.contextmanager
+def holding_all(out: Path, keys: list[str], wait: float = 2.0) -> Iterator[None]:
+    """Hold, in ``out``, the lock of each sweep named in ``keys`` (``OUT/.<key>.lock``, the key
+    case-folded: ``mutag-autogcl`` and ``MUTAG-autogcl`` are one sweep) while the block runs: what
+    a command takes right after parsing, before it reads any data, so that a second writer of
+    the same sweeps stops at once, naming the holder (:class:`RunFolderBusy`). Sweeps of other
+    keys may share the folder side by side. A folder this made, and left empty, is removed."""
+    out = Path(out)
+    made = not out.exists()
+    try:
+        with contextlib.ExitStack() as stack:
+            for key in sorted({k.lower() for k in keys}):  # one order: two commands never wait on each other
+                stack.enter_context(exclusive(out / key, f"--out {out} ({key})", wait=wait))
+            yield
+    finally:
+        if made:
+            with contextlib.suppress(OSError):
+                out.rmdir()  # only if empty

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -40,6 +41,7 @@ from ..train import (
 )
 from ..train.optim import adam
 from .spread import spread
+from .base import Protocol
 from .configs import ROW_OPTIONS, ROW_SPECIFIC, ROWS, SMALL_BATCH, SemiConfig  # noqa: F401 (re-exported)
 
 log = logging.getLogger(__name__)
@@ -286,3 +288,43 @@ def run_sweep(cfg: SemiConfig, dataset, seeds: list[int], out: Path, resume: boo
     the row's summary."""
     sweep = plan(cfg, dataset, seeds, out, resume, fold_limit, show_progress, save_embeddings, device)
     return units.run_sweeps([sweep], resume, f"{cfg.tag} folds", "fold", show_progress, restart_damaged, executor)[0]
+
+
+class Semi(Protocol):
+    """The semi-supervised protocol as a :class:`autogcl.protocols.base.Protocol`: one sweep of
+    (seed, fold) units per row, the rows on one TU dataset."""
+
+    name, config, unit = "semi", SemiConfig, "fold"
+
+    def configs(self, args, run):
+        from ..config import from_args
+
+        rows = list(ROWS) if args.row == "all" else [r.strip() for r in args.row.split(",") if r.strip()]
+        if not rows:
+            raise ConfigError(f"--row {args.row!r} names no row; choose from {', '.join(ROWS)} or all")
+        return [from_args(SemiConfig, args, row=r) for r in rows]
+
+    def load(self, configs, run):
+        from ..data import load_tu
+
+        dataset = load_tu(configs[0].dataset, run.data_root, configs[0].feat, download=run.fetch)
+        return dataset, [replace(c, dataset=dataset.name) for c in configs]  # its warnings were said once
+
+    def plan(self, cfg, data, out, run):
+        return plan(cfg, data, run.seed_list, out, run.resume, run.fold_limit, run.progress, run.save_embeddings,
+                    run.engine)
+
+    def desc(self, configs, data, run):
+        return f"{data.name} folds"
+
+    run_unit = staticmethod(run_fold)
+    select = staticmethod(select)
+    summarize = staticmethod(summarize)
+
+    def table(self, summaries):
+        from .report import semi_table
+
+        return semi_table(summaries)
+
+
+PROTOCOL = Semi()

@@ -33,6 +33,7 @@ from ..models.embed import embed
 from ..models.mol_gin import MolPredictor, load_encoder
 from ..train import FinetuneStrategy, Trainer
 from ..train.optim import adam
+from .base import Protocol
 from .configs import SELECTIONS, FinetuneConfig
 
 log = logging.getLogger(__name__)
@@ -305,3 +306,62 @@ def dataset_names(spec: str) -> list[str]:
     if unknown:
         raise ConfigError(f"unknown MoleculeNet dataset(s) {unknown}; known: {', '.join(MOLECULENET)} or all")
     return names
+
+
+def checkpoint_tag(checkpoint: str) -> str:
+    """The results folder of a fine-tuning from ``checkpoint``: a pre-training run's ``encoder.pt``
+    is named by its run folder (runs/pretrain/NAME/encoder.pt: NAME), any other file by its stem
+    (pretrained/autogcl-moses200k.pt: autogcl-moses200k)."""
+    path = Path(checkpoint)
+    return (path.resolve().parent.name if path.name == "encoder.pt" else "") or path.stem
+
+
+class Transfer(Protocol):
+    """Fine-tuning on molecules as a :class:`autogcl.protocols.base.Protocol`: one sweep of
+    seeds per dataset into ``OUT/TAG/DATASET``; each sweep loads its own dataset."""
+
+    name, config, unit = "transfer", FinetuneConfig, "seed"
+
+    def configs(self, args, run):
+        from ..config import from_args
+
+        names = [args.csv] if args.csv else dataset_names(args.dataset)
+        # an empty --checkpoint goes to the config as it is: an error there, not the current folder
+        checkpoint = str(Path(args.checkpoint).resolve()) if args.checkpoint else args.checkpoint
+        return [from_args(FinetuneConfig, args, dataset=n, checkpoint=checkpoint) for n in names]
+
+    @staticmethod
+    def tag(cfg: FinetuneConfig, run) -> str:
+        """The results folder of ``cfg``'s runs: ``--tag``, else the checkpoint's, else no_pretrain."""
+        return run.tag or (checkpoint_tag(cfg.checkpoint) if cfg.checkpoint else "no_pretrain")
+
+    def keys(self, configs, run):
+        return [f"{self.tag(c, run)}-{Path(c.dataset).stem.lower()}" for c in configs]
+
+    def load(self, configs, run):
+        return None, configs  # each sweep loads its dataset (plan)
+
+    def plan(self, cfg, data, out, run):
+        return plan(cfg, run.seed_list, out, self.tag(cfg, run), run.data_root, run.progress, run.workers,
+                    run.engine, run.fetch)
+
+    def desc(self, configs, data, run):
+        return f"{self.tag(configs[0], run)} seeds"
+
+    def title(self, cfg, summary):
+        return f"{summary['tag']}-{summary['dataset']}"
+
+    run_unit = staticmethod(run_unit)
+    select = staticmethod(select)
+    summarize = staticmethod(summarize)
+
+    def table(self, summaries):
+        from .report import transfer_table
+
+        return transfer_table(summaries)
+
+    def report(self, configs, summaries, run):
+        return ""
+
+
+PROTOCOL = Transfer()

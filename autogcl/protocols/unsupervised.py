@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +24,7 @@ from ..devices import engine_of, resolve_device, runtime_info
 from ..errors import ConfigError, DataError
 from ..eval.svm import SELECTIONS, select_epoch, svm_evaluate
 from ..train import Trainer
+from .base import Protocol
 from .spread import spread
 from .configs import AUTOGCL_ONLY, GRAPHCL_ONLY, METHODS, UnsupervisedConfig  # noqa: F401 (re-exported)
 
@@ -155,3 +157,36 @@ def run_sweep(cfg: UnsupervisedConfig, dataset, seeds: list[int], out: Path, res
     after the other here) and write ``summary.json``."""
     sweep = plan(cfg, dataset, seeds, out, n_jobs, save_embeddings, show_progress, device)
     return units.run_sweeps([sweep], resume, f"{cfg.tag} seeds", "seed", show_progress, restart_damaged, executor)[0]
+
+
+class Unsupervised(Protocol):
+    """The unsupervised protocol as a :class:`autogcl.protocols.base.Protocol`: one sweep of
+    seeds per config, on one TU dataset."""
+
+    name, config, unit = "unsupervised", UnsupervisedConfig, "seed"
+
+    def load(self, configs, run):
+        from ..data import load_tu
+
+        cfg = configs[0]
+        dataset = load_tu(cfg.dataset, run.data_root, cfg.feat, download=run.fetch)
+        log.info("%s: %d graphs, %d features, %d classes; writing to %s", dataset.name, len(dataset),
+                 dataset.num_features, dataset.num_classes, Path(run.out))
+        # not from args again: its warnings were said once
+        return dataset, [replace(c, dataset=dataset.name) for c in configs]
+
+    def plan(self, cfg, data, out, run):
+        return plan(cfg, data, run.seed_list, out, run.unit_jobs, run.save_embeddings or False, run.progress,
+                    run.engine)
+
+    run_unit = staticmethod(run_unit)
+    select = staticmethod(select_epoch)
+    summarize = staticmethod(summarize)
+
+    def table(self, summaries):
+        from .report import unsupervised_table
+
+        return unsupervised_table(summaries)
+
+
+PROTOCOL = Unsupervised()

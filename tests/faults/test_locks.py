@@ -2,17 +2,19 @@
 holder (pid and host); the lock of a killed run is detected and taken over."""
 
 import os
+import resource
 import signal
 import socket
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from autogcl import units
-from autogcl.locks import RunFolderBusy, exclusive, lock_file_of
+from autogcl.locks import RunFolderBusy, exclusive, holding_all, lock_file_of
 
-from .common import ENV, cli, small_fit
+from .common import ENV, small_fit
 
 HOLD = ("import sys, time\nfrom pathlib import Path\nfrom autogcl.locks import exclusive\n"
         "with exclusive(Path(sys.argv[1]), 'x', folder=sys.argv[2] == 'folder'):\n"
@@ -59,18 +61,54 @@ def test_the_lock_of_a_killed_run_is_taken_over(tmp_path, caplog):
     assert not lock_file_of(tmp_path, folder=True).exists()  # a run that ends removes its lock
 
 
-def test_the_same_command_twice_on_one_out_refuses_the_second(data_root, tmp_path):
+def _cpu_seconds(cmd) -> tuple[subprocess.CompletedProcess, float]:
+    """Run ``cmd``; its result and the CPU seconds (user + system) it took."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    done = subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=600)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return done, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def test_a_second_writer_stops_at_start_up_before_reading_any_data(data_root, tmp_path):
+    """The lock first (issue 43): a second `autogcl unsupervised` on the --out of a running one
+    stops right after parsing, naming the holder, and loads no dataset. Measured as the CPU time
+    of the refused command (start to exit) minus that of importing what it imports before the
+    lock (python + autogcl.cli + the protocol module, torch included): CPU seconds, not wall
+    seconds, so that a busy machine does not decide the figure."""
     out = tmp_path / "out"
-    proc = holder(out / "MUTAG-autogcl")  # the folder of the first command's units
+    proc = holder(out / "mutag-autogcl", "file")  # the first command's lock of its sweep: OUT/.mutag-autogcl.lock
     try:
-        done = cli(["unsupervised", "--dataset", "MUTAG", "--epochs", "2", "--eval-epochs", "2", "--seeds", "2",
-                    "--data-root", data_root, "--out", out, "--no-progress"], tmp_path)
+        done, cpu = _cpu_seconds([sys.executable, "-m", "autogcl", "unsupervised", "--dataset", "mutag", "--epochs",
+                                  "2", "--eval-epochs", "2", "--data-root", str(data_root), "--out", str(out),
+                                  "--no-progress"])
     finally:
         proc.kill()
         proc.wait()
     assert done.returncode == 2, done.stderr[-2000:]
-    assert f"is in use by pid {proc.pid} on {socket.gethostname()}" in done.stderr
+    assert f"--out {out} (mutag-autogcl) is in use by pid {proc.pid} on {socket.gethostname()}" in done.stderr
     assert "Traceback" not in done.stderr
+    cache = Path(os.environ["AUTOGCL_CACHE"])
+    assert not (cache / "processed").exists()  # no dataset was read
+    assert not (out / "MUTAG-autogcl").exists()
+    _, imports = _cpu_seconds([sys.executable, "-c", "import autogcl.cli, autogcl.protocols.unsupervised"])
+    assert cpu - imports < 2.0, (cpu, imports)
+
+
+def test_sweeps_of_other_datasets_share_an_out_side_by_side(tmp_path):
+    proc = holder(tmp_path / "mutag-autogcl", "file")
+    try:
+        with holding_all(tmp_path, ["PROTEINS-autogcl"]):  # another sweep of the same --out
+            pass
+        with pytest.raises(RunFolderBusy, match=rf"\(mutag-autogcl\) is in use by pid {proc.pid}"):
+            with holding_all(tmp_path, ["PROTEINS-autogcl", "Mutag-autogcl"]):
+                pass
+    finally:
+        proc.kill()
+        proc.wait()
+    made = tmp_path / "new"
+    with holding_all(made, ["x"]):
+        assert made.is_dir()
+    assert not made.exists()  # a folder the lock made and nothing filled is removed
 
 
 def test_a_checkpoint_is_written_by_one_fit_at_a_time(data_root, tmp_path):

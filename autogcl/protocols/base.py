@@ -1,0 +1,81 @@
+"""The one shape of a protocol: plan its units, run one unit, select an epoch, summarise, and
+print. Each sweep protocol (unsupervised, semi, transfer fine-tuning, the ablation) is a
+:class:`Protocol`; the command line runs every one of them through one handler
+(:func:`autogcl.cli.cmd_protocol`), which takes the lock of every sweep a command writes before
+any data is read (:meth:`Protocol.keys`), then :meth:`~Protocol.load`, :meth:`~Protocol.plan`
+and the units through :func:`autogcl.units.run_sweeps`, then :meth:`~Protocol.report`.
+
+Torch-free (the config classes and the lock keys need nothing heavy)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..config import Config, RunOptions, from_args
+
+if TYPE_CHECKING:
+    from ..units import Sweep, Unit
+
+__all__ = ["Protocol"]
+
+
+class Protocol:
+    """A protocol: what it runs (``config``, one per sweep), what one unit is (``unit``: seed or
+    fold), and the steps below. ``name`` is the command and the summaries' ``protocol``."""
+
+    name: str = ""
+    config: type[Config] = Config
+    #: what one unit of its sweeps is (progress bars, log lines)
+    unit: str = "seed"
+
+    # --- before any data is read: the command line's configs and the locks they need
+    def configs(self, args, run: RunOptions) -> list[Config]:
+        """The configs of the sweeps a command line asks for, validated (one by default)."""
+        return [from_args(self.config, args)]
+
+    def keys(self, configs: list[Config], run: RunOptions) -> list[str]:
+        """Names of the sweeps these configs write into ``--out``; the command holds the lock of
+        each (:func:`autogcl.locks.holding_all`) from before any data is read to its end."""
+        return [c.tag for c in configs]
+
+    # --- the work
+    def load(self, configs: list[Config], run: RunOptions) -> tuple[Any, list[Config]]:
+        """The data the sweeps share, and the configs with the names the data gave (e.g. the
+        dataset's canonical name)."""
+        raise NotImplementedError
+
+    def plan(self, cfg: Config, data, out: Path, run: RunOptions) -> Sweep:
+        """The units of one config in ``out`` as a :class:`autogcl.units.Sweep`: its ``fn`` is
+        :meth:`run_unit`, its ``finish`` writes the :meth:`summarize` of the units' results."""
+        raise NotImplementedError
+
+    def run_unit(self, unit: Unit, data, **options) -> dict:
+        """Train and evaluate one unit (a seed, a fold) and publish it; its result."""
+        raise NotImplementedError
+
+    def select(self, records) -> dict:
+        """The epoch each selection (``val``, ``test_max``) picks from one unit's evaluations."""
+        raise NotImplementedError
+
+    def summarize(self, results: list[dict]) -> dict:
+        """Mean ± std (:func:`autogcl.protocols.spread.spread`) of each selection over a
+        sweep's unit results."""
+        raise NotImplementedError
+
+    # --- what the command prints
+    def desc(self, configs: list[Config], data, run: RunOptions) -> str:
+        """The progress bar's label."""
+        return f"{configs[0].tag} {self.unit}s"
+
+    def title(self, cfg: Config, summary: dict) -> str:
+        """A grid report's title for one config."""
+        return cfg.tag
+
+    def table(self, summaries: list[dict]) -> str:
+        """The table of the sweeps' summaries beside the published figures."""
+        raise NotImplementedError
+
+    def report(self, configs: list[Config], summaries: list[dict], run: RunOptions) -> str:
+        """What the command prints after its table (default: the selection and the folder)."""
+        return f"\nselection reported as the result: {configs[0].select}; results in {Path(run.out)}"
