@@ -73,8 +73,11 @@ class Protocol:
         return cfg.tag
 
     def table(self, summaries: list[dict]) -> str:
-        """The table of the sweeps' summaries beside the published figures."""
-        raise NotImplementedError
+        """The table of the sweeps' summaries beside the published figures
+        (:func:`autogcl.protocols.report.table`)."""
+        from .report import table
+
+        return table(self.name, summaries)
 
     def report(self, configs: list[Config], summaries: list[dict], run: RunOptions) -> str:
         """What the command prints after its table (default: the selection and the folder)."""

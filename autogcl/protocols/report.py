@@ -212,6 +212,11 @@ def transfer_table(summaries: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def table(protocol: str, summaries: list[dict]) -> str:
+    """The table of ``protocol``'s summaries."""
+    return {"unsupervised": unsupervised_table, "semi": semi_table, "transfer": transfer_table}[protocol](summaries)
+
+
 def render(summaries: list[dict]) -> str:
     parts = []
     uns = [s for s in summaries if s.get("protocol") == "unsupervised"]

@@ -321,10 +321,5 @@ class Semi(Protocol):
     select = staticmethod(select)
     summarize = staticmethod(summarize)
 
-    def table(self, summaries):
-        from .report import semi_table
-
-        return semi_table(summaries)
-
 
 PROTOCOL = Semi()

@@ -355,11 +355,6 @@ class Transfer(Protocol):
     select = staticmethod(select)
     summarize = staticmethod(summarize)
 
-    def table(self, summaries):
-        from .report import transfer_table
-
-        return transfer_table(summaries)
-
     def report(self, configs, summaries, run):
         return ""
 

@@ -183,10 +183,5 @@ class Unsupervised(Protocol):
     select = staticmethod(select_epoch)
     summarize = staticmethod(summarize)
 
-    def table(self, summaries):
-        from .report import unsupervised_table
-
-        return unsupervised_table(summaries)
-
 
 PROTOCOL = Unsupervised()
