@@ -21,3 +21,17 @@ CL_VARIANTS = ("simclr", "released")
 #: the L_sim term of AutoGCL's naive strategy: none (the paper's Algorithm 1), cosine, or the
 #: released code's 1 - MSE
 SIM_LOSSES = ("none", "cosine", "mse")
+#: what becomes of the nodes a learnable view drops: isolated zero-feature nodes (the released
+#: code) or removed from the batch; ``GeometryKeepingGenerator`` adds weight (kept, down-weighted)
+DROP_ISOLATE, DROP_REMOVE, DROP_WEIGHT = "isolate", "remove", "weight"
+DROPPED = (DROP_ISOLATE, DROP_REMOVE)
+#: the mask token of a learnable view: the batch's mean feature value (released) or per-feature
+MASK_SCALAR, MASK_FEATURE = "scalar", "feature"
+MASK_TOKENS = (MASK_SCALAR, MASK_FEATURE)
+#: the views AutoGCL's naive strategy contrasts: two draws from {x, x1, x2} with replacement
+#: (released) or always the two generated ones
+SAMPLE_REPLACEMENT, SAMPLE_GENERATED = "replacement", "generated"
+VIEW_SAMPLINGS = (SAMPLE_REPLACEMENT, SAMPLE_GENERATED)
+#: GraphCL's views: two augmentations, or the graph and one augmentation
+VIEWS_AUG_AUG, VIEWS_ORIG_AUG = "aug-aug", "orig-aug"
+GRAPHCL_VIEWS = (VIEWS_AUG_AUG, VIEWS_ORIG_AUG)

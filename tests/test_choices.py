@@ -41,3 +41,38 @@ def test_loss_names_are_the_ones_the_losses_implement():
     assert choices.SIM_LOSSES == ("none", *losses.SIM_KINDS)  # "none": L_sim weighted 0
     with pytest.raises(ConfigError, match="unknown NT-Xent variant"):
         losses.cl_kwargs("bogus", "autogcl")
+
+
+#: option values whose names come from autogcl/choices.py only (extend with each tuple whose
+#: literals have been replaced by its constants)
+GUARDED = {v: name for name in ("DROPPED", "MASK_TOKENS", "VIEW_SAMPLINGS", "GRAPHCL_VIEWS")
+           for v in getattr(choices, name)} | {choices.DROP_WEIGHT: "DROP_WEIGHT"}
+
+
+def test_option_values_are_typed_only_in_choices():
+    """A string literal equal to a guarded option value anywhere in the package but choices.py
+    is a second spelling of the option: use the constant (a value inside a longer string, such
+    as a docstring or a message, is not a literal of it)."""
+    import ast
+    from pathlib import Path
+
+    import autogcl
+
+    root = Path(autogcl.__file__).parent
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        if path.name == "choices.py" and path.parent == root:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in GUARDED:
+                found.append(f"{path.relative_to(root.parent)}:{node.lineno}: {node.value!r} "
+                             f"(choices.{GUARDED[node.value]})")
+    assert not found, "option values typed outside choices.py:\n" + "\n".join(found)
+
+
+def test_the_guard_finds_a_literal(tmp_path):
+    import ast
+
+    tree = ast.parse('x = "aug-aug"\ny = "two aug-aug views"\n')
+    hits = [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and n.value in GUARDED]
+    assert hits == ["aug-aug"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+from ..choices import DROPPED, DROP_ISOLATE, DROP_REMOVE, DROP_WEIGHT, GRAPHCL_VIEWS, MASK_SCALAR, MASK_TOKENS, SAMPLE_REPLACEMENT, VIEWS_AUG_AUG, VIEW_SAMPLINGS
 from ..choices import (
     AUGMENTATIONS,
     CL_VARIANTS,
@@ -49,22 +50,22 @@ class UnsupervisedConfig(Config):
                              "denominator; one direction for graphcl)", choices=CL_VARIANTS)
     # autogcl
     add_mask: bool = option(False, "generators may also mask nodes")
-    dropped: str = option("isolate", "dropped nodes stay as isolated zero nodes (released) or are removed",
-                          choices=("isolate", "remove"))
-    mask_token: str = option("scalar", "mask token: the batch's mean feature value (scalar) or per-feature mean",
-                             choices=("scalar", "feature"))
+    dropped: str = option(DROP_ISOLATE, "dropped nodes stay as isolated zero nodes (released) or are removed",
+                          choices=DROPPED)
+    mask_token: str = option(MASK_SCALAR, "mask token: the batch's mean feature value (scalar) or per-feature mean",
+                             choices=MASK_TOKENS)
     sim_loss: str = option("none", "add L_sim to the naive strategy (released code: mse)",
                            choices=SIM_LOSSES, what="similarity loss")
-    view_sampling: str = option("replacement", "views contrasted: two draws from {x, x1, x2} with replacement "
-                                "(released) or always x1 and x2", choices=("replacement", "generated"))
+    view_sampling: str = option(SAMPLE_REPLACEMENT, "views contrasted: two draws from {x, x1, x2} with replacement "
+                                "(released) or always x1 and x2", choices=VIEW_SAMPLINGS)
     gen_hidden: int = option(128, "generator width", cli=False)
     gen_layers: int = option(2, "generator layers", cli=False)
     # graphcl
     aug: str = option("random4", "GraphCL augmentation (method graphcl)", choices=AUGMENTATIONS,
                       what="augmentation")
     aug_ratio: float = option(0.2, "GraphCL augmentation ratio", low=0, high=1, high_open=True)
-    graphcl_views: str = option("aug-aug", "GraphCL views: two augmentations or the graph and one",
-                                choices=("aug-aug", "orig-aug"))
+    graphcl_views: str = option(VIEWS_AUG_AUG, "GraphCL views: two augmentations or the graph and one",
+                                choices=GRAPHCL_VIEWS)
     # evaluation
     svm_folds: int = option(10, "outer SVM folds", cli=False, low=2)
     svm_inner_folds: int = option(5, "inner SVM folds (C search)", cli=False, low=2)
@@ -149,9 +150,9 @@ class SemiConfig(Config):
     cl_variant: str = option("simclr", "NT-Xent form", choices=CL_VARIANTS)
     sim_loss: str = option("cosine", "L_sim form (published cosine, released mse)", choices=("cosine", "mse"))
     add_mask: bool = option(False, "generators may also mask nodes")
-    dropped: str = option("isolate", "dropped nodes: isolated zero nodes (released) or removed",
-                          choices=("isolate", "remove"))
-    mask_token: str = option("scalar", "mask token", choices=("scalar", "feature"))
+    dropped: str = option(DROP_ISOLATE, "dropped nodes: isolated zero nodes (released) or removed",
+                          choices=DROPPED)
+    mask_token: str = option(MASK_SCALAR, "mask token", choices=MASK_TOKENS)
     aug: str = option("random4", "GraphCL rows' augmentation", choices=AUGMENTATIONS, what="augmentation")
     aug_ratio: float = option(0.2, "GraphCL rows' augmentation ratio", low=0, high=1, high_open=True)
     select: str = option("val", "selection reported as the result (both are always recorded)",
@@ -243,15 +244,15 @@ class PretrainConfig(Config):
     gen_hidden: int = option(128, "view generators' width (released: 128)", low=1)
     gen_layers: int = option(2, "view generators' layers (released: 2)", low=1)
     add_mask: bool = option(True, "generators may also mask atoms", negate="--no-mask")
-    dropped: str = option("remove", "dropped atoms are removed or kept as isolated atoms",
-                          choices=("remove", "isolate"))
+    dropped: str = option(DROP_REMOVE, "dropped atoms are removed or kept as isolated atoms",
+                          choices=(DROP_REMOVE, DROP_ISOLATE))
     tau: float | None = option(None, "NT-Xent temperature (default 0.5 autogcl, 0.1 graphcl)", type=float,
                                  low=0, low_open=True)
     cl_variant: str = option("simclr", "NT-Xent form: simclr (published) or released (positive left out of the "
                              "denominator)", choices=CL_VARIANTS)
     sim_loss: str = option("none", "add L_sim to the naive strategy (released code: mse)",
                            choices=SIM_LOSSES, what="similarity loss")
-    view_sampling: str = option("replacement", "views contrasted", cli=False)
+    view_sampling: str = option(SAMPLE_REPLACEMENT, "views contrasted", cli=False)
     aug: str = option("random4", "GraphCL augmentation (method graphcl)", choices=AUGMENTATIONS,
                       what="augmentation")
     aug_ratio: float = option(0.2, "GraphCL augmentation ratio", low=0, high=1, high_open=True)
@@ -317,9 +318,9 @@ class FinetuneConfig(Config):
 #: docs/views_MNIST.json; resgcn keeps the settings of the semi-supervised protocol)
 CLASSIFIER_DEFAULTS = {
     "resgcn": {"lr": 0.01, "gen_lr": 0.01, "hidden": 128, "batch_size": 128, "warmup_epochs": 0,
-               "dropped": "remove", "lam": 1.0},
+               "dropped": DROP_REMOVE, "lam": 1.0},
     "relpos": {"lr": 0.001, "gen_lr": 0.01, "hidden": 64, "batch_size": 64, "warmup_epochs": 1,
-               "dropped": "weight", "lam": 0.3},
+               "dropped": DROP_WEIGHT, "lam": 0.3},
 }
 
 
@@ -353,7 +354,7 @@ class ViewsConfig(Config):
     dropped: str | None = option(None, "dropped nodes in the views the classifier trains on: weight (default "
                                  "with relpos: kept with weight 0, ignored by the classifier, so a drop still gets "
                                  "a gradient), remove (default with resgcn), isolate", type=str,
-                                 choices=("weight", "remove", "isolate"))
+                                 choices=(DROP_WEIGHT, DROP_REMOVE, DROP_ISOLATE))
     # weight of L_sim; on MNIST with lambda 1 one generator soon settles on dropping the
     # strokes the other keeps (views as different as possible), and the view accuracy stalls
     lam: float | None = option(None, "weight of L_sim (default 0.3 relpos, 1.0 resgcn)", type=float,
@@ -377,7 +378,7 @@ class ViewsConfig(Config):
         for key, value in CLASSIFIER_DEFAULTS[self.classifier].items():
             if getattr(self, key) is None:
                 setattr(self, key, value)
-        if self.dropped == "weight" and self.classifier != "relpos":
+        if self.dropped == DROP_WEIGHT and self.classifier != "relpos":
             raise ConfigError("dropped='weight' needs a classifier that reads node weights (relpos)")
         if self.max_epochs < 1 or self.warmup_epochs < 0:
             raise ConfigError("max_epochs must be at least 1 and warmup_epochs at least 0")

@@ -1,12 +1,10 @@
 """The ± of every protocol's summaries, decided here once: the std's ``ddof`` per protocol,
 the std itself (:func:`spread`) and its words for the printed tables and the docs (``SPREAD``).
-Torch-free, so that the parsers and the docs tooling can read it."""
+Free of torch and numpy at import, so that the parsers and the docs tooling can read it."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-
-import numpy as np
 
 __all__ = ["DDOF", "SPREAD", "heading", "spread"]
 
@@ -33,5 +31,7 @@ def heading(protocol: str) -> str:
 def spread(values: Sequence[float], protocol: str) -> float:
     """The std of ``values`` under ``protocol``'s convention (:data:`DDOF`); 0 where there are
     too few values for it (one value under a sample std)."""
+    import numpy as np  # here: the parsers read this module's words without numpy
+
     v = np.asarray(values, dtype=float)
     return float(v.std(ddof=DDOF[protocol])) if v.size > DDOF[protocol] else 0.0

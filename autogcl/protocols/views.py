@@ -22,6 +22,7 @@ classification loss gives the generators little reason to keep strokes.
 
 from __future__ import annotations
 
+from ..choices import MASK_FEATURE
 import logging
 import time
 from dataclasses import asdict
@@ -57,7 +58,7 @@ def make_models(cfg: ViewsConfig, num_features: int, num_classes: int):
     if cfg.classifier == "relpos":
         model = RelPosNet(num_features, num_classes, cfg.hidden, pos_cols=POS_COLS)
         gens = [GeometryKeepingGenerator(num_features, 128, 2, add_mask=cfg.add_mask, dropped=cfg.dropped,
-                                         mask_token="feature", geometry=POS_COLS) for _ in range(2)]
+                                         mask_token=MASK_FEATURE, geometry=POS_COLS) for _ in range(2)]
     else:
         model = ResGCN(num_features, num_classes, cfg.hidden)
         gens = [ViewGenerator(num_features, 128, 2, add_mask=cfg.add_mask, dropped=cfg.dropped)

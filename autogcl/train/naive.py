@@ -10,6 +10,7 @@ Both expose ``train_epoch(loader, epoch) -> dict`` of mean loss terms.
 
 from __future__ import annotations
 
+from ..choices import GRAPHCL_VIEWS, SAMPLE_REPLACEMENT, VIEWS_AUG_AUG, VIEWS_ORIG_AUG, VIEW_SAMPLINGS
 import torch
 from torch import nn
 
@@ -62,12 +63,12 @@ class NaiveStrategy(Strategy):
 
     def __init__(self, model: nn.Module, gen1: nn.Module, gen2: nn.Module, optimizer,
                  tau: float = 0.5, cl_variant: str = "simclr", sim_kind: str = "cosine",
-                 sim_weight: float = 0.0, view_sampling: str = "replacement", encode=None):
+                 sim_weight: float = 0.0, view_sampling: str = SAMPLE_REPLACEMENT, encode=None):
         self.model, self.gen1, self.gen2, self.opt = model, gen1, gen2, optimizer
         require_optimized(optimizer, model=model, gen1=gen1, gen2=gen2)
         self.encode = encode or model
         self.tau, self.cl_variant, self.sim_kind, self.sim_weight = tau, cl_variant, sim_kind, sim_weight
-        if view_sampling not in ("replacement", "generated"):
+        if view_sampling not in VIEW_SAMPLINGS:
             raise ValueError(f"unknown view sampling {view_sampling!r}")
         self.view_sampling = view_sampling
 
@@ -83,7 +84,7 @@ class NaiveStrategy(Strategy):
 
     def draw_views(self) -> list[int]:
         """Which two of {x, x1, x2} are contrasted in a step."""
-        if self.view_sampling != "replacement":
+        if self.view_sampling != SAMPLE_REPLACEMENT:
             return [1, 2]
         if self.view_gen is not None:
             return torch.randint(3, (2,), generator=self.view_gen).tolist()
@@ -143,12 +144,12 @@ class GraphCLStrategy(Strategy):
     terms = ("loss", "cl_loss")
 
     def __init__(self, model: nn.Module, aug1, aug2, optimizer, tau: float = 0.2,
-                 cl_variant: str = "simclr", views: str = "aug-aug", encode=None):
+                 cl_variant: str = "simclr", views: str = VIEWS_AUG_AUG, encode=None):
         self.model, self.aug1, self.aug2, self.opt = model, aug1, aug2, optimizer
         require_optimized(optimizer, model=model)
         self.encode = encode or model
         self.tau, self.cl_variant = tau, cl_variant
-        if views not in ("aug-aug", "orig-aug"):
+        if views not in GRAPHCL_VIEWS:
             raise ValueError(f"unknown GraphCL views {views!r}")
         self.views = views
 
@@ -166,7 +167,7 @@ class GraphCLStrategy(Strategy):
 
     def losses(self, batch, picks=None) -> dict:
         """The forward pass of a step: the NT-Xent loss of two augmentations of ``batch``."""
-        v1 = batch if self.views == "orig-aug" else self.aug1(batch)
+        v1 = batch if self.views == VIEWS_ORIG_AUG else self.aug1(batch)
         v2 = self.aug2(batch)
         z1, z2 = encode_two(self.model, self.encode, v1, v2)
         cl = nt_xent(z1, z2, self.tau, **cl_kwargs(self.cl_variant, "graphcl"), gather=self.gather)
