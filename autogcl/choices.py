@@ -35,3 +35,15 @@ VIEW_SAMPLINGS = (SAMPLE_REPLACEMENT, SAMPLE_GENERATED)
 #: GraphCL's views: two augmentations, or the graph and one augmentation
 VIEWS_AUG_AUG, VIEWS_ORIG_AUG = "aug-aug", "orig-aug"
 GRAPHCL_VIEWS = (VIEWS_AUG_AUG, VIEWS_ORIG_AUG)
+#: one constant per name of AUGMENTATIONS, CL_VARIANTS, SIM_LOSSES and SEMI_SPLITS that only an
+#: option means (``"none"``, ``"released"`` and ``"val"`` are ordinary words too)
+AUG_NODE_DROP, AUG_EDGE_PERT, AUG_SUBGRAPH, AUG_ATTR_MASK, AUG_RANDOM4 = AUGMENTATIONS[:4] + AUGMENTATIONS[5:]
+CL_SIMCLR = CL_VARIANTS[0]
+SIM_COSINE, SIM_MSE = SIM_LOSSES[1:]
+SPLIT_VAL_FOLD = SEMI_SPLITS[0]
+#: forward-pass precisions (``--precision``)
+FP32, BF16 = "fp32", "bf16"
+PRECISIONS = (FP32, BF16)
+#: where a sweep's units run (``--executor``: :mod:`autogcl.executors`)
+SERIAL, RAY = "serial", "ray"
+EXECUTORS = (SERIAL, RAY)

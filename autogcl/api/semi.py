@@ -8,7 +8,17 @@ import torch
 
 from ..augment import RandomAugmentor, ViewGenerator
 from ..data.batching import GraphLoader
-from ..choices import DROPPED, MASK_TOKENS, AUGMENTATIONS, DROP_ISOLATE, MASK_SCALAR
+from ..choices import (
+    AUGMENTATIONS,
+    AUG_RANDOM4,
+    CL_SIMCLR,
+    DROPPED,
+    DROP_ISOLATE,
+    MASK_SCALAR,
+    MASK_TOKENS,
+    SIM_COSINE,
+    SIM_MSE,
+)
 from ..devices import resolve_device
 from ..errors import ConfigError, DataError
 from ..models import GINClassifier, GINEncoder
@@ -49,9 +59,9 @@ class SemiSupervised(Estimator):
 
     def __init__(self, in_channels: int | None = None, num_classes: int | None = None, hidden: int = 128,
                  num_layers: int = 3, *, strategy: str = "joint", lam: float = 1.0, tau: float = 0.5,
-                 cl_variant: str = "simclr", sim_loss: str = "cosine", add_mask: bool = False,
+                 cl_variant: str = CL_SIMCLR, sim_loss: str = SIM_COSINE, add_mask: bool = False,
                  dropped: str = DROP_ISOLATE, mask_token: str = MASK_SCALAR, gen_hidden: int = 128, gen_layers: int = 2,
-                 aug: str = "random4", aug_ratio: float = 0.2, features: str | None = "auto",
+                 aug: str = AUG_RANDOM4, aug_ratio: float = 0.2, features: str | None = "auto",
                  recipe: str | None = None, edge_dim: int | str | None = None, lr: float = 0.001):
         super().__init__(in_channels, hidden, num_layers, features=features, recipe=recipe, edge_dim=edge_dim,
                          lr=lr)
@@ -59,7 +69,7 @@ class SemiSupervised(Estimator):
             raise ConfigError(f"unknown strategy {strategy!r}; choose from {', '.join(SEMI_STRATEGIES)}")
         if num_classes is not None and (not isinstance(num_classes, int) or num_classes < 2):
             raise ConfigError(f"num_classes must be an int of at least 2, got {num_classes!r}")
-        if sim_loss not in ("cosine", "mse"):
+        if sim_loss not in (SIM_COSINE, SIM_MSE):
             raise ConfigError(f"unknown similarity loss {sim_loss!r}; choose cosine or mse")
         if dropped not in DROPPED or mask_token not in MASK_TOKENS:
             raise ConfigError(f"dropped must be one of {DROPPED} and mask_token one of {MASK_TOKENS}")

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
+from ..choices import AUG_NODE_DROP
 from .. import units
 from . import published
 from .configs import SINGLE_AUGS, AblationConfig  # noqa: F401 (re-exported)
@@ -20,7 +21,7 @@ def _cell(s: dict) -> str:
 
 
 def run_ablation(base: SemiConfig, datasets: dict, seeds: list[int], out: Path, augs=SINGLE_AUGS,
-                 ratios=published.ABLATION_RATIOS, ratio_aug: str = "node_drop", resume: bool = False,
+                 ratios=published.ABLATION_RATIOS, ratio_aug: str = AUG_NODE_DROP, resume: bool = False,
                  fold_limit: int | None = None, show_progress=None, device="cpu",
                  restart_damaged: bool = False, executor=None) -> dict:
     """``datasets``: name -> loaded dataset. Every fold of every variant runs in one pool of

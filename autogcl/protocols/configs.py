@@ -7,15 +7,32 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from ..choices import DROPPED, DROP_ISOLATE, DROP_REMOVE, DROP_WEIGHT, GRAPHCL_VIEWS, MASK_SCALAR, MASK_TOKENS, SAMPLE_REPLACEMENT, VIEWS_AUG_AUG, VIEW_SAMPLINGS
 from ..choices import (
     AUGMENTATIONS,
+    AUG_ATTR_MASK,
+    AUG_EDGE_PERT,
+    AUG_NODE_DROP,
+    AUG_RANDOM4,
+    AUG_SUBGRAPH,
+    CL_SIMCLR,
     CL_VARIANTS,
+    DROPPED,
+    DROP_ISOLATE,
+    DROP_REMOVE,
+    DROP_WEIGHT,
     FOLD_SEED,
+    GRAPHCL_VIEWS,
+    MASK_SCALAR,
+    MASK_TOKENS,
     MOLECULENET_SETS,
+    SAMPLE_REPLACEMENT,
     SELECTIONS,
     SEMI_SPLITS,
+    SIM_COSINE,
     SIM_LOSSES,
+    SIM_MSE,
+    VIEWS_AUG_AUG,
+    VIEW_SAMPLINGS,
 )
 from ..config import Config, option
 from ..errors import ConfigError
@@ -46,7 +63,7 @@ class UnsupervisedConfig(Config):
     layers: int = option(5, "encoder layers", cli=False)
     tau: float | None = option(None, "NT-Xent temperature (default 0.5 autogcl, 0.2 graphcl)", type=float,
                                  low=0, low_open=True)
-    cl_variant: str = option("simclr", "NT-Xent form: simclr (published) or released (positive left out of the "
+    cl_variant: str = option(CL_SIMCLR, "NT-Xent form: simclr (published) or released (positive left out of the "
                              "denominator; one direction for graphcl)", choices=CL_VARIANTS)
     # autogcl
     add_mask: bool = option(False, "generators may also mask nodes")
@@ -61,7 +78,7 @@ class UnsupervisedConfig(Config):
     gen_hidden: int = option(128, "generator width", cli=False)
     gen_layers: int = option(2, "generator layers", cli=False)
     # graphcl
-    aug: str = option("random4", "GraphCL augmentation (method graphcl)", choices=AUGMENTATIONS,
+    aug: str = option(AUG_RANDOM4, "GraphCL augmentation (method graphcl)", choices=AUGMENTATIONS,
                       what="augmentation")
     aug_ratio: float = option(0.2, "GraphCL augmentation ratio", low=0, high=1, high_open=True)
     graphcl_views: str = option(VIEWS_AUG_AUG, "GraphCL views: two augmentations or the graph and one",
@@ -147,13 +164,13 @@ class SemiConfig(Config):
     hidden: int = option(128, "classifier width", cli=False)
     lam: float = option(1.0, "weight of L_sim", flag="--lambda", low=0)
     tau: float = option(0.5, "NT-Xent temperature", low=0, low_open=True)
-    cl_variant: str = option("simclr", "NT-Xent form", choices=CL_VARIANTS)
-    sim_loss: str = option("cosine", "L_sim form (published cosine, released mse)", choices=("cosine", "mse"))
+    cl_variant: str = option(CL_SIMCLR, "NT-Xent form", choices=CL_VARIANTS)
+    sim_loss: str = option(SIM_COSINE, "L_sim form (published cosine, released mse)", choices=(SIM_COSINE, SIM_MSE))
     add_mask: bool = option(False, "generators may also mask nodes")
     dropped: str = option(DROP_ISOLATE, "dropped nodes: isolated zero nodes (released) or removed",
                           choices=DROPPED)
     mask_token: str = option(MASK_SCALAR, "mask token", choices=MASK_TOKENS)
-    aug: str = option("random4", "GraphCL rows' augmentation", choices=AUGMENTATIONS, what="augmentation")
+    aug: str = option(AUG_RANDOM4, "GraphCL rows' augmentation", choices=AUGMENTATIONS, what="augmentation")
     aug_ratio: float = option(0.2, "GraphCL rows' augmentation ratio", low=0, high=1, high_open=True)
     select: str = option("val", "selection reported as the result (both are always recorded)",
                          choices=("val", "test_max"), what="selection")
@@ -180,7 +197,7 @@ class SemiConfig(Config):
 
 
 # ablation
-SINGLE_AUGS = ("node_drop", "subgraph", "edge_pert", "attr_mask")
+SINGLE_AUGS = (AUG_NODE_DROP, AUG_SUBGRAPH, AUG_EDGE_PERT, AUG_ATTR_MASK)
 
 
 @dataclass
@@ -192,7 +209,7 @@ class AblationConfig(Config):
     augs: list = option(None, "augmentations run alone at ratio 0.2", factory=lambda: list(SINGLE_AUGS), type=str)
     ratios: list = option(None, "ratios of the ratio sweep", factory=lambda: list(published.ABLATION_RATIOS),
                           type=float)
-    ratio_aug: str = option("node_drop", "augmentation of the ratio sweep", choices=AUGMENTATIONS,
+    ratio_aug: str = option(AUG_NODE_DROP, "augmentation of the ratio sweep", choices=AUGMENTATIONS,
                             what="augmentation")
     epochs: int = option(30, "training epochs")
     pretrain_epochs: int = option(30, "pre-training epochs (graphcl_cl)")
@@ -248,12 +265,12 @@ class PretrainConfig(Config):
                           choices=(DROP_REMOVE, DROP_ISOLATE))
     tau: float | None = option(None, "NT-Xent temperature (default 0.5 autogcl, 0.1 graphcl)", type=float,
                                  low=0, low_open=True)
-    cl_variant: str = option("simclr", "NT-Xent form: simclr (published) or released (positive left out of the "
+    cl_variant: str = option(CL_SIMCLR, "NT-Xent form: simclr (published) or released (positive left out of the "
                              "denominator)", choices=CL_VARIANTS)
     sim_loss: str = option("none", "add L_sim to the naive strategy (released code: mse)",
                            choices=SIM_LOSSES, what="similarity loss")
     view_sampling: str = option(SAMPLE_REPLACEMENT, "views contrasted", cli=False)
-    aug: str = option("random4", "GraphCL augmentation (method graphcl)", choices=AUGMENTATIONS,
+    aug: str = option(AUG_RANDOM4, "GraphCL augmentation (method graphcl)", choices=AUGMENTATIONS,
                       what="augmentation")
     aug_ratio: float = option(0.2, "GraphCL augmentation ratio", low=0, high=1, high_open=True)
     seed: int = option(0, "seed", low=0)

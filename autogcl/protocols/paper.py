@@ -15,6 +15,7 @@ Everything here reads JSON and writes Markdown: no torch.
 
 from __future__ import annotations
 
+from ..choices import AUG_NODE_DROP, FP32
 import json
 import re
 import shutil
@@ -130,7 +131,7 @@ ABLATION_CELLS = tuple(
          f"runs/ablate/aug-node_drop-r{r:g}/NCI1-graphcl_cl",
          f"autogcl ablate graphcl-aug --dataset NCI1 --augs node_drop --data-root {DATA} --out runs/ablate --resume",
          (v, None), seeds=10)
-    for r, v in zip(published.ABLATION_RATIOS, published.ABLATION_RATIO[("NCI1", "node_drop")]))
+    for r, v in zip(published.ABLATION_RATIOS, published.ABLATION_RATIO[("NCI1", AUG_NODE_DROP)]))
 #: every cell the manifest knows
 CELLS = UNSUPERVISED_CELLS + SEMI_CELLS + TRANSFER_CELLS + PRETRAIN_CELLS + ABLATION_CELLS
 
@@ -318,10 +319,10 @@ GOALS = (
     Goal("whole unsupervised table on a GPU, s", "unsupervised_table", "cuda", {}, "wall_s", 1800.0),
     Goal("whole transfer table on a GPU, s", "transfer_table", "cuda", {}, "wall_s", 3600.0),
     Goal("CPU pre-training step at width 8 (1 thread), ms", "pretrain_throughput", "cpu",
-         {**THIS, "width": 8, "precision": "fp32", "compile": False}, "step_ms", 12.0, threads=1),
+         {**THIS, "width": 8, "precision": FP32, "compile": False}, "step_ms", 12.0, threads=1),
     Goal("CPU operations per pre-training step", "pretrain_ops", "cpu", THIS, "ops_per_step", 1000.0),
     Goal("CPU full-size throughput against 881293c (2 threads), molecules/s", "pretrain_throughput", "cpu",
-         {**THIS, "width": 300, "precision": "fp32", "compile": False}, "molecules_per_s",
+         {**THIS, "width": 300, "precision": FP32, "compile": False}, "molecules_per_s",
          {"code": "baseline", "width": 300}, ">=", threads=2),
     Goal("CPU AutoGCL epoch on PROTEINS, plain GIN epochs", "tu_epochs", "cpu",
          {**THIS, "dataset": "PROTEINS", "method": "autogcl"}, "plain_epochs", 2.0),

@@ -11,6 +11,7 @@ and ``result.json``.
 
 from __future__ import annotations
 
+from ..choices import SIM_COSINE
 import logging
 from pathlib import Path
 
@@ -77,7 +78,7 @@ def build_strategy(cfg: PretrainConfig):
         opt = adam(params, lr=cfg.lr)
         return NaiveStrategy(model, gens[0], gens[1], opt, tau=cfg.temperature,
                              cl_variant=cfg.cl_variant,
-                             sim_kind="cosine" if cfg.sim_loss == "none" else cfg.sim_loss,
+                             sim_kind=SIM_COSINE if cfg.sim_loss == "none" else cfg.sim_loss,
                              sim_weight=0.0 if cfg.sim_loss == "none" else 1.0, view_sampling=cfg.view_sampling)
     opt = adam(model.parameters(), lr=cfg.lr)
     aug1, aug2 = RandomAugmentor(cfg.aug, cfg.aug_ratio), RandomAugmentor(cfg.aug, cfg.aug_ratio)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..choices import AUG_RANDOM4
 import logging
 from pathlib import Path
 
@@ -144,7 +145,7 @@ def unsupervised_table(summaries: list[dict]) -> str:
     for s in summaries:
         cfg = s["config"]
         pub = published.UNSUPERVISED.get((s["method"], s["dataset"]))
-        if s["method"] == "graphcl" and cfg.get("aug") != "random4":
+        if s["method"] == "graphcl" and cfg.get("aug") != AUG_RANDOM4:
             pub = None
         name = s["tag"][len(s["dataset"]) + 1:]
         changed = changed_options(cfg)

@@ -10,6 +10,7 @@ uninterrupted one.
 
 from __future__ import annotations
 
+from ..choices import BF16
 import contextlib
 import copy
 import logging
@@ -194,7 +195,7 @@ class Strategy:
             if opt.state:  # reloading casts the state to the parameters' device (steps stay put)
                 opt.load_state_dict(opt.state_dict())
         if isinstance(device, Engine):
-            self.autocast_dtype = torch.bfloat16 if device.precision == "bf16" else None
+            self.autocast_dtype = torch.bfloat16 if device.precision == BF16 else None
             if device.compile and not getattr(self, "_compiled", False):
                 for m in self.modules().values():
                     m.compile(dynamic=True)

@@ -10,7 +10,15 @@ Both expose ``train_epoch(loader, epoch) -> dict`` of mean loss terms.
 
 from __future__ import annotations
 
-from ..choices import GRAPHCL_VIEWS, SAMPLE_REPLACEMENT, VIEWS_AUG_AUG, VIEWS_ORIG_AUG, VIEW_SAMPLINGS
+from ..choices import (
+    CL_SIMCLR,
+    GRAPHCL_VIEWS,
+    SAMPLE_REPLACEMENT,
+    SIM_COSINE,
+    VIEWS_AUG_AUG,
+    VIEWS_ORIG_AUG,
+    VIEW_SAMPLINGS,
+)
 import torch
 from torch import nn
 
@@ -62,14 +70,14 @@ class NaiveStrategy(Strategy):
     terms = ("loss", "cl_loss", "sim_loss")
 
     def __init__(self, model: nn.Module, gen1: nn.Module, gen2: nn.Module, optimizer,
-                 tau: float = 0.5, cl_variant: str = "simclr", sim_kind: str = "cosine",
+                 tau: float = 0.5, cl_variant: str = CL_SIMCLR, sim_kind: str = SIM_COSINE,
                  sim_weight: float = 0.0, view_sampling: str = SAMPLE_REPLACEMENT, encode=None):
         self.model, self.gen1, self.gen2, self.opt = model, gen1, gen2, optimizer
         require_optimized(optimizer, model=model, gen1=gen1, gen2=gen2)
         self.encode = encode or model
         self.tau, self.cl_variant, self.sim_kind, self.sim_weight = tau, cl_variant, sim_kind, sim_weight
         if view_sampling not in VIEW_SAMPLINGS:
-            raise ValueError(f"unknown view sampling {view_sampling!r}")
+            raise ConfigError(f"unknown view_sampling {view_sampling!r}; choose from {', '.join(VIEW_SAMPLINGS)}")
         self.view_sampling = view_sampling
 
     #: set by :func:`autogcl.train.distributed.wrap`: the DDP module whose forward is :meth:`losses`,
@@ -144,13 +152,13 @@ class GraphCLStrategy(Strategy):
     terms = ("loss", "cl_loss")
 
     def __init__(self, model: nn.Module, aug1, aug2, optimizer, tau: float = 0.2,
-                 cl_variant: str = "simclr", views: str = VIEWS_AUG_AUG, encode=None):
+                 cl_variant: str = CL_SIMCLR, views: str = VIEWS_AUG_AUG, encode=None):
         self.model, self.aug1, self.aug2, self.opt = model, aug1, aug2, optimizer
         require_optimized(optimizer, model=model)
         self.encode = encode or model
         self.tau, self.cl_variant = tau, cl_variant
         if views not in GRAPHCL_VIEWS:
-            raise ValueError(f"unknown GraphCL views {views!r}")
+            raise ConfigError(f"unknown GraphCL views {views!r}; choose from {', '.join(GRAPHCL_VIEWS)}")
         self.views = views
 
     forward_module = None  # see NaiveStrategy
