@@ -51,7 +51,7 @@ def scripted_accuracy(tmp_path):
 
     def part_of(model, loader, device=None):
         assert isinstance(model, S.ResGCN)  # the fold's classifier is what is scored
-        fold = S.runs.read_json(tmp_path / "MUTAG-labeled" / "seed0" / "splits.json")["folds"][0]
+        fold = S.atomic.read_json(tmp_path / "MUTAG-labeled" / "seed0" / "splits.json")["folds"][0]
         idx = sorted(loader.indices.tolist())
         return next((k for k in ("val", "test") if sorted(fold[k]) == idx), None)
     return ByPart(part_of, {"val": val, "test": test})
@@ -62,7 +62,7 @@ def test_a_fold_reports_the_epoch_its_selection_names(data_root, tmp_path, monke
     monkeypatch.setattr(S, "accuracy", scripted_accuracy(tmp_path))  # the fold's accuracies are the table's
     cfg = S.SemiConfig(dataset="MUTAG", row="labeled", epochs=len(EPOCHS), select=select)
     summary = S.run_sweep(cfg, load_tu("MUTAG", data_root), [0], tmp_path, fold_limit=1, show_progress=False)
-    res = S.runs.read_json(tmp_path / "MUTAG-labeled" / "seed0" / "fold0" / "result.json")
+    res = S.atomic.read_json(tmp_path / "MUTAG-labeled" / "seed0" / "fold0" / "result.json")
     assert res["selection"] == select
     # the result records the rule behind its figure: each selection names its criterion
     assert all(sel["criterion"] for sel in res["selections"].values())

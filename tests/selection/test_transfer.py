@@ -69,13 +69,13 @@ def test_a_seed_reports_the_epoch_its_selection_names(tiny_csv, tmp_path, monkey
     monkeypatch.setattr(T, "write_outputs", lambda *args, **kwargs: None)
 
     def part_of(indices, scores):
-        split = T.runs.read_json(tmp_path / "t" / "tiny" / "split.json")
+        split = T.atomic.read_json(tmp_path / "t" / "tiny" / "split.json")
         return next((k for k in ("valid", "test") if sorted(split[k]) == sorted(indices.tolist())), None)
     monkeypatch.setattr(T, "roc_auc", ByPart(part_of, {"valid": val, "test": test}, lambda v: (v, 1)))
     cfg = T.FinetuneConfig(csv=str(tiny_csv), label_cols=["p_np"], epochs=len(EPOCHS), dim=8, num_layers=1,
                            select=select)
     s = T.run_sweep(cfg, [0], tmp_path, "t", show_progress=False, workers=1)
-    res = T.runs.read_json(tmp_path / "t" / "tiny" / "seed0" / "result.json")
+    res = T.atomic.read_json(tmp_path / "t" / "tiny" / "seed0" / "result.json")
     assert res["selection"] == s["selection"] == select
     # the result records the rule behind its figure: each selection names its criterion
     assert all(sel["criterion"] for sel in res["selections"].values())
