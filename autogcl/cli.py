@@ -78,18 +78,21 @@ def _protocol(args):
         from .protocols.semi import PROTOCOL
     elif args.command == "transfer":
         from .protocols.transfer import PROTOCOL
+    elif args.command == "ablate":
+        from .protocols.ablation import PROTOCOL
     else:
         raise ConfigError(f"{args.command} is not a sweep protocol")
     return PROTOCOL
 
 
 def cmd_protocol(args) -> int:
-    """The one handler of every sweep protocol (unsupervised, semi, transfer finetune): its configs
+    """The one handler of every sweep protocol (unsupervised, semi, transfer finetune, ablate): its configs
     from the command line (validated), the lock of every sweep it writes (before any data is read:
     a second writer of the same sweeps stops here, naming the holder), the data, every config's
     units (at each grid point) through one pool of units on the executor, then the tables."""
     from .locks import holding_all
     from .protocols.grid import expand, grid_out, write_reports
+    from .protocols.spread import SPREAD
     from .units import check_writable, run_sweeps
 
     proto = _protocol(args)
@@ -101,17 +104,20 @@ def cmd_protocol(args) -> int:
     with holding_all(Path(run.out), proto.keys(cfgs, run)):
         executor = run.make_executor()  # a bad --ray-address is an error before any data is read
         data, cfgs = proto.load(cfgs, run)
-        points = [(c, name, pc) for c in cfgs for name, pc in expand(c, run.grid)]
-        sweeps = [proto.plan(pc, data, grid_out(run.out, name), run) for _, name, pc in points]
+        planned = [(c, name, proto.plan(pc, data, grid_out(run.out, name), run))
+                   for c in cfgs for name, pc in expand(c, run.grid)]
+        points = [(c, name) for c, name, ss in planned for _ in ss]  # each sweep's config and grid point
+        sweeps = [s for _, _, ss in planned for s in ss]
         summaries = run_sweeps(sweeps, run.resume, proto.desc(cfgs, data, run), proto.unit, run.progress,
                                run.restart_damaged, executor)
-    if run.grid:
-        print(write_reports(run.out, [(proto.title(c, s), n, sw, s)
-                                      for (c, n, _), sw, s in zip(points, sweeps, summaries)]))
-    else:
-        print(proto.table(summaries))
-        print(_spread(proto.name))
-    tail = proto.report(cfgs, summaries, run)
+        if run.grid:
+            print(write_reports(run.out, [(proto.title(c, s), n, sw, s)
+                                          for (c, n), sw, s in zip(points, sweeps, summaries)]))
+        else:
+            print(proto.table(summaries, cfgs))
+            if proto.name in SPREAD:
+                print(f"± is the {SPREAD[proto.name]}")
+        tail = proto.report(cfgs, summaries, run)  # may write files of the run (ablation.md): still locked
     if tail:
         print(tail)
     return 0
@@ -351,30 +357,7 @@ def add_ablate(sub) -> None:
         "paper's appendix tables (cells: val / test_max accuracy) and write them to OUT/ablation.md.")
     add_options(a, AblationConfig)
     _run_options(a, SWEEP + ("fold_limit",), seeds=1, out="runs/ablate")
-    a.set_defaults(func=cmd_ablate)
-
-
-def cmd_ablate(args) -> int:
-    from .config import from_args
-    from .data import load_tu
-    from .protocols.ablation import AblationConfig, run_ablation, tables
-    from .atomic import atomic_write_text
-
-    run = _run(args)
-    cfg = from_args(AblationConfig, args)
-    cfg.base(cfg.dataset[0])  # validates the row and the augmentation before any work
-    datasets = {}
-    for name in cfg.dataset:
-        ds = load_tu(name, run.data_root, download=run.fetch)
-        datasets[ds.name] = ds
-    base = cfg.base(next(iter(datasets)))
-    res = run_ablation(base, datasets, run.seed_list, Path(run.out), cfg.augs, cfg.ratios, cfg.ratio_aug,
-                       run.resume, run.fold_limit, show_progress=run.progress, device=run.engine,
-                       restart_damaged=run.restart_damaged, executor=run.make_executor())
-    text = tables(res)
-    print(text)
-    atomic_write_text(Path(run.out) / "ablation.md", text + "\n")
-    return 0
+    a.set_defaults(func=cmd_protocol)
 
 
 def add_transfer(sub) -> None:
@@ -501,13 +484,6 @@ def cmd_reproduce(args) -> int:
     reproduce(cells, Path(cfg.root), data_root=run.data_root, extra=extra, resume=run.resume, dry_run=cfg.dry_run,
               run=main)
     return 0
-
-
-def _spread(protocol: str) -> str:
-    """What a printed table's ± is (the summaries' std), said under the table."""
-    from .protocols.spread import SPREAD
-
-    return f"± is the {SPREAD[protocol]}"
 
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:

@@ -45,9 +45,10 @@ class Protocol:
         dataset's canonical name)."""
         raise NotImplementedError
 
-    def plan(self, cfg: Config, data, out: Path, run: RunOptions) -> Sweep:
-        """The units of one config in ``out`` as a :class:`autogcl.units.Sweep`: its ``fn`` is
-        :meth:`run_unit`, its ``finish`` writes the :meth:`summarize` of the units' results."""
+    def plan(self, cfg: Config, data, out: Path, run: RunOptions) -> list[Sweep]:
+        """The units of one config in ``out`` as :class:`autogcl.units.Sweep` objects (one for
+        most protocols; the ablation has one per variant): each ``fn`` is :meth:`run_unit`, each
+        ``finish`` writes the :meth:`summarize` of its units' results."""
         raise NotImplementedError
 
     def run_unit(self, unit: Unit, data, **options) -> dict:
@@ -72,13 +73,14 @@ class Protocol:
         """A grid report's title for one config."""
         return cfg.tag
 
-    def table(self, summaries: list[dict]) -> str:
+    def table(self, summaries: list[dict], configs: list[Config] | None = None) -> str:
         """The table of the sweeps' summaries beside the published figures
-        (:func:`autogcl.protocols.report.table`)."""
+        (:func:`autogcl.protocols.report.table`); ``configs``: what the command ran."""
         from .report import table
 
         return table(self.name, summaries)
 
     def report(self, configs: list[Config], summaries: list[dict], run: RunOptions) -> str:
-        """What the command prints after its table (default: the selection and the folder)."""
+        """What the command prints (and writes) after its table (default: the selection and the
+        folder)."""
         return f"\nselection reported as the result: {configs[0].select}; results in {Path(run.out)}"

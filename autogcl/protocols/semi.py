@@ -311,8 +311,8 @@ class Semi(Protocol):
         return dataset, [replace(c, dataset=dataset.name) for c in configs]  # its warnings were said once
 
     def plan(self, cfg, data, out, run):
-        return plan(cfg, data, run.seed_list, out, run.resume, run.fold_limit, run.progress, run.save_embeddings,
-                    run.engine)
+        return [plan(cfg, data, run.seed_list, out, run.resume, run.fold_limit, run.progress, run.save_embeddings,
+                     run.engine)]
 
     def desc(self, configs, data, run):
         return f"{data.name} folds"

@@ -342,8 +342,8 @@ class Transfer(Protocol):
         return None, configs  # each sweep loads its dataset (plan)
 
     def plan(self, cfg, data, out, run):
-        return plan(cfg, run.seed_list, out, self.tag(cfg, run), run.data_root, run.progress, run.workers,
-                    run.engine, run.fetch)
+        return [plan(cfg, run.seed_list, out, self.tag(cfg, run), run.data_root, run.progress, run.workers,
+                     run.engine, run.fetch)]
 
     def desc(self, configs, data, run):
         return f"{self.tag(configs[0], run)} seeds"

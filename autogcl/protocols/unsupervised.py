@@ -176,8 +176,8 @@ class Unsupervised(Protocol):
         return dataset, [replace(c, dataset=dataset.name) for c in configs]
 
     def plan(self, cfg, data, out, run):
-        return plan(cfg, data, run.seed_list, out, run.unit_jobs, run.save_embeddings or False, run.progress,
-                    run.engine)
+        return [plan(cfg, data, run.seed_list, out, run.unit_jobs, run.save_embeddings or False, run.progress,
+                     run.engine)]
 
     run_unit = staticmethod(run_unit)
     select = staticmethod(select_epoch)
