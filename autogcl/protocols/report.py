@@ -159,7 +159,7 @@ def unsupervised_table(summaries: list[dict]) -> str:
 def semi_table(summaries: list[dict]) -> str:
     """Rows x datasets; each cell holds val and test_max (seeds x folds) and the published figure."""
     datasets = sorted({s["dataset"] for s in summaries})
-    from .semi import ROWS  # the paper's row order
+    from .configs import ROWS  # the paper's row order
 
     def row(s):  # the released split's results are a row of their own
         return s["row"] + (" (released split)" if s.get("config", {}).get("split") == "released" else "")
