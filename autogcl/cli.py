@@ -86,38 +86,47 @@ def _protocol(args):
 
 
 def cmd_protocol(args) -> int:
-    """The one handler of every sweep protocol (unsupervised, semi, transfer finetune, ablate): its configs
-    from the command line (validated), the lock of every sweep it writes (before any data is read:
-    a second writer of the same sweeps stops here, naming the holder), the data, every config's
-    units (at each grid point) through one pool of units on the executor, then the tables."""
+    """The one handler of every sweep protocol (unsupervised, semi, transfer finetune, ablate): its
+    configs from the command line (validated) and, right after, the lock of every sweep it writes,
+    before anything heavy is imported or any data read (a second writer of the same sweeps stops
+    here, naming the holder); then the protocol, the data, every config's units (at each grid
+    point) in one pool of units on the executor, and the tables."""
     from .locks import holding_all
+    from .protocols.configs import SWEEP_CONFIGS
+
+    if not str(args.out).strip():
+        raise ConfigError("--out is an empty string; name the run folder (. for the current one)")
+    cfgs = SWEEP_CONFIGS[args.command].from_command(args)  # torch-free
+    with holding_all(Path(args.out), [c.lock_key(args) for c in cfgs]):
+        return _run_protocol(args, cfgs)
+
+
+def _run_protocol(args, cfgs) -> int:
+    """:func:`cmd_protocol` once it holds the locks."""
     from .protocols.grid import expand, grid_out, write_reports
     from .protocols.spread import SPREAD
     from .units import check_writable, run_sweeps
 
     proto = _protocol(args)
     run = _run(args)
-    cfgs = proto.configs(args, run)  # validated before any data is read
     for c in cfgs:
-        expand(c, run.grid)
+        expand(c, run.grid)  # validated before any data is read
     check_writable(Path(run.out))
-    with holding_all(Path(run.out), proto.keys(cfgs, run)):
-        executor = run.make_executor()  # a bad --ray-address is an error before any data is read
-        data, cfgs = proto.load(cfgs, run)
-        planned = [(c, name, proto.plan(pc, data, grid_out(run.out, name), run))
-                   for c in cfgs for name, pc in expand(c, run.grid)]
-        points = [(c, name) for c, name, ss in planned for _ in ss]  # each sweep's config and grid point
-        sweeps = [s for _, _, ss in planned for s in ss]
-        summaries = run_sweeps(sweeps, run.resume, proto.desc(cfgs, data, run), proto.unit, run.progress,
-                               run.restart_damaged, executor)
-        if run.grid:
-            print(write_reports(run.out, [(proto.title(c, s), n, sw, s)
-                                          for (c, n), sw, s in zip(points, sweeps, summaries)]))
-        else:
-            print(proto.table(summaries, cfgs))
-            if proto.name in SPREAD:
-                print(f"± is the {SPREAD[proto.name]}")
-        tail = proto.report(cfgs, summaries, run)  # may write files of the run (ablation.md): still locked
+    executor = run.make_executor()  # a bad --ray-address is an error before any data is read
+    data, cfgs = proto.load(cfgs, run)
+    planned = [(c, name, proto.plan(pc, data, grid_out(run.out, name), run))
+               for c in cfgs for name, pc in expand(c, run.grid)]
+    points = [(c, name) for c, name, ss in planned for _ in ss]  # each sweep's config and grid point
+    sweeps = [s for _, _, ss in planned for s in ss]
+    summaries = run_sweeps(sweeps, run.resume, proto.desc(cfgs, data, run), proto.unit, run.progress,
+                           run.restart_damaged, executor)
+    if run.grid:
+        print(write_reports(run.out, [(proto.title(c, s), n, sw, s) for (c, n), sw, s in zip(points, sweeps, summaries)]))
+    else:
+        print(proto.table(summaries, cfgs))
+        if proto.name in SPREAD:
+            print(f"± is the {SPREAD[proto.name]}")
+    tail = proto.report(cfgs, summaries, run)  # may write files of the run (ablation.md): still locked
     if tail:
         print(tail)
     return 0

@@ -71,16 +71,22 @@ def _same_file(fd: int | None, path: Path) -> bool:
 @contextlib.contextmanager
 def exclusive(path: Path, what: str, wait: float = 2.0, folder: bool = False) -> Iterator[Path]:
     """Hold the lock of ``path`` (a file, or a run folder with ``folder``: :func:`lock_file_of`) while
-    the block runs. ``wait``: seconds to wait for a holder (a dead run's forked data-loader
-    workers may keep its lock a moment). A :class:`RunFolderBusy` naming the holder when it is
-    still held then; ``what`` names the thing in that message (``"--out runs/x"``)."""
+    the block runs. ``wait``: seconds to wait for a holder that is not a live process of this host
+    (a dead run's forked data-loader workers may keep its lock a moment; a run on another host).
+    A :class:`RunFolderBusy` naming the holder at once when it is a live process of this host,
+    else when it still holds the lock after ``wait``; ``what`` names the thing in that message (``"--out runs/x"``)."""
     lock_path = lock_file_of(path, folder)
     lock_path.parent.mkdir(parents=True, exist_ok=True)
     deadline = time.monotonic() + wait
     while True:
         lock = FileLock(str(lock_path), is_singleton=False)
         try:
-            lock.acquire(timeout=max(0.0, deadline - time.monotonic()), poll_interval=0.1)
+            try:
+                lock.acquire(timeout=0)
+            except Timeout:  # held: at once when a live process of this host holds it, else wait for it
+                if _alive(_read(lock_path)):
+                    raise
+                lock.acquire(timeout=max(0.0, deadline - time.monotonic()), poll_interval=0.1)
         except Timeout:
             holder = _read(lock_path) or "another process"
             raise RunFolderBusy(f"{what} is in use by {holder} (lock {lock_path}); let it finish, or stop it "
@@ -164,13 +170,18 @@ def _acquire(f, lock: Path, what: str, deadline: float, fcntl) -> bool:
 
 
 def _live_holder(f) -> bool:
-    """Whether the lock file ``f`` names a process of this host that is running: it holds the
-    lock for real, so there is no point in waiting (a dead holder's forked children may still
-    hold it a few seconds)."""
+    """Whether the lock file ``f`` names a running process of this host (:func:`_alive`)."""
+    f.seek(0)
+    return _alive(f.read())
+
+
+def _alive(record: str) -> bool:
+    """Whether a lock file's ``record`` (``pid N on HOST ...``) names a process of this host that
+    is running: it holds the lock for real, so there is no point in waiting (a dead holder's
+    forked children may still hold it a few seconds)."""
     import re
 
-    f.seek(0)
-    m = re.match(r"pid (\d+) on (\S+)", f.read())
+    m = re.match(r"pid (\d+) on (\S+)", record)
     if not m or m[2] != socket.gethostname() or int(m[1]) == os.getpid():
         return False
     try:
@@ -191,6 +202,10 @@ def holding_all(out: Path, keys: list[str], wait: float = 2.0) -> Iterator[None]
     keys may share the folder side by side. A folder this made, and left empty, is removed."""
     out = Path(out)
     made = not out.exists()
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:  # a file in the way, no permission, read-only storage
+        raise ConfigError(f"cannot write results into {out} ({exc.strerror or exc}); choose another --out") from exc
     try:
         with contextlib.ExitStack() as stack:
             for key in sorted({k.lower() for k in keys}):  # one order: two commands never wait on each other

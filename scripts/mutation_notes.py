@@ -45,7 +45,7 @@ FUNCTION_NOTES = {
     "protocols.transfer.plan": "validates the options and lays out the units and the split; no score is read",
     "protocols.transfer.run_sweep": "hands the units to the executor (resume, progress, damaged-unit handling)",
     "protocols.transfer._pretraining": "copies the encoder's pre-training record into summary.json (metadata)",
-    "protocols.transfer.dataset_names": "parses --dataset (which datasets run)",
+    "protocols.configs.dataset_names": "parses --dataset (which datasets run)",
     "protocols.grid._parse_value": "parses one --grid value (which configurations exist, not which is chosen)",
     "protocols.grid.parse_grid": "parses --grid into points (which configurations exist, not which is chosen); "
                                  "tested in tests/protocols/test_grid.py",

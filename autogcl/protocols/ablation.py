@@ -87,14 +87,6 @@ class Ablation(Protocol):
 
     name, config, unit = "ablate", AblationConfig, "fold"
 
-    def configs(self, args, run):
-        cfg = super().configs(args, run)[0]
-        cfg.base(cfg.dataset[0])  # validates the row and the augmentation before any work
-        return [cfg]
-
-    def keys(self, configs, run):
-        return ["ablation"]  # OUT/ablation.md and every variant's folder
-
     def load(self, configs, run):
         from ..data import load_tu
 

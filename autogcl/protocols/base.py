@@ -2,17 +2,18 @@
 print. Each sweep protocol (unsupervised, semi, transfer fine-tuning, the ablation) is a
 :class:`Protocol`; the command line runs every one of them through one handler
 (:func:`autogcl.cli.cmd_protocol`), which takes the lock of every sweep a command writes before
-any data is read (:meth:`Protocol.keys`), then :meth:`~Protocol.load`, :meth:`~Protocol.plan`
-and the units through :func:`autogcl.units.run_sweeps`, then :meth:`~Protocol.report`.
-
-Torch-free (the config classes and the lock keys need nothing heavy)."""
+any data is read or anything heavy imported, then :meth:`~Protocol.load`, :meth:`~Protocol.plan`
+and the units through :func:`autogcl.units.run_sweeps`, then :meth:`~Protocol.table` and
+:meth:`~Protocol.report`. What the command line asks for, and the names of the sweeps it locks,
+come from the protocol's config class (torch-free:
+:class:`autogcl.protocols.configs.SweepConfig` ``from_command`` and ``lock_key``)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..config import Config, RunOptions, from_args
+from ..config import Config, RunOptions
 
 if TYPE_CHECKING:
     from ..units import Sweep, Unit
@@ -25,19 +26,10 @@ class Protocol:
     fold), and the steps below. ``name`` is the command and the summaries' ``protocol``."""
 
     name: str = ""
+    #: its config class (a :class:`autogcl.protocols.configs.SweepConfig`)
     config: type[Config] = Config
     #: what one unit of its sweeps is (progress bars, log lines)
     unit: str = "seed"
-
-    # --- before any data is read: the command line's configs and the locks they need
-    def configs(self, args, run: RunOptions) -> list[Config]:
-        """The configs of the sweeps a command line asks for, validated (one by default)."""
-        return [from_args(self.config, args)]
-
-    def keys(self, configs: list[Config], run: RunOptions) -> list[str]:
-        """Names of the sweeps these configs write into ``--out``; the command holds the lock of
-        each (:func:`autogcl.locks.holding_all`) from before any data is read to its end."""
-        return [c.tag for c in configs]
 
     # --- the work
     def load(self, configs: list[Config], run: RunOptions) -> tuple[Any, list[Config]]:

@@ -6,6 +6,7 @@ built without importing the protocols; each protocol module re-exports its confi
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 from ..choices import (
     AUGMENTATIONS,
@@ -34,7 +35,7 @@ from ..choices import (
     VIEWS_AUG_AUG,
     VIEW_SAMPLINGS,
 )
-from ..config import Config, option
+from ..config import Config, from_args, option
 from ..errors import ConfigError
 from . import published
 
@@ -45,8 +46,23 @@ AUTOGCL_ONLY = ("add_mask", "dropped", "mask_token", "sim_loss", "view_sampling"
 GRAPHCL_ONLY = ("aug", "aug_ratio", "graphcl_views")
 
 
+class SweepConfig(Config):
+    """A config of a sweep command: how the command line makes its configs and names the sweeps
+    they write (torch-free, so that the command takes their locks before it imports anything
+    heavy or reads any data: :func:`autogcl.cli.cmd_protocol`)."""
+
+    @classmethod
+    def from_command(cls, args) -> list:
+        """The configs of the sweeps a parsed command line asks for, validated (one by default)."""
+        return [from_args(cls, args)]
+
+    def lock_key(self, args) -> str:
+        """The name of the sweep this config writes into ``--out`` (its lock: ``OUT/.<key>.lock``)."""
+        return self.tag
+
+
 @dataclass
-class UnsupervisedConfig(Config):
+class UnsupervisedConfig(SweepConfig):
     """Everything that defines a result (how it runs, e.g. seeds or device, is in
     :class:`autogcl.config.RunOptions`)."""
 
@@ -147,7 +163,7 @@ SMALL_BATCH = {"DD", "COLLAB", "REDDIT-BINARY", "REDDIT-MULTI-5K", "github_starg
 
 
 @dataclass
-class SemiConfig(Config):
+class SemiConfig(SweepConfig):
     """Everything that defines a semi-supervised result (one row on one dataset)."""
 
     dataset: str = option("PROTEINS", "TU dataset name")
@@ -195,13 +211,21 @@ class SemiConfig(Config):
     def tag(self) -> str:
         return f"{self.dataset}-{self.row}" + ("-released_split" if self.split == "released" else "")
 
+    @classmethod
+    def from_command(cls, args) -> list:
+        """One config per row of ``--row`` (a name, a comma-separated list, or all)."""
+        rows = list(ROWS) if args.row == "all" else [r.strip() for r in args.row.split(",") if r.strip()]
+        if not rows:
+            raise ConfigError(f"--row {args.row!r} names no row; choose from {', '.join(ROWS)} or all")
+        return [from_args(cls, args, row=r) for r in rows]
+
 
 # ablation
 SINGLE_AUGS = (AUG_NODE_DROP, AUG_SUBGRAPH, AUG_EDGE_PERT, AUG_ATTR_MASK)
 
 
 @dataclass
-class AblationConfig(Config):
+class AblationConfig(SweepConfig):
     """The GraphCL augmentation ablation: which row, augmentations and ratios, on which datasets."""
 
     dataset: list = option(None, "one or more comma-separated TU datasets", factory=lambda: ["NCI1"], type=str)
@@ -233,6 +257,15 @@ class AblationConfig(Config):
     def base(self, dataset: str) -> SemiConfig:
         return SemiConfig(dataset=dataset, row=self.row, epochs=self.epochs, pretrain_epochs=self.pretrain_epochs,
                           aug=self.ratio_aug)
+
+    @classmethod
+    def from_command(cls, args) -> list:
+        cfg = from_args(cls, args)
+        cfg.base(cfg.dataset[0])  # validates the row and the augmentation before any work
+        return [cfg]
+
+    def lock_key(self, args) -> str:
+        return "ablation"  # OUT/ablation.md and every variant's folder
 
 
 # pretrain
@@ -295,7 +328,7 @@ class PretrainConfig(Config):
 
 
 @dataclass
-class FinetuneConfig(Config):
+class FinetuneConfig(SweepConfig):
     """Everything that defines a fine-tuning result (one dataset)."""
 
     dataset: str = option("bbbp", "MoleculeNet name(s), comma-separated, or all: " + ", ".join(MOLECULENET_SETS))
@@ -328,6 +361,44 @@ class FinetuneConfig(Config):
             self.label_cols = [c.strip() for c in self.label_cols.split(",") if c.strip()]
         if self.label_cols and not self.csv:
             raise ConfigError("--label-cols and --smiles-col are for --csv files; MoleculeNet sets have fixed columns")
+
+
+    @classmethod
+    def from_command(cls, args) -> list:
+        """One config per dataset of ``--dataset`` (or the ``--csv`` file), from ``--checkpoint``."""
+        names = [args.csv] if args.csv else dataset_names(args.dataset)
+        # an empty --checkpoint goes to the config as it is: an error there, not the current folder
+        checkpoint = str(Path(args.checkpoint).resolve()) if args.checkpoint else args.checkpoint
+        return [from_args(cls, args, dataset=n, checkpoint=checkpoint) for n in names]
+
+    def results_tag(self, tag: str | None = None) -> str:
+        """The results folder of this config's runs: ``tag`` (``--tag``), else its checkpoint's
+        (:func:`checkpoint_tag`), else no_pretrain."""
+        return tag or (checkpoint_tag(self.checkpoint) if self.checkpoint else "no_pretrain")
+
+    def lock_key(self, args) -> str:
+        return f"{self.results_tag(args.tag)}-{Path(self.dataset).stem.lower()}"
+
+
+def checkpoint_tag(checkpoint: str) -> str:
+    """The results folder of a fine-tuning from ``checkpoint``: a pre-training run's ``encoder.pt``
+    is named by its run folder (runs/pretrain/NAME/encoder.pt: NAME), any other file by its stem
+    (pretrained/autogcl-moses200k.pt: autogcl-moses200k)."""
+    path = Path(checkpoint)
+    return (path.resolve().parent.name if path.name == "encoder.pt" else "") or path.stem
+
+
+def dataset_names(spec: str) -> list[str]:
+    """``all`` or a comma-separated list of MoleculeNet names."""
+    if spec.lower() == "all":
+        return list(MOLECULENET_SETS)
+    names = [s.strip().lower() for s in spec.split(",") if s.strip()]
+    if not names:
+        raise ConfigError(f"--dataset {spec!r} names no MoleculeNet dataset; known: {', '.join(MOLECULENET_SETS)} or all")
+    unknown = [n for n in names if n not in MOLECULENET_SETS]
+    if unknown:
+        raise ConfigError(f"unknown MoleculeNet dataset(s) {unknown}; known: {', '.join(MOLECULENET_SETS)} or all")
+    return names
 
 
 # views
@@ -436,3 +507,9 @@ class EmbedConfig(Config):
         for name in ("model", "encoder"):
             if getattr(self, name) is not None and not getattr(self, name).strip():
                 raise ConfigError(f"--{name} is an empty string")
+
+
+#: the config class of each sweep command (what :func:`autogcl.cli.cmd_protocol` reads before it
+#: imports the protocol)
+SWEEP_CONFIGS = {"unsupervised": UnsupervisedConfig, "semi": SemiConfig, "transfer": FinetuneConfig,
+                 "ablate": AblationConfig}

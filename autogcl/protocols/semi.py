@@ -296,14 +296,6 @@ class Semi(Protocol):
 
     name, config, unit = "semi", SemiConfig, "fold"
 
-    def configs(self, args, run):
-        from ..config import from_args
-
-        rows = list(ROWS) if args.row == "all" else [r.strip() for r in args.row.split(",") if r.strip()]
-        if not rows:
-            raise ConfigError(f"--row {args.row!r} names no row; choose from {', '.join(ROWS)} or all")
-        return [from_args(SemiConfig, args, row=r) for r in rows]
-
     def load(self, configs, run):
         from ..data import load_tu
 

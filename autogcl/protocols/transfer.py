@@ -23,7 +23,7 @@ import torch
 from .. import atomic, seeding, units
 from .spread import spread
 from ..data.batching import GraphLoader, GraphStore
-from ..data.moleculenet import MOLECULENET, load_molecule_csv, load_moleculenet
+from ..data.moleculenet import load_molecule_csv, load_moleculenet
 from ..data.molecules import VOCAB
 from ..data.splits import scaffold_split
 from ..devices import engine_of, resolve_device, runtime_info
@@ -295,58 +295,21 @@ def _pretraining(meta: dict) -> dict:
             "corpus_molecules": (meta.get("corpus") or {}).get("molecules")}
 
 
-def dataset_names(spec: str) -> list[str]:
-    """``all`` or a comma-separated list of MoleculeNet names."""
-    if spec.lower() == "all":
-        return list(MOLECULENET)
-    names = [s.strip().lower() for s in spec.split(",") if s.strip()]
-    if not names:
-        raise ConfigError(f"--dataset {spec!r} names no MoleculeNet dataset; known: {', '.join(MOLECULENET)} or all")
-    unknown = [n for n in names if n not in MOLECULENET]
-    if unknown:
-        raise ConfigError(f"unknown MoleculeNet dataset(s) {unknown}; known: {', '.join(MOLECULENET)} or all")
-    return names
-
-
-def checkpoint_tag(checkpoint: str) -> str:
-    """The results folder of a fine-tuning from ``checkpoint``: a pre-training run's ``encoder.pt``
-    is named by its run folder (runs/pretrain/NAME/encoder.pt: NAME), any other file by its stem
-    (pretrained/autogcl-moses200k.pt: autogcl-moses200k)."""
-    path = Path(checkpoint)
-    return (path.resolve().parent.name if path.name == "encoder.pt" else "") or path.stem
-
-
 class Transfer(Protocol):
     """Fine-tuning on molecules as a :class:`autogcl.protocols.base.Protocol`: one sweep of
     seeds per dataset into ``OUT/TAG/DATASET``; each sweep loads its own dataset."""
 
     name, config, unit = "transfer", FinetuneConfig, "seed"
 
-    def configs(self, args, run):
-        from ..config import from_args
-
-        names = [args.csv] if args.csv else dataset_names(args.dataset)
-        # an empty --checkpoint goes to the config as it is: an error there, not the current folder
-        checkpoint = str(Path(args.checkpoint).resolve()) if args.checkpoint else args.checkpoint
-        return [from_args(FinetuneConfig, args, dataset=n, checkpoint=checkpoint) for n in names]
-
-    @staticmethod
-    def tag(cfg: FinetuneConfig, run) -> str:
-        """The results folder of ``cfg``'s runs: ``--tag``, else the checkpoint's, else no_pretrain."""
-        return run.tag or (checkpoint_tag(cfg.checkpoint) if cfg.checkpoint else "no_pretrain")
-
-    def keys(self, configs, run):
-        return [f"{self.tag(c, run)}-{Path(c.dataset).stem.lower()}" for c in configs]
-
     def load(self, configs, run):
         return None, configs  # each sweep loads its dataset (plan)
 
     def plan(self, cfg, data, out, run):
-        return [plan(cfg, run.seed_list, out, self.tag(cfg, run), run.data_root, run.progress, run.workers,
+        return [plan(cfg, run.seed_list, out, cfg.results_tag(run.tag), run.data_root, run.progress, run.workers,
                      run.engine, run.fetch)]
 
     def desc(self, configs, data, run):
-        return f"{self.tag(configs[0], run)} seeds"
+        return f"{configs[0].results_tag(run.tag)} seeds"
 
     def title(self, cfg, summary):
         return f"{summary['tag']}-{summary['dataset']}"
