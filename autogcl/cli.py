@@ -105,7 +105,8 @@ def _run_protocol(args, cfgs) -> int:
     """:func:`cmd_protocol` once it holds the locks."""
     from .protocols.grid import expand, grid_out, write_reports
     from .protocols.spread import SPREAD
-    from .units import check_writable, run_sweeps
+    from .paths import check_writable
+    from .units import run_sweeps
 
     proto = _protocol(args)
     run = _run(args)
@@ -290,7 +291,7 @@ def cmd_views(args) -> int:
 
     from .config import from_args
     from .protocols import views as V
-    from .units import check_writable
+    from .paths import check_writable
 
     run = _run(args)
     if run.run is not None:  # an empty --run is an error, not "train instead"
@@ -322,7 +323,7 @@ def _views_from_run(args, run) -> int:
     from .protocols import views as V
     from .protocols.unsupervised import UnsupervisedConfig
     from .atomic import read_json
-    from .units import check_writable
+    from .paths import check_writable
 
     if not run.run.strip():
         raise ConfigError("--run is an empty string; name the folder of a finished unsupervised unit")

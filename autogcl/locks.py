@@ -20,6 +20,7 @@ import contextlib
 import errno
 import logging
 import os
+import re
 import shlex
 import socket
 import sys
@@ -30,6 +31,7 @@ from pathlib import Path
 from filelock import FileLock, Timeout
 
 from .errors import ConfigError
+from .paths import check_writable
 
 __all__ = ["RunFolderBusy", "exclusive", "holding", "holding_all", "lock_file_of"]
 
@@ -179,8 +181,6 @@ def _alive(record: str) -> bool:
     """Whether a lock file's ``record`` (``pid N on HOST ...``) names a process of this host that
     is running: it holds the lock for real, so there is no point in waiting (a dead holder's
     forked children may still hold it a few seconds)."""
-    import re
-
     m = re.match(r"pid (\d+) on (\S+)", record)
     if not m or m[2] != socket.gethostname() or int(m[1]) == os.getpid():
         return False
@@ -201,14 +201,13 @@ def holding_all(out: Path, keys: list[str], wait: float = 2.0) -> Iterator[None]
     the same sweeps stops at once, naming the holder (:class:`RunFolderBusy`). Sweeps of other
     keys may share the folder side by side. A folder this made, and left empty, is removed."""
     out = Path(out)
+    check_writable(out)  # a file in the way, no permission, read-only storage: named, nothing made
     made = not out.exists()
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:  # a file in the way, no permission, read-only storage
-        raise ConfigError(f"cannot write results into {out} ({exc.strerror or exc}); choose another --out") from exc
+    out.mkdir(parents=True, exist_ok=True)
     try:
         with contextlib.ExitStack() as stack:
-            for key in sorted({k.lower() for k in keys}):  # one order: two commands never wait on each other
+            # one order: two commands never wait on each other; a key is a file name, never a path
+            for key in sorted({re.sub(r"[^\w.+-]", "_", k.lower()) for k in keys}):
                 stack.enter_context(exclusive(out / key, f"--out {out} ({key})", wait=wait))
             yield
     finally:

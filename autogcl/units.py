@@ -24,13 +24,13 @@ from pathlib import Path
 from .atomic import atomic_write_csv, atomic_write_json, read_json
 from .errors import ConfigError, DamagedFileError, DataError
 from .locks import exclusive, holding
+from .paths import check_writable
 
 __all__ = [
     "Sweep",
     "Unit",
     "check_resumable",
     "check_run_folder",
-    "check_writable",
     "config_diff",
     "hold_unit",
     "publish",
@@ -201,27 +201,6 @@ def check_run_folder(out: Path, what: str) -> None:
     if out.is_dir() and not (out / "result.json").is_file() and any(
             not (p.name.startswith(".") and p.name.endswith(".lock")) for p in out.iterdir()):
         raise ConfigError(f"--out {out} holds other files and no finished {what} run; name a new or empty folder")
-
-
-def check_writable(folder: Path) -> None:
-    """A :class:`ConfigError` now, not after hours of training, when results cannot be
-    written into ``folder`` (a file in the way, no permission, read-only storage). Creates
-    nothing: the check writes and removes a probe file in the nearest existing folder, so an
-    error found later leaves nothing behind."""
-    import tempfile
-
-    folder = Path(folder)
-    existing = folder
-    while not existing.exists() and existing != existing.parent:
-        existing = existing.parent
-    if not existing.is_dir():
-        raise ConfigError(f"cannot write results into {folder} (a file is in the way); choose another --out")
-    try:
-        fd, probe = tempfile.mkstemp(dir=existing, prefix=".autogcl-write-test-")
-        os.close(fd)
-        os.unlink(probe)
-    except OSError as exc:
-        raise ConfigError(f"cannot write results into {folder} ({exc.strerror or exc}); choose another --out") from exc
 
 
 def run_units(units: list[Unit], fn: Callable[[Unit], dict] | Sequence[Callable[[Unit], dict]], resume: bool,

@@ -171,7 +171,7 @@ def _run_distributed(unit: units.Unit, fn, resume: bool, restart_damaged: bool, 
     decision = None
     if ctx.is_main:
         try:
-            units.check_writable(unit.dir.parent)
+            paths.check_writable(unit.dir.parent)
             units.check_resumable([unit], resume)
             if not unit.finished and not resume and unit.partial.exists():
                 shutil.rmtree(unit.partial)

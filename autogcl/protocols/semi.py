@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .. import atomic, seeding, units
+from .. import atomic, paths, seeding, units
 from ..augment import RandomAugmentor, ViewGenerator
 from ..data.batching import GraphLoader, GraphStore
 from ..data.splits import SemiSplit, semi_splits
@@ -243,7 +243,7 @@ def plan(cfg: SemiConfig, dataset, seeds: list[int], out: Path, resume: bool = F
     y = dataset._data.y.numpy() if hasattr(dataset, "_data") else np.array([int(d.y) for d in dataset])
     all_splits = {seed: semi_splits(y, cfg.folds, cfg.label_rate, cfg.fold_seed, label_seed=seed, split=cfg.split)
                   for seed in seeds}  # a label rate that cannot work fails before any folder is made
-    units.check_writable(root)
+    paths.check_writable(root)
     plan = {}
     for seed in seeds:
         splits = all_splits[seed]

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .. import atomic, seeding, units
+from .. import atomic, paths, seeding, units
 from .spread import spread
 from ..data.batching import GraphLoader, GraphStore
 from ..data.moleculenet import load_molecule_csv, load_moleculenet
@@ -247,7 +247,7 @@ def plan(cfg: FinetuneConfig, seeds: list[int], out: Path, tag: str, data_root=N
     ddir = Path(out) / tag / name
     todo = [units.Unit(dir=ddir / f"seed{s}", config=cfg.to_dict(), seed=s, label=f"{tag} {name} seed {s}")
             for s in seeds]
-    units.check_writable(ddir)
+    paths.check_writable(ddir)
     split = prepare_split(dataset, ddir, cfg.frac)
 
     def fn(u):

@@ -7,7 +7,6 @@ import signal
 import socket
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
@@ -69,13 +68,14 @@ def _cpu_seconds(cmd) -> tuple[subprocess.CompletedProcess, float]:
     return done, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def test_a_second_writer_stops_at_start_up_before_reading_any_data(data_root, tmp_path):
+def test_a_second_writer_stops_at_start_up_before_reading_any_data(data_root, tmp_path, monkeypatch):
     """The lock first (issue 43): a second `autogcl unsupervised` on the --out of a running one
     stops right after parsing, naming the holder, and loads no dataset nor torch. Measured as the
     CPU time of the refused command (start to exit) minus that of python importing the light
     modules it needs to parse and lock (autogcl.cli, the configs, locks): CPU seconds, not wall
     seconds, so that a busy machine does not decide the figure."""
-    out = tmp_path / "out"
+    out, cache = tmp_path / "out", tmp_path / "cache"
+    monkeypatch.setenv("AUTOGCL_CACHE", str(cache))  # the session's cache may hold MUTAG already: this one is empty
     proc = holder(out / "mutag-autogcl", "file")  # the first command's lock of its sweep: OUT/.mutag-autogcl.lock
     try:
         done, cpu = _cpu_seconds([sys.executable, "-m", "autogcl", "unsupervised", "--dataset", "mutag", "--epochs",
@@ -87,7 +87,6 @@ def test_a_second_writer_stops_at_start_up_before_reading_any_data(data_root, tm
     assert done.returncode == 2, done.stderr[-2000:]
     assert f"--out {out} (mutag-autogcl) is in use by pid {proc.pid} on {socket.gethostname()}" in done.stderr
     assert "Traceback" not in done.stderr
-    cache = Path(os.environ["AUTOGCL_CACHE"])
     assert not (cache / "processed").exists()  # no dataset was read
     assert not (out / "MUTAG-autogcl").exists()
     _, imports = _cpu_seconds([sys.executable, "-c", "import autogcl.cli, autogcl.protocols.configs, autogcl.locks"])
