@@ -54,3 +54,29 @@ FINETUNE_PRESETS = {
     "paper": {"epochs": 100, "batch_size": 32, "lr": 0.001, "weight_decay": 0.0, "dropout": 0.5,
               "split": "scaffold", "frac": (0.8, 0.1, 0.1), "selection": "val"},
 }
+#: what becomes of the nodes a learnable view drops: isolated zero-feature nodes (the released
+#: code) or removed from the batch; ``GeometryKeepingGenerator`` adds weight (kept, down-weighted)
+DROP_ISOLATE, DROP_REMOVE, DROP_WEIGHT = "isolate", "remove", "weight"
+DROPPED = (DROP_ISOLATE, DROP_REMOVE)
+#: the mask token of a learnable view: the batch's mean feature value (released) or per-feature
+MASK_SCALAR, MASK_FEATURE = "scalar", "feature"
+MASK_TOKENS = (MASK_SCALAR, MASK_FEATURE)
+#: the views AutoGCL's naive strategy contrasts: two draws from {x, x1, x2} with replacement
+#: (released) or always the two generated ones
+SAMPLE_REPLACEMENT, SAMPLE_GENERATED = "replacement", "generated"
+VIEW_SAMPLINGS = (SAMPLE_REPLACEMENT, SAMPLE_GENERATED)
+#: GraphCL's views: two augmentations, or the graph and one augmentation
+VIEWS_AUG_AUG, VIEWS_ORIG_AUG = "aug-aug", "orig-aug"
+GRAPHCL_VIEWS = (VIEWS_AUG_AUG, VIEWS_ORIG_AUG)
+#: one constant per name of AUGMENTATIONS, CL_VARIANTS, SIM_LOSSES and SEMI_SPLITS that only an
+#: option means (``"none"``, ``"released"`` and ``"val"`` are ordinary words too)
+AUG_NODE_DROP, AUG_EDGE_PERT, AUG_SUBGRAPH, AUG_ATTR_MASK, AUG_RANDOM4 = AUGMENTATIONS[:4] + AUGMENTATIONS[5:]
+CL_SIMCLR = CL_VARIANTS[0]
+SIM_COSINE, SIM_MSE = SIM_LOSSES[1:]
+SPLIT_VAL_FOLD = SEMI_SPLITS[0]
+#: forward-pass precisions (``--precision``)
+FP32, BF16 = "fp32", "bf16"
+PRECISIONS = (FP32, BF16)
+#: where a sweep's units run (``--executor``: :mod:`autogcl.executors`)
+SERIAL, RAY = "serial", "ray"
+EXECUTORS = (SERIAL, RAY)

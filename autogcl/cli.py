@@ -9,7 +9,6 @@ defaults, choices, help and validation are the same from Python and here.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import logging
 import sys
 from pathlib import Path
@@ -69,36 +68,70 @@ def add_unsupervised(sub) -> None:
                 "over seeds, and print mean ± std under both selections beside the published figure.")
     add_options(p, UnsupervisedConfig)
     _run_options(p, SWEEP + ("jobs", "save_embeddings", "grid"), out="runs/unsupervised")
-    p.set_defaults(func=cmd_unsupervised)
+    p.set_defaults(func=cmd_protocol)
 
 
-def cmd_unsupervised(args) -> int:
-    from .config import from_args
-    from .data import load_tu
-    from .protocols.grid import expand, grid_out, write_reports
-    from .protocols.report import unsupervised_table
-    from .protocols.unsupervised import UnsupervisedConfig, plan
-    from .runs import run_sweeps
-
-    run = _run(args)
-    executor = run.make_executor()  # a bad --ray-address is an error before any data is read
-    cfg = from_args(UnsupervisedConfig, args)  # validated before any data is read
-    points = expand(cfg, run.grid)
-    dataset = load_tu(cfg.dataset, run.data_root, cfg.feat, download=run.fetch)
-    cfg = dataclasses.replace(cfg, dataset=dataset.name)  # not from args again: its warnings were said once
-    points = expand(cfg, run.grid)
-    log.info("%s: %d graphs, %d features, %d classes; writing to %s", dataset.name, len(dataset),
-             dataset.num_features, dataset.num_classes, Path(run.out))
-    sweeps = [plan(c, dataset, run.seed_list, grid_out(run.out, name), run.unit_jobs,
-                   run.save_embeddings or False, run.progress, run.engine) for name, c in points]
-    summaries = run_sweeps(sweeps, run.resume, f"{cfg.tag} seeds", "seed", run.progress, run.restart_damaged,
-                           executor)
-    if run.grid:
-        print(write_reports(run.out, [(cfg.tag, n, sw, s) for (n, _), sw, s in zip(points, sweeps, summaries)]))
+def _protocol(args):
+    """The :class:`autogcl.protocols.base.Protocol` of the parsed command (imported only now: it
+    pulls in torch and the models)."""
+    if args.command == "unsupervised":
+        from .protocols.unsupervised import PROTOCOL
+    elif args.command == "semi":
+        from .protocols.semi import PROTOCOL
+    elif args.command == "transfer":
+        from .protocols.transfer import PROTOCOL
+    elif args.command == "ablate":
+        from .protocols.ablation import PROTOCOL
     else:
-        print(unsupervised_table(summaries))
-        print(_spread("unsupervised"))
-    print(f"\nselection reported as the result: {cfg.select}; results in {Path(run.out)}")
+        raise ConfigError(f"{args.command} is not a sweep protocol")
+    return PROTOCOL
+
+
+def cmd_protocol(args) -> int:
+    """The one handler of every sweep protocol (unsupervised, semi, transfer finetune, ablate): its
+    configs from the command line (validated) and, right after, the lock of every sweep it writes,
+    before anything heavy is imported or any data read (a second writer of the same sweeps stops
+    here, naming the holder); then the protocol, the data, every config's units (at each grid
+    point) in one pool of units on the executor, and the tables."""
+    from .locks import holding_all
+    from .protocols.configs import SWEEP_CONFIGS
+
+    if not str(args.out).strip():
+        raise ConfigError("--out is an empty string; name the run folder (. for the current one)")
+    cfgs = SWEEP_CONFIGS[args.command].from_command(args)  # torch-free
+    with holding_all(Path(args.out), [c.lock_key(args) for c in cfgs]):
+        return _run_protocol(args, cfgs)
+
+
+def _run_protocol(args, cfgs) -> int:
+    """:func:`cmd_protocol` once it holds the locks."""
+    from .protocols.grid import expand, grid_out, write_reports
+    from .protocols.spread import SPREAD
+    from .paths import check_writable
+    from .units import run_sweeps
+
+    proto = _protocol(args)
+    run = _run(args)
+    for c in cfgs:
+        expand(c, run.grid)  # validated before any data is read
+    check_writable(Path(run.out))
+    executor = run.make_executor()  # a bad --ray-address is an error before any data is read
+    data, cfgs = proto.load(cfgs, run)
+    planned = [(c, name, proto.plan(pc, data, grid_out(run.out, name), run))
+               for c in cfgs for name, pc in expand(c, run.grid)]
+    points = [(c, name) for c, name, ss in planned for _ in ss]  # each sweep's config and grid point
+    sweeps = [s for _, _, ss in planned for s in ss]
+    summaries = run_sweeps(sweeps, run.resume, proto.desc(cfgs, data, run), proto.unit, run.progress,
+                           run.restart_damaged, executor)
+    if run.grid:
+        print(write_reports(run.out, [(proto.title(c, s), n, sw, s) for (c, n), sw, s in zip(points, sweeps, summaries)]))
+    else:
+        print(proto.table(summaries, cfgs))
+        if proto.name in SPREAD:
+            print(f"± is the {SPREAD[proto.name]}")
+    tail = proto.report(cfgs, summaries, run)  # may write files of the run (ablation.md): still locked
+    if tail:
+        print(tail)
     return 0
 
 
@@ -113,39 +146,7 @@ def add_semi(sub) -> None:
                 + "; ".join(f"{k}: {v}" for k, v in ROWS.items()) + ".")
     add_options(p, SemiConfig)
     _run_options(p, SWEEP + ("fold_limit", "save_embeddings", "grid"), seeds=1, out="runs/semi")
-    p.set_defaults(func=cmd_semi)
-
-
-def cmd_semi(args) -> int:
-    from .config import from_args
-    from .data import load_tu
-    from .protocols.grid import expand, grid_out, write_reports
-    from .protocols.report import semi_table
-    from .protocols.semi import ROWS, SemiConfig, plan
-    from .runs import run_sweeps
-
-    run = _run(args)
-    executor = run.make_executor()  # a bad --ray-address is an error before any data is read
-    rows = list(ROWS) if args.row == "all" else [r.strip() for r in args.row.split(",") if r.strip()]
-    if not rows:
-        raise ConfigError(f"--row {args.row!r} names no row; choose from {', '.join(ROWS)} or all")
-    cfgs = [from_args(SemiConfig, args, row=r) for r in rows]  # validated before any data is read
-    for c in cfgs:
-        expand(c, run.grid)
-    dataset = load_tu(cfgs[0].dataset, run.data_root, cfgs[0].feat, download=run.fetch)
-    cfgs = [dataclasses.replace(c, dataset=dataset.name) for c in cfgs]  # its warnings were said once
-    plans = [(c, name, pc) for c in cfgs for name, pc in expand(c, run.grid)]
-    sweeps = [plan(pc, dataset, run.seed_list, grid_out(run.out, name), run.resume, run.fold_limit, run.progress,
-                   run.save_embeddings, run.engine) for _, name, pc in plans]
-    summaries = run_sweeps(sweeps, run.resume, f"{dataset.name} folds", "fold", run.progress, run.restart_damaged,
-                           executor)
-    if run.grid:
-        print(write_reports(run.out, [(c.tag, n, sw, s) for (c, n, _), sw, s in zip(plans, sweeps, summaries)]))
-    else:
-        print(semi_table(summaries))
-        print(_spread("semi"))
-    print(f"\nselection reported as the result: {cfgs[0].select}; results in {run.out}")
-    return 0
+    p.set_defaults(func=cmd_protocol)
 
 
 def add_report(sub) -> None:
@@ -183,7 +184,7 @@ def _out_file(value: str | None, default: Path, what: str) -> Path:
 
 def cmd_report(args) -> int:
     from .protocols.report import collect, render
-    from .runs import atomic_write_text
+    from .atomic import atomic_write_text
 
     dirs = _folders(args.run_dirs)
     out = _out_file(args.out, (dirs[0].parent if dirs[0].is_file() else dirs[0]) / "report.md", "file")
@@ -292,7 +293,7 @@ def cmd_views(args) -> int:
 
     from .config import from_args
     from .protocols import views as V
-    from .runs import check_writable
+    from .paths import check_writable
 
     run = _run(args)
     if run.run is not None:  # an empty --run is an error, not "train instead"
@@ -323,7 +324,8 @@ def _views_from_run(args, run) -> int:
     from .data import load_tu
     from .protocols import views as V
     from .protocols.unsupervised import UnsupervisedConfig
-    from .runs import check_writable, read_json
+    from .atomic import read_json
+    from .paths import check_writable
 
     if not run.run.strip():
         raise ConfigError("--run is an empty string; name the folder of a finished unsupervised unit")
@@ -367,30 +369,7 @@ def add_ablate(sub) -> None:
         "paper's appendix tables (cells: val / test_max accuracy) and write them to OUT/ablation.md.")
     add_options(a, AblationConfig)
     _run_options(a, SWEEP + ("fold_limit",), seeds=1, out="runs/ablate")
-    a.set_defaults(func=cmd_ablate)
-
-
-def cmd_ablate(args) -> int:
-    from .config import from_args
-    from .data import load_tu
-    from .protocols.ablation import AblationConfig, run_ablation, tables
-    from .runs import atomic_write_text
-
-    run = _run(args)
-    cfg = from_args(AblationConfig, args)
-    cfg.base(cfg.dataset[0])  # validates the row and the augmentation before any work
-    datasets = {}
-    for name in cfg.dataset:
-        ds = load_tu(name, run.data_root, download=run.fetch)
-        datasets[ds.name] = ds
-    base = cfg.base(next(iter(datasets)))
-    res = run_ablation(base, datasets, run.seed_list, Path(run.out), cfg.augs, cfg.ratios, cfg.ratio_aug,
-                       run.resume, run.fold_limit, show_progress=run.progress, device=run.engine,
-                       restart_damaged=run.restart_damaged, executor=run.make_executor())
-    text = tables(res)
-    print(text)
-    atomic_write_text(Path(run.out) / "ablation.md", text + "\n")
-    return 0
+    a.set_defaults(func=cmd_protocol)
 
 
 def add_transfer(sub) -> None:
@@ -425,7 +404,7 @@ def add_transfer(sub) -> None:
         "targets, MSE): test RMSE, MAE and R² under val (lowest validation RMSE) and test_min (lowest test RMSE).")
     add_options(ft, FinetuneConfig)
     _run_options(ft, SWEEP + ("workers", "tag", "grid"), seeds=3, out="runs/transfer")
-    ft.set_defaults(func=cmd_finetune)
+    ft.set_defaults(func=cmd_protocol)
 
 
 def cmd_pretrain(args) -> int:
@@ -445,48 +424,6 @@ def cmd_pretrain(args) -> int:
           f"({res['corpus']['skipped']} SMILES skipped): {res['molecules_per_s']:.0f} molecules/s, "
           f"peak memory {res['peak_rss_mb']:.0f} MB")
     print(f"encoder: {out / 'encoder.pt'}")
-    return 0
-
-
-def checkpoint_tag(checkpoint: str) -> str:
-    """The results folder of a fine-tuning from ``checkpoint``: a pre-training run's ``encoder.pt``
-    is named by its run folder (runs/pretrain/NAME/encoder.pt: NAME), any other file by its stem
-    (pretrained/autogcl-moses200k.pt: autogcl-moses200k)."""
-    path = Path(checkpoint)
-    return (path.resolve().parent.name if path.name == "encoder.pt" else "") or path.stem
-
-
-def cmd_finetune(args) -> int:
-    from .config import from_args
-    from .protocols.grid import expand, grid_out, write_reports
-    from .protocols.report import transfer_table
-    from .protocols.transfer import FinetuneConfig, dataset_names, plan
-    from .runs import run_sweeps
-
-    run = _run(args)
-    executor = run.make_executor()  # a bad --ray-address is an error before any data is read
-    if args.checkpoint:
-        tag = run.tag or checkpoint_tag(args.checkpoint)
-    else:
-        tag = run.tag or "no_pretrain"
-    names = [args.csv] if args.csv else dataset_names(args.dataset)
-    # an empty --checkpoint goes to the config as it is: an error there, not the current folder
-    checkpoint = str(Path(args.checkpoint).resolve()) if args.checkpoint else args.checkpoint
-    cfgs = [from_args(FinetuneConfig, args, dataset=n, checkpoint=checkpoint) for n in names]
-    plans = [(c, name, pc) for c in cfgs for name, pc in expand(c, run.grid)]
-    sweeps = [plan(pc, run.seed_list, grid_out(run.out, name), tag, run.data_root, run.progress, run.workers,
-                   run.engine, run.fetch) for _, name, pc in plans]
-    if run.grid and any(sw.units[0].config.get("task") == "regression" for sw in sweeps):
-        raise ConfigError("--grid picks a configuration by the ROC-AUC of the val selection; it does not take "
-                          "regression runs (numeric labels) yet: run each configuration with its own --out")
-    summaries = run_sweeps(sweeps, run.resume, f"{tag} seeds", "seed", run.progress, run.restart_damaged,
-                           executor)
-    if run.grid:
-        print(write_reports(run.out, [(f"{tag}-{s['dataset']}", n, sw, s)
-                                      for (_, n, _), sw, s in zip(plans, sweeps, summaries)]))
-    else:
-        print(transfer_table(summaries))
-        print(_spread("transfer"))
     return 0
 
 
@@ -568,13 +505,6 @@ def cmd_reproduce(args) -> int:
     reproduce(cells, Path(cfg.root), data_root=run.data_root, extra=extra, resume=run.resume, dry_run=cfg.dry_run,
               run=main)
     return 0
-
-
-def _spread(protocol: str) -> str:
-    """What a printed table's ± is (the summaries' std), said under the table."""
-    from .protocols.paper import SPREAD
-
-    return f"± is the {SPREAD[protocol]}"
 
 
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:

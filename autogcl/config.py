@@ -10,6 +10,7 @@ resume, ...), which never change a unit's result.
 
 from __future__ import annotations
 
+from .choices import EXECUTORS, FP32, PRECISIONS, RAY, SERIAL
 import argparse
 import os
 from dataclasses import MISSING, asdict, dataclass, field, fields
@@ -172,8 +173,8 @@ class RunOptions(Config):
     restart_damaged: bool = option(False, "with --resume: restart from the beginning an interrupted unit whose "
                                    "checkpoint or configuration cannot be read back (default: refuse, naming it)")
     device: str = option("auto", "auto (CUDA when available), cpu, cuda or cuda:N")
-    precision: str = option("fp32", "forward passes in float32, or in bfloat16 (bf16: CUDA GPUs that have it; the "
-                            "losses stay in float32)", choices=("fp32", "bf16"))
+    precision: str = option(FP32, "forward passes in float32, or in bfloat16 (bf16: CUDA GPUs that have it; the "
+                            "losses stay in float32)", choices=PRECISIONS)
     compile: bool = option(False, "compile the models with torch.compile (CUDA GPUs; the first epochs are slower)")
     data_root: str | None = option(None, "data root (else $AUTOGCL_DATA, else the project cache)", type=str)
     download: bool = option(False, "fetch a dataset that the named --data-root / $AUTOGCL_DATA lacks into the "
@@ -194,8 +195,8 @@ class RunOptions(Config):
     run: str | None = option(None, "draw the generators saved by this finished unsupervised unit instead of "
                              "training", type=str, metavar="UNIT_DIR")
     examples: int = option(6, "graphs (digits) to draw", low=1)
-    executor: str = option("serial", "where the units (seeds, folds) run: one after the other here (serial) or as "
-                           "Ray tasks (ray; pip install 'autogcl[ray]')", choices=("serial", "ray"))
+    executor: str = option(SERIAL, "where the units (seeds, folds) run: one after the other here (serial) or as "
+                           "Ray tasks (ray; pip install 'autogcl[ray]')", choices=EXECUTORS)
     ray_address: str | None = option(None, "with --executor ray: a running cluster to join (auto, or HOST:PORT); "
                                      "default: start a local cluster sized to this machine", type=str,
                                      metavar="ADDR")
@@ -217,10 +218,10 @@ class RunOptions(Config):
             raise ConfigError(f"--first-seed {self.first_seed} --seeds {self.seeds}: seeds go up to "
                               f"{self.first_seed + self.seeds - 1}, above the largest seed NumPy takes ({MAX_SEED})")
         cores = os.cpu_count() or 1
-        if self.executor == "serial" and self.cpus_per_unit is not None and self.cpus_per_unit > cores:
+        if self.executor == SERIAL and self.cpus_per_unit is not None and self.cpus_per_unit > cores:
             raise ConfigError(f"--cpus-per-unit {self.cpus_per_unit:g} is more than this machine's {cores} cores "
                               "(with --executor serial a unit runs here)")
-        if self.executor != "ray":
+        if self.executor != RAY:
             self.drop_unused(("ray_address", "gpus_per_unit"), "to --executor serial")
         elif self.device.startswith("cuda") and not self.gpus_per_unit:
             raise ConfigError(f"--device {self.device} with --executor ray needs --gpus-per-unit (e.g. 1, or 0.25 to "
@@ -249,7 +250,7 @@ class RunOptions(Config):
     def unit_jobs(self) -> int | None:
         """Processes a unit may start (SVM fits): ``--jobs``, at most the unit's CPUs; ``None``
         (every core, as memory allows) for a serial run without ``--jobs``."""
-        if self.cpus_per_unit is None and self.executor == "serial":
+        if self.cpus_per_unit is None and self.executor == SERIAL:
             return self.jobs
         cpus = int(self.cpus_per_unit or 1)
         return max(1, min(self.jobs or cpus, cpus))

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .choices import BF16, FP32, PRECISIONS
 import torch
 
 from .errors import ConfigError
 
 DEVICE_HELP = "auto (CUDA when available, else CPU), cpu, cuda or cuda:N"
-PRECISIONS = ("fp32", "bf16")
 
 
 @dataclass(frozen=True)
@@ -20,7 +20,7 @@ class Engine:
     the models are compiled (``torch.compile``, CUDA only). Taken wherever a ``device`` is."""
 
     device: str = "auto"
-    precision: str = "fp32"
+    precision: str = FP32
     compile: bool = False
 
     def __post_init__(self):
@@ -30,7 +30,7 @@ class Engine:
     def check(self) -> torch.device:
         """The device, with a clear error for a precision or compilation it cannot do."""
         dev = resolve_device(self.device)
-        if self.precision == "bf16":
+        if self.precision == BF16:
             if dev.type != "cuda":
                 raise ConfigError(f"--precision bf16 needs a CUDA GPU (the device is {dev}); use --precision fp32")
             if not torch.cuda.is_bf16_supported():
@@ -84,7 +84,7 @@ def runtime_info(device: torch.device | str | Engine = "cpu") -> dict:
     dev = resolve_device(device)
     info = {"device": str(dev), "torch_threads": torch.get_num_threads(), "torch": torch.__version__}
     if isinstance(device, Engine):
-        if device.precision != "fp32":
+        if device.precision != FP32:
             info["precision"] = device.precision
         if device.compile:
             info["compile"] = True

@@ -3,7 +3,7 @@
 :class:`SerialExecutor` runs the units one after the other in this process (the default);
 :class:`RayExecutor` runs each unit as a Ray task, on a local Ray cluster sized to this
 machine or on a running cluster (``address``). Either way a unit works in its own partial
-folder and publishes itself atomically into the run directory (:mod:`autogcl.runs`), so a
+folder and publishes itself atomically into the run directory (:mod:`autogcl.units`), so a
 sweep started with one executor is resumed by the other, and a Ray worker killed mid-unit
 is retried by Ray and continues from the unit's last checkpoint.
 
@@ -13,22 +13,22 @@ cluster; a shared file system for a multi-node one).
 
 from __future__ import annotations
 
+from .choices import EXECUTORS, RAY, SERIAL
 import contextlib
 import logging
 from collections.abc import Callable, Iterator, Sequence
 
 from . import preempt
 from .errors import AutoGCLError, ConfigError
-from .runs import run_jobs, run_one
+from .units import run_jobs, run_one
 
 __all__ = ["EXECUTORS", "RayExecutor", "SerialExecutor", "make_executor"]
 
 log = logging.getLogger(__name__)
 
-EXECUTORS = ("serial", "ray")
 
-#: a unit and the function that runs it (:func:`autogcl.runs.run_one`)
-Job = tuple  # (runs.Unit, Callable[[runs.Unit], dict])
+#: a unit and the function that runs it (:func:`autogcl.units.run_one`)
+Job = tuple  # (units.Unit, Callable[[units.Unit], dict])
 
 
 @contextlib.contextmanager
@@ -51,7 +51,7 @@ class SerialExecutor:
     """The units one after the other, in this process. ``cpus_per_unit``: torch threads
     while a unit runs (default: as configured for the process)."""
 
-    name = "serial"
+    name = SERIAL
 
     def __init__(self, cpus_per_unit: float | None = None):
         self.cpus_per_unit = cpus_per_unit
@@ -115,7 +115,7 @@ class RayExecutor:
     times and continues from its unit's checkpoint; an error inside a unit stops the sweep
     (the other running units are cancelled; their checkpoints stay for ``--resume``)."""
 
-    name = "ray"
+    name = RAY
 
     def __init__(self, address: str | None = None, cpus_per_unit: float = 1.0, gpus_per_unit: float = 0.0,
                  max_retries: int = 3):
@@ -193,12 +193,12 @@ class RayExecutor:
                                f"rerun with --resume to continue it from its checkpoint") from exc
 
 
-def make_executor(name: str = "serial", address: str | None = None, cpus_per_unit: float | None = None,
+def make_executor(name: str = SERIAL, address: str | None = None, cpus_per_unit: float | None = None,
                   gpus_per_unit: float = 0.0):
     """The executor called ``name`` (``serial`` or ``ray``)."""
-    if name == "serial":
+    if name == SERIAL:
         return SerialExecutor(cpus_per_unit)
-    if name == "ray":
+    if name == RAY:
         _import_ray()
         return RayExecutor(address, 1.0 if cpus_per_unit is None else cpus_per_unit, gpus_per_unit)
     raise ConfigError(f"unknown executor {name!r}; choose from {', '.join(EXECUTORS)}")

@@ -8,10 +8,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .choices import CL_VARIANTS
+from .choices import CL_SIMCLR, CL_VARIANTS, SIM_COSINE, SIM_MSE
 from .errors import ConfigError
 
-SIM_KINDS = ("cosine", "mse")
+SIM_KINDS = (SIM_COSINE, SIM_MSE)
 
 
 def nt_xent(z1: torch.Tensor, z2: torch.Tensor, tau: float = 0.5, exclude_positive: bool = False,
@@ -57,22 +57,22 @@ def _one_way(s: torch.Tensor, offset: int, exclude_positive: bool) -> torch.Tens
 
 def cl_kwargs(variant: str, method: str) -> dict:
     """NT-Xent options of a named variant: ``simclr`` (published), ``released`` (the code)."""
-    if variant == "simclr":
+    if variant == CL_SIMCLR:
         return {"exclude_positive": False, "symmetric": True}
     if variant == "released":
         return {"exclude_positive": True, "symmetric": method == "autogcl"}
     raise ConfigError(f"unknown NT-Xent variant {variant!r}; choose from {CL_VARIANTS}")
 
 
-def similarity_loss(s1: torch.Tensor, s2: torch.Tensor, kind: str = "cosine") -> torch.Tensor:
+def similarity_loss(s1: torch.Tensor, s2: torch.Tensor, kind: str = SIM_COSINE) -> torch.Tensor:
     """How alike the two generators' per-node choices are (minimised to make views differ).
 
     ``cosine`` (published): mean over nodes of cos-sim of the one-hot sample rows.
     ``mse`` (released): 1 - MSE(keep1, keep2), keep = keep (+ mask) column.
     """
-    if kind == "cosine":
+    if kind == SIM_COSINE:
         return F.cosine_similarity(s1, s2, dim=1).mean()
-    if kind == "mse":
+    if kind == SIM_MSE:
         keep1 = s1[:, 0] + (s1[:, 2] if s1.shape[1] > 2 else 0)
         keep2 = s2[:, 0] + (s2[:, 2] if s2.shape[1] > 2 else 0)
         return 1.0 - F.mse_loss(keep1, keep2)
@@ -111,7 +111,7 @@ class NTXent(nn.Module):
     (``simclr``, published; ``released``: positive left out of the denominator, and one
     direction when ``method="graphcl"``)."""
 
-    def __init__(self, tau: float = 0.5, variant: str = "simclr", method: str = "autogcl"):
+    def __init__(self, tau: float = 0.5, variant: str = CL_SIMCLR, method: str = "autogcl"):
         super().__init__()
         if not tau > 0:
             raise ConfigError(f"the NT-Xent temperature must be positive, got {tau}")
@@ -125,7 +125,7 @@ class SimilarityLoss(nn.Module):
     """``SimilarityLoss("cosine")(sample1, sample2)``: :func:`similarity_loss` of two
     generators' one-hot samples (minimised to make the views differ)."""
 
-    def __init__(self, kind: str = "cosine"):
+    def __init__(self, kind: str = SIM_COSINE):
         super().__init__()
         if kind not in SIM_KINDS:
             raise ConfigError(f"unknown similarity loss {kind!r}; choose from {SIM_KINDS}")

@@ -397,7 +397,7 @@ class MoleculeEncoder(nn.Module):
         :class:`autogcl.devices.Engine`."""
         from .data.batching import GraphLoader, GraphStore
         from .devices import engine_of
-        from .runs import seed_everything
+        from .seeding import seed_everything
         from .train import FinetuneStrategy, Trainer
         from .train.optim import adam
 

@@ -1,9 +1,12 @@
-"""Where data, caches and run outputs live: data-root resolution and the project cache."""
+"""Where data, caches and run outputs live: data-root resolution, the project cache, and whether
+results can be written where a run is asked to write them."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
+
+from .errors import ConfigError
 
 
 def project_dir() -> Path | None:
@@ -42,8 +45,6 @@ def data_roots(data_root: str | os.PathLike | None = None) -> list[Path]:
     roots: list[Path] = []
     if data_root is not None:
         if not str(data_root).strip():  # Path("") would be the current folder
-            from .errors import ConfigError
-
             raise ConfigError("--data-root is an empty string; name a folder, or leave it out")
         roots.append(Path(data_root).expanduser())
     env = os.environ.get("AUTOGCL_DATA")
@@ -57,3 +58,24 @@ def data_roots(data_root: str | os.PathLike | None = None) -> list[Path]:
             seen.add(key)
             out.append(r)
     return out
+
+
+def check_writable(folder: Path) -> None:
+    """A :class:`ConfigError` now, not after hours of training, when results cannot be
+    written into ``folder`` (a file in the way, no permission, read-only storage). Creates
+    nothing: the check writes and removes a probe file in the nearest existing folder, so an
+    error found later leaves nothing behind."""
+    import tempfile
+
+    folder = Path(folder)
+    existing = folder
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise ConfigError(f"cannot write results into {folder} (a file is in the way); choose another --out")
+    try:
+        fd, probe = tempfile.mkstemp(dir=existing, prefix=".autogcl-write-test-")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise ConfigError(f"cannot write results into {folder} ({exc.strerror or exc}); choose another --out") from exc

@@ -125,7 +125,7 @@ def _pretrain_strategy(spec):
     import torch
 
     from autogcl.protocols.pretrain import PretrainConfig, build_strategy
-    from autogcl.runs import seed_everything
+    from autogcl.seeding import seed_everything
 
     width = spec["width"]
     kw = {} if width == 300 else {"dim": width, "gen_hidden": width}
@@ -312,7 +312,7 @@ def child_epochs(spec) -> dict:
 
     from autogcl.data import load_tu
     from autogcl.protocols.unsupervised import UnsupervisedConfig, build_strategy
-    from autogcl.runs import seed_everything
+    from autogcl.seeding import seed_everything
 
     ds = load_tu(spec["dataset"], spec.get("data_root"))
     gen = seed_everything(0)

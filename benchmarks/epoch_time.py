@@ -38,7 +38,7 @@ def measure_semi(args) -> dict:
     from autogcl.data import load_tu
     from autogcl.data.splits import semi_splits
     from autogcl.protocols.semi import SemiConfig, build
-    from autogcl.runs import seed_everything
+    from autogcl.seeding import seed_everything
 
     ds = load_tu(args.dataset, args.data_root, args.feat)
     cfg = SemiConfig(dataset=ds.name, row=args.method, batch_size=args.batch_size)
@@ -125,7 +125,7 @@ def setup(args):
 
     from autogcl.data import load_tu
     from autogcl.protocols.unsupervised import UnsupervisedConfig, build_strategy
-    from autogcl.runs import seed_everything
+    from autogcl.seeding import seed_everything
 
     ds = load_tu(args.dataset, args.data_root, args.feat)
     gen = seed_everything(0)

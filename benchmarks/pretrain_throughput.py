@@ -29,7 +29,7 @@ def measure(args) -> dict:
         build_strategy,
         resolve_corpus,
     )
-    from autogcl.runs import seed_everything
+    from autogcl.seeding import seed_everything
 
     torch.set_num_threads(args.threads)
     path = resolve_corpus(args.corpus, args.data_root)

@@ -32,7 +32,7 @@ def one_mode(args) -> dict:
     from autogcl.data import load_tu
     from autogcl.executors import make_executor
     from autogcl.protocols.unsupervised import UnsupervisedConfig, plan
-    from autogcl.runs import run_sweeps
+    from autogcl.units import run_sweeps
 
     ds = load_tu(args.dataset, args.data_root)
     out = Path(tempfile.mkdtemp(prefix=f"sweep-{args.mode}-"))

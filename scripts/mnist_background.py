@@ -39,7 +39,7 @@ def main(argv=None) -> int:
     import torch
     from torch_geometric.loader import DataLoader
 
-    from autogcl import runs
+    from autogcl import seeding
     from autogcl.data.mnist import POS_COLS
     from autogcl.errors import AutoGCLError
     from autogcl.eval.metrics import accuracy
@@ -64,7 +64,7 @@ def main(argv=None) -> int:
     print("| classifier trained and scored on | test accuracy | epochs | seconds |\n|---|---|---|---|")
     for name, tr, te in (("whole graphs", train, test),
                          ("background only (strokes dropped)", background(train), background(test))):
-        gen = runs.seed_everything(cfg.seed)
+        gen = seeding.seed_everything(cfg.seed)
         model = RelPosNet(train.num_features, 10, cfg.hidden, pos_cols=POS_COLS)
         loader = DataLoader(tr, batch_size=cfg.batch_size, shuffle=True, generator=gen,
                             drop_last=len(tr) % cfg.batch_size == 1)

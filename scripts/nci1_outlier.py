@@ -71,7 +71,7 @@ def load(data_root, feat: str):
 def run_one(name: str, seed: int, args, datasets: dict) -> dict:
     import torch
 
-    from autogcl import runs
+    from autogcl import seeding, units
     from autogcl.data.batching import GraphLoader, GraphStore
     from autogcl.eval.svm import svm_evaluate
     from autogcl.protocols import unsupervised as U
@@ -91,11 +91,11 @@ def run_one(name: str, seed: int, args, datasets: dict) -> dict:
                 "chosen_C": [f["C"] for f in grid["folds"]], "fixed_C_test_acc": fixed["test_acc"]}
 
     t0 = time.perf_counter()
-    runs.seed_everything(seed)  # the initial encoder of run_unit's model (same seed, same order)
+    seeding.seed_everything(seed)  # the initial encoder of run_unit's model (same seed, same order)
     model = U.build_model(cfg, ds.num_features)
     emb0, y0 = model.encoder.embed(GraphLoader(GraphStore.from_dataset(ds), batch_size=512, shuffle=False))
     epoch0 = score(emb0, y0)
-    unit = runs.Unit(dir=args.work / name / f"seed{seed}", config=cfg.to_dict(), seed=seed, label=f"{name} {seed}")
+    unit = units.Unit(dir=args.work / name / f"seed{seed}", config=cfg.to_dict(), seed=seed, label=f"{name} {seed}")
     if not unit.finished:
         torch.set_num_threads(1)
         U.run_unit(unit, ds, n_jobs=1, save_embeddings=[args.epochs], show_progress=False)
@@ -227,7 +227,7 @@ def main(argv=None) -> int:
         print(f"{REPORT.relative_to(ROOT)} {'is' if same else 'is NOT'} what its result files generate")
         return 0 if same else 1
     if not args.report:
-        from autogcl.runs import atomic_write_json
+        from autogcl.atomic import atomic_write_json
 
         datasets: dict = {}
         names = [c.strip() for c in args.conditions.split(",") if c.strip()]

@@ -117,7 +117,7 @@ def given_encoders(specs: list[str], settings: list[tuple[str, int | None, int |
     from autogcl.errors import AutoGCLError
     from autogcl.models.mol_gin import load_encoder
     from autogcl.protocols.pretrain import resolve_corpus
-    from autogcl.runs import config_diff
+    from autogcl.units import config_diff
 
     tags = {tag: (n, e) for tag, n, e in settings}
     out = {}

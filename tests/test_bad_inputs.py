@@ -10,7 +10,8 @@ import pytest
 import torch
 
 import autogcl
-from autogcl import runs
+from autogcl import units
+from autogcl.train import checkpoints
 from autogcl.cli import main
 from autogcl.errors import DataError
 
@@ -63,7 +64,7 @@ def test_planted_checkpoint_in_every_loader(tmp_path, exploit):
         load_encoder(bad)  # what --checkpoint reads
     model = torch.nn.Linear(2, 2)
     with pytest.raises(DataError, match="not a readable autogcl checkpoint"):
-        runs.load_checkpoint(bad, {"model": model}, torch.optim.Adam(model.parameters()), torch.Generator())
+        checkpoints.load_checkpoint(bad, {"model": model}, torch.optim.Adam(model.parameters()), torch.Generator())
 
 
 def test_a_planted_encoder_given_to_finetune_is_a_one_line_error(tmp_path, exploit, capsys):
@@ -100,41 +101,41 @@ def test_planted_view_run_model_is_refused(data_root, tmp_path, exploit, capsys)
 
 
 def test_truncated_checkpoint_names_the_unit(tmp_path):
-    unit = runs.Unit(dir=tmp_path / "seed0", config={"a": 1}, seed=0, label="X seed 0")
-    runs.start_work(unit)
+    unit = units.Unit(dir=tmp_path / "seed0", config={"a": 1}, seed=0, label="X seed 0")
+    units.start_work(unit)
     (unit.partial / "checkpoint.pt").write_bytes(b"PK\x03\x04 truncated")
 
     def fn(u):
         model = torch.nn.Linear(2, 2)
-        runs.load_checkpoint(u.partial / "checkpoint.pt", {"model": model},
+        checkpoints.load_checkpoint(u.partial / "checkpoint.pt", {"model": model},
                              torch.optim.Adam(model.parameters()), torch.Generator())
 
     with pytest.raises(DataError, match="X seed 0: its interrupted work is damaged .*--restart-damaged"):
-        runs.run_units([unit], fn, resume=True, desc="x", show_progress=False)
+        units.run_units([unit], fn, resume=True, desc="x", show_progress=False)
 
 
 def test_damaged_partial_config_names_the_file_and_restarts_on_request(tmp_path):
-    unit = runs.Unit(dir=tmp_path / "seed0", config={"a": 1}, seed=0, label="Y seed 0")
+    unit = units.Unit(dir=tmp_path / "seed0", config={"a": 1}, seed=0, label="Y seed 0")
     unit.partial.mkdir(parents=True)
     (unit.partial / "config.json").write_text('{"a": 1')  # cut short
 
     def fn(u):
-        runs.start_work(u)
-        runs.publish(u, [], {"ok": True})
+        units.start_work(u)
+        units.publish(u, [], {"ok": True})
 
     with pytest.raises(DataError, match="config.json: damaged JSON"):
-        runs.run_units([unit], fn, resume=True, desc="x", show_progress=False)
-    assert runs.run_units([unit], fn, resume=True, desc="x", show_progress=False,
+        units.run_units([unit], fn, resume=True, desc="x", show_progress=False)
+    assert units.run_units([unit], fn, resume=True, desc="x", show_progress=False,
                           restart_damaged=True) == [{"ok": True}]
 
 
 def test_damaged_finished_files_are_named(tmp_path, capsys):
-    unit = runs.Unit(dir=tmp_path / "seed0", config={"a": 1}, seed=0)
+    unit = units.Unit(dir=tmp_path / "seed0", config={"a": 1}, seed=0)
     unit.dir.mkdir()
     (unit.dir / "result.json").write_text("{}")
     (unit.dir / "config.json").write_text("not json")
     with pytest.raises(DataError, match="seed0/config.json: damaged JSON"):
-        runs.check_resumable([unit], resume=True)
+        units.check_resumable([unit], resume=True)
     (tmp_path / "summary.json").write_text('{"protocol": ')
     assert main(["report", str(tmp_path)]) == 2  # rebuilt from seed0/result.json, which is not a result
     assert "seed0/result.json: unknown protocol None" in capsys.readouterr().err

@@ -41,3 +41,54 @@ def test_loss_names_are_the_ones_the_losses_implement():
     assert choices.SIM_LOSSES == ("none", *losses.SIM_KINDS)  # "none": L_sim weighted 0
     with pytest.raises(ConfigError, match="unknown NT-Xent variant"):
         losses.cl_kwargs("bogus", "autogcl")
+
+
+#: option values whose names come from autogcl/choices.py only (extend with each tuple whose
+#: literals have been replaced by its constants)
+GUARDED = {v: name for name in ("DROPPED", "MASK_TOKENS", "VIEW_SAMPLINGS", "GRAPHCL_VIEWS", "PRECISIONS", "EXECUTORS")
+           for v in getattr(choices, name)}
+GUARDED |= {getattr(choices, c): c for c in ("DROP_WEIGHT", "AUG_NODE_DROP", "AUG_EDGE_PERT", "AUG_SUBGRAPH",
+                                             "AUG_ATTR_MASK", "AUG_RANDOM4", "CL_SIMCLR", "SIM_COSINE", "SIM_MSE",
+                                             "SPLIT_VAL_FOLD")}
+#: not option values but names of things that happen to be spelled the same (the augmentation
+#: functions node_drop, ...): the entries of ``__all__`` and of the lazy export table ``_EXPORTS``
+NAME_TABLES = ("__all__", "_EXPORTS")
+
+
+def _literals(tree):
+    """The string constants of ``tree`` outside the name tables."""
+    import ast
+
+    skip = set()
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Assign) and any(getattr(t, "id", None) in NAME_TABLES for t in n.targets):
+            skip |= {id(e) for e in ast.walk(n.value)}
+    return [n for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in skip]
+
+
+def test_option_values_are_typed_only_in_choices():
+    """A string literal equal to a guarded option value anywhere in the package but choices.py
+    is a second spelling of the option: use the constant (a value inside a longer string, such
+    as a docstring or a message, is not a literal of it)."""
+    import ast
+    from pathlib import Path
+
+    import autogcl
+
+    root = Path(autogcl.__file__).parent
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        if path.name == "choices.py" and path.parent == root:
+            continue
+        for node in _literals(ast.parse(path.read_text(encoding="utf-8"))):
+            if node.value in GUARDED:
+                found.append(f"{path.relative_to(root.parent)}:{node.lineno}: {node.value!r} "
+                             f"(choices.{GUARDED[node.value]})")
+    assert not found, "option values typed outside choices.py:\n" + "\n".join(found)
+
+
+def test_the_guard_finds_a_literal(tmp_path):
+    import ast
+
+    tree = ast.parse('__all__ = ["node_drop"]\nx = "aug-aug"\ny = "two aug-aug views"\nz = {"fp32": 1}\n')
+    assert [n.value for n in _literals(tree) if n.value in GUARDED] == ["aug-aug", "fp32"]

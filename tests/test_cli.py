@@ -60,7 +60,7 @@ def test_only_the_invoked_command_is_built():
     ("/encoder.pt", "encoder"),  # no run folder to name it after
 ])
 def test_finetune_results_are_named_after_the_checkpoint(checkpoint, tag):
-    from autogcl.cli import checkpoint_tag
+    from autogcl.protocols.configs import checkpoint_tag
 
     assert checkpoint_tag(checkpoint) == tag
 

@@ -116,3 +116,41 @@ def test_the_released_losses_are_options_of_pre_training_too():
     text = " ".join(sub.format_help().split())
     entry = text.split("options:")[1].split("--tau TAU ")[1].split(" --")[0]
     assert "default 0.5 autogcl" in entry and "None" not in entry, entry
+
+
+def _bad_options():
+    """(what is built, the text its ConfigError must hold) for a sample of bad option values."""
+    import autogcl
+    from autogcl.data.molecules import VOCAB
+    from autogcl.data.splits import semi_splits
+    from autogcl.models.mol_gin import MolGNN
+    from autogcl.models.relpos import RelPosConv
+
+    return [(lambda: autogcl.AutoGCL(4, 8, 2, view_sampling="twice"), "'twice'"),
+            (lambda: autogcl.GraphCL(4, 8, 2, views="aug-orig"), "'aug-orig'"),
+            (lambda: autogcl.SemiSupervised(4, 2, 8, 2, dropped="hide"), "dropped must be one of"),
+            (lambda: semi_splits([0, 1] * 10, split="relased"), "unknown split 'relased'"),
+            (lambda: RelPosConv(4, 8, aggr="sum"), "'sum'"),
+            (lambda: MolGNN(VOCAB, num_layers=0), "num_layers=0")]
+
+
+def test_a_bad_option_value_is_a_config_error_naming_it():
+    for make, text in _bad_options():
+        with pytest.raises(ConfigError, match=text):
+            make()
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["unsupervised", "--dataset", "MUTAG", "--grid", "view_sampling=twice"],
+     "unknown view sampling 'twice' (--view-sampling); choose from replacement, generated"),
+    (["semi", "--dataset", "MUTAG", "--row", "joint", "--grid", "dropped=hide"],
+     "unknown dropped 'hide' (--dropped); choose from isolate, remove"),
+    (["semi", "--dataset", "MUTAG", "--row", "nonsense"], "unknown row 'nonsense'"),
+])
+def test_a_bad_option_value_on_the_command_line_exits_2_naming_it(argv, message, tmp_path, capsys):
+    from autogcl.cli import main
+
+    assert main([*argv, "--out", str(tmp_path / "out"), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert f"autogcl: error: {message}" in err, err
+    assert not (tmp_path / "out").exists()  # refused before anything was written or read

@@ -6,7 +6,7 @@ import torch
 from torch_geometric.loader import DataLoader
 
 import autogcl
-from autogcl.runs import seed_everything
+from autogcl.seeding import seed_everything
 from tests.conftest import make_batch
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device visible")

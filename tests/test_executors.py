@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from autogcl import runs
+from autogcl import units
 from autogcl.errors import ConfigError, DataError
 from autogcl.executors import RayExecutor, SerialExecutor, make_executor
 
@@ -24,18 +24,18 @@ UNIT_ARGS = ["--dataset", "MUTAG", "--epochs", "6", "--eval-epochs", "2,6", "--s
 
 
 def toy_units(tmp_path, n=3):
-    return [runs.Unit(dir=tmp_path / f"u{i}", config={"i": i}, seed=i, label=f"u{i}") for i in range(n)]
+    return [units.Unit(dir=tmp_path / f"u{i}", config={"i": i}, seed=i, label=f"u{i}") for i in range(n)]
 
 
 def toy_fn(unit):
     """Publishes the unit's seed squared and the torch threads it ran with."""
-    runs.start_work(unit)
-    return runs.publish(unit, [{"epoch": 1}], {"value": unit.seed ** 2, "threads": torch.get_num_threads()})
+    units.start_work(unit)
+    return units.publish(unit, [{"epoch": 1}], {"value": unit.seed ** 2, "threads": torch.get_num_threads()})
 
 
 def test_serial_executor_runs_units_with_their_threads(tmp_path):
     before = torch.get_num_threads()
-    res = runs.run_units(toy_units(tmp_path), toy_fn, False, "toy", show_progress=False,
+    res = units.run_units(toy_units(tmp_path), toy_fn, False, "toy", show_progress=False,
                          executor=SerialExecutor(cpus_per_unit=1))
     assert [r["value"] for r in res] == [0, 1, 4]
     assert {r["threads"] for r in res} == {1}
@@ -44,13 +44,13 @@ def test_serial_executor_runs_units_with_their_threads(tmp_path):
 
 def test_one_function_per_unit(tmp_path):
     def other(unit):
-        runs.start_work(unit)
-        return runs.publish(unit, [], {"value": -1})
+        units.start_work(unit)
+        return units.publish(unit, [], {"value": -1})
 
-    units = toy_units(tmp_path, 2)
-    assert [r["value"] for r in runs.run_units(units, [toy_fn, other], False, "toy", show_progress=False)] == [0, -1]
+    us = toy_units(tmp_path, 2)
+    assert [r["value"] for r in units.run_units(us, [toy_fn, other], False, "toy", show_progress=False)] == [0, -1]
     with pytest.raises(ValueError, match="2 unit functions for 3 units"):
-        runs.run_units(toy_units(tmp_path / "b"), [toy_fn, other], False, "toy", show_progress=False)
+        units.run_units(toy_units(tmp_path / "b"), [toy_fn, other], False, "toy", show_progress=False)
 
 
 def test_unknown_executor_and_missing_ray(monkeypatch):
@@ -77,7 +77,7 @@ def cluster(tmp_path_factory):
 
 
 def test_ray_runs_units_with_threads_of_their_cpus(cluster, tmp_path):
-    res = runs.run_units(toy_units(tmp_path), toy_fn, False, "toy", show_progress=False,
+    res = units.run_units(toy_units(tmp_path), toy_fn, False, "toy", show_progress=False,
                          executor=RayExecutor(cpus_per_unit=1))
     assert [r["value"] for r in res] == [0, 1, 4]
     assert {r["threads"] for r in res} == {1}
@@ -89,15 +89,15 @@ def test_ray_unit_error_is_raised_as_itself(cluster, tmp_path):
         raise DataError(f"{unit.label}: graph 3 has no nodes")
 
     with pytest.raises(DataError, match="u0: graph 3 has no nodes"):
-        runs.run_units(toy_units(tmp_path, 1), broken, False, "toy", show_progress=False, executor=RayExecutor())
+        units.run_units(toy_units(tmp_path, 1), broken, False, "toy", show_progress=False, executor=RayExecutor())
 
 
 def test_ray_unit_larger_than_cluster_is_refused(cluster, tmp_path):
     with pytest.raises(ConfigError, match="asks for 3 CPU.*cluster has 2"):
-        runs.run_units(toy_units(tmp_path, 1), toy_fn, False, "toy", show_progress=False,
+        units.run_units(toy_units(tmp_path, 1), toy_fn, False, "toy", show_progress=False,
                        executor=RayExecutor(cpus_per_unit=3))
     with pytest.raises(ConfigError, match="asks for 0.5 GPU.*cluster has 0"):
-        runs.run_units(toy_units(tmp_path / "g", 1), toy_fn, False, "toy", show_progress=False,
+        units.run_units(toy_units(tmp_path / "g", 1), toy_fn, False, "toy", show_progress=False,
                        executor=RayExecutor(gpus_per_unit=0.5))
 
 

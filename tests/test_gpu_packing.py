@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from autogcl import runs
+from autogcl import units
 from autogcl.executors import RayExecutor
 
 ray = pytest.importorskip("ray")
@@ -19,14 +19,14 @@ UNITS = 4
 def together(unit):
     """Records what Ray gave the unit, then waits (60 s at most) until every unit has started:
     ``together`` is True only when all of them ran at the same time."""
-    runs.start_work(unit)
+    units.start_work(unit)
     ctx = ray.get_runtime_context()
     here = unit.dir.parent
     (here / f"started-{unit.seed}").write_text("")
     deadline = time.monotonic() + 60
     while len(list(here.glob("started-*"))) < UNITS and time.monotonic() < deadline:
         time.sleep(0.05)
-    return runs.publish(unit, [], {"gpu_ids": [str(g) for g in ray.get_gpu_ids()],
+    return units.publish(unit, [], {"gpu_ids": [str(g) for g in ray.get_gpu_ids()],
                                    "resources": ctx.get_assigned_resources(),
                                    "together": len(list(here.glob("started-*"))) == UNITS})
 
@@ -41,8 +41,8 @@ def one_gpu_cluster():
 
 
 def test_quarter_gpu_units_share_one_gpu(one_gpu_cluster, tmp_path):
-    units = [runs.Unit(dir=tmp_path / f"u{i}", config={"i": i}, seed=i, label=f"u{i}") for i in range(UNITS)]
-    res = runs.run_units(units, together, False, "packing", show_progress=False,
+    todo = [units.Unit(dir=tmp_path / f"u{i}", config={"i": i}, seed=i, label=f"u{i}") for i in range(UNITS)]
+    res = units.run_units(todo, together, False, "packing", show_progress=False,
                          executor=RayExecutor(cpus_per_unit=0.5, gpus_per_unit=0.25))
     assert len(res) == UNITS
     assert all(r["together"] for r in res), json.dumps(res)  # four units on one GPU at once
@@ -53,7 +53,7 @@ def test_quarter_gpu_units_share_one_gpu(one_gpu_cluster, tmp_path):
 def test_more_gpu_than_the_cluster_has_is_refused(one_gpu_cluster, tmp_path):
     from autogcl.errors import ConfigError
 
-    unit = runs.Unit(dir=tmp_path / "u", config={}, seed=0, label="u")
+    unit = units.Unit(dir=tmp_path / "u", config={}, seed=0, label="u")
     with pytest.raises(ConfigError, match="asks for 2 GPU.*cluster has 1"):
-        runs.run_units([unit], together, False, "packing", show_progress=False,
+        units.run_units([unit], together, False, "packing", show_progress=False,
                        executor=RayExecutor(gpus_per_unit=2))

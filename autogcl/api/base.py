@@ -17,7 +17,7 @@ from torch import nn
 from torch.utils.data import DataLoader as TorchDataLoader
 from torch_geometric.data import Batch, Data, InMemoryDataset
 
-from .. import __version__, runs
+from .. import __version__, atomic, seeding
 from ..data.batching import GraphLoader, GraphStore
 from ..data.features import DEFAULT_RECIPE, NodeFeatures
 from ..devices import resolve_device
@@ -441,7 +441,7 @@ class Estimator(nn.Module):
     @staticmethod
     def _generator(seed: int | None) -> torch.Generator:
         if seed is not None:
-            return runs.seed_everything(seed)
+            return seeding.seed_everything(seed)
         return torch.Generator().manual_seed(int(torch.randint(2**31 - 1, (1,))))
 
     def _to(self, device) -> torch.device:
@@ -505,7 +505,7 @@ class Estimator(nn.Module):
         if not self.built:
             raise ConfigError("nothing to save yet: the model has no weights (give in_channels, or fit it)")
         state = {k: v.detach().cpu() for k, v in self.state_dict().items()}
-        runs.atomic_save({"format": MODEL_FORMAT, "class": type(self).__name__, "hparams": dict(self.hparams),
+        atomic.atomic_save({"format": MODEL_FORMAT, "class": type(self).__name__, "hparams": dict(self.hparams),
                           "state_dict": state, "history": list(self.history), "autogcl": __version__}, path)
         return Path(path)
 

@@ -10,8 +10,21 @@ from pathlib import Path
 import torch
 
 from ..augment import FixedView, RandomAugmentor, ViewGenerator, as_augmentation
-from ..augment.learnable import DROPPED_MODES, MASK_TOKENS, ViewDecision
-from ..choices import SIM_LOSSES
+from ..augment.learnable import ViewDecision
+from ..choices import (
+    AUG_RANDOM4,
+    CL_SIMCLR,
+    DROPPED,
+    DROP_ISOLATE,
+    GRAPHCL_VIEWS,
+    MASK_SCALAR,
+    MASK_TOKENS,
+    SAMPLE_REPLACEMENT,
+    SIM_COSINE,
+    SIM_LOSSES,
+    VIEWS_AUG_AUG,
+    VIEW_SAMPLINGS,
+)
 from ..devices import resolve_device
 from ..errors import ConfigError, TrainingError
 from ..losses import cl_kwargs
@@ -37,7 +50,7 @@ class ContrastiveLearner(Estimator):
 
     def __init__(self, in_channels: int | None = None, hidden: int = 128, num_layers: int = 5, *,
                  features: str | None = "auto", recipe: str | None = None, edge_dim: int | str | None = None,
-                 lr: float = 0.001, tau: float = 0.5, cl_variant: str = "simclr"):
+                 lr: float = 0.001, tau: float = 0.5, cl_variant: str = CL_SIMCLR):
         super().__init__(in_channels, hidden, num_layers, features=features, recipe=recipe, edge_dim=edge_dim,
                          lr=lr)
         if not tau > 0:
@@ -184,17 +197,17 @@ class AutoGCL(ContrastiveLearner):
     """
 
     def __init__(self, in_channels: int | None = None, hidden: int = 128, num_layers: int = 5, *,
-                 add_mask: bool = False, dropped: str = "isolate", mask_token: str = "scalar",
-                 sim_loss: str = "none", view_sampling: str = "replacement", gen_hidden: int = 128,
+                 add_mask: bool = False, dropped: str = DROP_ISOLATE, mask_token: str = MASK_SCALAR,
+                 sim_loss: str = "none", view_sampling: str = SAMPLE_REPLACEMENT, gen_hidden: int = 128,
                  gen_layers: int = 2, features: str | None = "auto", recipe: str | None = None,
-                 edge_dim: int | str | None = None, lr: float = 0.001, tau: float = 0.5, cl_variant: str = "simclr",
+                 edge_dim: int | str | None = None, lr: float = 0.001, tau: float = 0.5, cl_variant: str = CL_SIMCLR,
                  view1=None, view2=None):
         if sim_loss not in SIM_LOSSES:
             raise ConfigError(f"unknown similarity loss {sim_loss!r}; choose from {', '.join(SIM_LOSSES)}")
-        if view_sampling not in ("replacement", "generated"):
+        if view_sampling not in VIEW_SAMPLINGS:
             raise ConfigError(f"unknown view sampling {view_sampling!r}; choose replacement or generated")
-        if dropped not in DROPPED_MODES or mask_token not in MASK_TOKENS:
-            raise ConfigError(f"dropped must be one of {DROPPED_MODES} and mask_token one of {MASK_TOKENS}; "
+        if dropped not in DROPPED or mask_token not in MASK_TOKENS:
+            raise ConfigError(f"dropped must be one of {DROPPED} and mask_token one of {MASK_TOKENS}; "
                               f"got {dropped!r}, {mask_token!r}")
         views = [_view_spec(v) for v in (view1, view2)]
         if any(v is not None for v, _ in views) and sim_loss != "none":
@@ -246,7 +259,7 @@ class AutoGCL(ContrastiveLearner):
         opt = adam(params, lr=h["lr"] if lr is None else lr)
         return NaiveStrategy(
             self.contrast, self.gen1, self.gen2, opt, tau=h["tau"], cl_variant=h["cl_variant"],
-            sim_kind="cosine" if h["sim_loss"] == "none" else h["sim_loss"],
+            sim_kind=SIM_COSINE if h["sim_loss"] == "none" else h["sim_loss"],
             sim_weight=0.0 if h["sim_loss"] == "none" else 1.0, view_sampling=h["view_sampling"])
 
     @torch.no_grad()
@@ -303,10 +316,10 @@ class GraphCL(ContrastiveLearner):
     """
 
     def __init__(self, in_channels: int | None = None, hidden: int = 128, num_layers: int = 5, *,
-                 aug="random4", aug_ratio: float = 0.2, views: str = "aug-aug",
+                 aug=AUG_RANDOM4, aug_ratio: float = 0.2, views: str = VIEWS_AUG_AUG,
                  features: str | None = "auto", recipe: str | None = None, edge_dim: int | str | None = None,
-                 lr: float = 0.001, tau: float = 0.2, cl_variant: str = "simclr"):
-        if views not in ("aug-aug", "orig-aug"):
+                 lr: float = 0.001, tau: float = 0.2, cl_variant: str = CL_SIMCLR):
+        if views not in GRAPHCL_VIEWS:
             raise ConfigError(f"unknown GraphCL views {views!r}; choose aug-aug or orig-aug")
         super().__init__(in_channels, hidden, num_layers, features=features, recipe=recipe, edge_dim=edge_dim,
                          lr=lr, tau=tau, cl_variant=cl_variant)

@@ -26,10 +26,10 @@ from pathlib import Path
 
 import torch
 
-from .. import runs
+from .. import seeding
 from ..augment import MoleculeViewGenerator, RandomAugmentor
 from ..augment.learnable import DROPPED_MODES
-from ..choices import AUGMENTATIONS, CL_VARIANTS, SIM_LOSSES
+from ..choices import AUGMENTATIONS, AUG_RANDOM4, CL_SIMCLR, CL_VARIANTS, DROP_REMOVE, SAMPLE_REPLACEMENT, SIM_COSINE, SIM_LOSSES, VIEW_SAMPLINGS
 from ..data.corpus import MoleculeCorpus
 from ..data.molecules import VOCAB
 from ..devices import Engine, engine_of
@@ -55,7 +55,7 @@ def _naive(p: MoleculePretrainer, model: ContrastModel):
                                   add_mask=p.add_mask, dropped=p.dropped) for _ in range(2)]
     params = list(model.parameters()) + list(gens[0].parameters()) + list(gens[1].parameters())
     return NaiveStrategy(model, gens[0], gens[1], adam(params, lr=p.lr), tau=p.temperature, cl_variant=p.cl_variant,
-                         sim_kind="cosine" if p.sim_loss == "none" else p.sim_loss,
+                         sim_kind=SIM_COSINE if p.sim_loss == "none" else p.sim_loss,
                          sim_weight=0.0 if p.sim_loss == "none" else 1.0, view_sampling=p.view_sampling)
 
 
@@ -84,13 +84,13 @@ class MoleculePretrainer:
 
     def __init__(self, method: str = "autogcl", *, epochs: int = 20, batch_size: int = 256, lr: float = 0.001,
                  dim: int = 300, num_layers: int = 5, gen_hidden: int = 128, gen_layers: int = 2,
-                 add_mask: bool = True, dropped: str = "remove", tau: float | None = None,
-                 cl_variant: str = "simclr", sim_loss: str = "none", view_sampling: str = "replacement",
-                 aug: str = "random4", aug_ratio: float = 0.2, chunk_size: int = 50_000,
+                 add_mask: bool = True, dropped: str = DROP_REMOVE, tau: float | None = None,
+                 cl_variant: str = CL_SIMCLR, sim_loss: str = "none", view_sampling: str = SAMPLE_REPLACEMENT,
+                 aug: str = AUG_RANDOM4, aug_ratio: float = 0.2, chunk_size: int = 50_000,
                  max_molecules: int | None = None, smiles_col: str | None = None, seed: int = 0):
         for name, value, allowed in (("method", method, tuple(STRATEGIES)), ("dropped", dropped, DROPPED_MODES),
                                      ("cl_variant", cl_variant, CL_VARIANTS), ("sim_loss", sim_loss, SIM_LOSSES),
-                                     ("view_sampling", view_sampling, ("replacement", "generated")),
+                                     ("view_sampling", view_sampling, VIEW_SAMPLINGS),
                                      ("aug", aug, AUGMENTATIONS)):
             if value not in allowed:
                 raise ConfigError(f"{name}={value!r} is not one of {', '.join(map(str, allowed))}")
@@ -164,7 +164,7 @@ class MoleculePretrainer:
         if ctx is not None and main:
             ctx.barrier()
         self.corpus_summary = reader.summary()
-        loader_gen = runs.seed_everything(self.seed)
+        loader_gen = seeding.seed_everything(self.seed)
         strategy = self.build_strategy()
         if ctx is not None:
             strategy.to(engine)

@@ -10,8 +10,21 @@ from pathlib import Path
 import torch
 
 from ..augment import RandomAugmentor, ViewGenerator
-from ..augment.learnable import DROPPED_MODES, MASK_TOKENS
-from ..choices import AUGMENTATIONS, BN_STATS, CLASSIFIERS, SEMI_STRATEGIES, SIM_LOSSES, SMALL_BATCH
+from ..choices import (
+    AUGMENTATIONS,
+    AUG_RANDOM4,
+    BN_STATS,
+    CLASSIFIERS,
+    CL_SIMCLR,
+    DROPPED,
+    DROP_ISOLATE,
+    MASK_SCALAR,
+    MASK_TOKENS,
+    SEMI_STRATEGIES,
+    SIM_COSINE,
+    SIM_LOSSES,
+    SMALL_BATCH,
+)
 from ..data.batching import GraphLoader
 from ..devices import Engine, resolve_device
 from ..errors import ConfigError, DataError
@@ -79,9 +92,9 @@ class SemiSupervised(Estimator):
 
     def __init__(self, in_channels: int | None = None, num_classes: int | None = None, hidden: int = 128,
                  num_layers: int = 3, *, classifier: str = "gin", strategy: str = "joint", lam: float = 1.0,
-                 tau: float = 0.5, cl_variant: str = "simclr", sim_loss: str = "cosine", add_mask: bool = False,
-                 dropped: str = "isolate", mask_token: str = "scalar", gen_hidden: int = 128, gen_layers: int = 2,
-                 aug: str = "random4", aug_ratio: float = 0.2, features: str | None = "auto",
+                 tau: float = 0.5, cl_variant: str = CL_SIMCLR, sim_loss: str = SIM_COSINE, add_mask: bool = False,
+                 dropped: str = DROP_ISOLATE, mask_token: str = MASK_SCALAR, gen_hidden: int = 128, gen_layers: int = 2,
+                 aug: str = AUG_RANDOM4, aug_ratio: float = 0.2, features: str | None = "auto",
                  recipe: str | None = None, edge_dim: int | str | None = None, lr: float = 0.001,
                  batch_size: int = 128, bn_stats: str = "settled"):
         super().__init__(in_channels, hidden, num_layers, features=features, recipe=recipe, edge_dim=edge_dim,
@@ -99,8 +112,8 @@ class SemiSupervised(Estimator):
             raise ConfigError(f"num_classes must be an int of at least 2, got {num_classes!r}")
         if sim_loss not in SIM_LOSSES[1:]:
             raise ConfigError(f"unknown similarity loss {sim_loss!r}; choose from {', '.join(SIM_LOSSES[1:])}")
-        if dropped not in DROPPED_MODES or mask_token not in MASK_TOKENS:
-            raise ConfigError(f"dropped must be one of {DROPPED_MODES} and mask_token one of {MASK_TOKENS}")
+        if dropped not in DROPPED or mask_token not in MASK_TOKENS:
+            raise ConfigError(f"dropped must be one of {DROPPED} and mask_token one of {MASK_TOKENS}")
         if aug not in AUGMENTATIONS:
             raise ConfigError(f"unknown augmentation {aug!r}; choose from {', '.join(AUGMENTATIONS)}")
         RandomAugmentor(aug, aug_ratio)  # validates the ratio

@@ -8,6 +8,7 @@ what a generator does to a batch: the operation of every node and their probabil
 
 from __future__ import annotations
 
+from ..choices import DROPPED, DROP_ISOLATE, DROP_REMOVE, DROP_WEIGHT, MASK_SCALAR, MASK_TOKENS
 import copy
 from collections.abc import Sequence
 from typing import NamedTuple
@@ -20,15 +21,13 @@ from torch_geometric.transforms import BaseTransform
 
 from ..errors import ConfigError, DataError, TrainingError
 from .ops import NODE_ATTRS, RowBatchNorm, as_batch, isolate_nodes, keep_nodes, unbatch
-__all__ = ["DROPPED_MODES", "MASK_TOKENS", "OPERATIONS", "FixedView", "GeneratedView", "GeometryKeepingGenerator",
+__all__ = ["OPERATIONS", "FixedView", "GeneratedView", "GeometryKeepingGenerator",
            "MoleculeViewGenerator", "NodeScorer", "ViewDecision", "ViewGenerator", "shared_first_aggregate"]
 
 
 KEEP, DROP, MASK = 0, 1, 2
 #: operation names by column of a generator's sample matrix
 OPERATIONS = ("keep", "drop", "mask")
-DROPPED_MODES = ("isolate", "remove")
-MASK_TOKENS = ("scalar", "feature")
 
 
 class ViewDecision(NamedTuple):
@@ -107,14 +106,14 @@ class ViewGenerator(nn.Module):
         hidden: int = 128,
         num_layers: int = 2,
         add_mask: bool = False,
-        dropped: str = "isolate",
-        mask_token: str = "scalar",
+        dropped: str = DROP_ISOLATE,
+        mask_token: str = MASK_SCALAR,
         tau: float = 1.0,
         scorer: nn.Module | None = None,
     ):
         super().__init__()
-        if dropped not in DROPPED_MODES:
-            raise ConfigError(f"dropped must be one of {DROPPED_MODES}, got {dropped!r}")
+        if dropped not in DROPPED:
+            raise ConfigError(f"dropped must be one of {DROPPED}, got {dropped!r}")
         if mask_token not in MASK_TOKENS:
             raise ConfigError(f"mask_token must be one of {MASK_TOKENS}, got {mask_token!r}")
         if not tau > 0:
@@ -206,14 +205,14 @@ class ViewGenerator(nn.Module):
             m = sample[:, MASK].view(-1, 1)
             x = x * (1.0 - m) + self._token(data) * m
         keep_bool = keep.detach() > 0
-        if self.dropped == "remove":
+        if self.dropped == DROP_REMOVE:
             return keep_nodes(data, keep_bool, x)
         return isolate_nodes(data, keep_bool, x)
 
     def _token(self, data) -> torch.Tensor:
         """The mask token: the batch's mean feature value (scalar) or mean feature vector."""
         base = data.x.detach().float()
-        return base.mean() if self.mask_token == "scalar" else base.mean(0, keepdim=True)
+        return base.mean() if self.mask_token == MASK_SCALAR else base.mean(0, keepdim=True)
 
     def forward(self, data, deterministic: bool = False):
         """``(view, sample)``: the augmented batch (a ``Data`` for a single ``Data``) and the
@@ -281,14 +280,14 @@ class GeometryKeepingGenerator(ViewGenerator):
     dropped node's choice still gets a gradient (what putting it back would change); with
     ``"remove"`` it gets none, and a drop, once sampled, is never pushed back."""
 
-    def __init__(self, in_dim: int, *args, geometry: Sequence[int], dropped: str = "weight", **kwargs):
-        super().__init__(in_dim, *args, dropped="isolate" if dropped == "weight" else dropped, **kwargs)
+    def __init__(self, in_dim: int, *args, geometry: Sequence[int], dropped: str = DROP_WEIGHT, **kwargs):
+        super().__init__(in_dim, *args, dropped=DROP_ISOLATE if dropped == DROP_WEIGHT else dropped, **kwargs)
         self.dropped, self.geometry = dropped, list(geometry)
 
     def make_view(self, data, sample: torch.Tensor):
         keep = sample[:, KEEP] + (sample[:, MASK] if self.add_mask else 0)
         keep_bool = keep.detach() > 0
-        if self.dropped == "weight":
+        if self.dropped == DROP_WEIGHT:
             view = copy.copy(data)
             x = data.x.float()
             if self.add_mask:
@@ -299,9 +298,9 @@ class GeometryKeepingGenerator(ViewGenerator):
             view = super().make_view(data, sample)
             x = view.x
         geo = data.x[:, self.geometry].float()
-        if self.dropped == "remove":
+        if self.dropped == DROP_REMOVE:
             geo = geo[keep_bool]
-        elif self.dropped == "isolate":
+        elif self.dropped == DROP_ISOLATE:
             geo = geo * keep_bool.view(-1, 1)
         x = x.clone()
         x[:, self.geometry] = geo
@@ -325,7 +324,7 @@ class MoleculeViewGenerator(ViewGenerator):
             (e.g. :class:`autogcl.models.mol_gin.MolNodeScorer`).
     """
 
-    def __init__(self, scorer: nn.Module, add_mask: bool = True, dropped: str = "remove",
+    def __init__(self, scorer: nn.Module, add_mask: bool = True, dropped: str = DROP_REMOVE,
                  tau: float = 1.0):
         super().__init__(0, add_mask=add_mask, dropped=dropped, tau=tau, scorer=scorer)
 
@@ -333,7 +332,7 @@ class MoleculeViewGenerator(ViewGenerator):
         keep_w = sample[:, KEEP]
         mask_w = sample[:, MASK] if self.add_mask else torch.zeros_like(keep_w)
         retained = (keep_w + mask_w).detach() > 0
-        if self.dropped == "remove":
+        if self.dropped == DROP_REMOVE:
             out, idx = remove_nodes(data, retained)
             keep_w, mask_w = keep_w.index_select(0, idx), mask_w.index_select(0, idx)
         else:

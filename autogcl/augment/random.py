@@ -24,7 +24,14 @@ from torch_geometric.data import Batch, Data
 from torch_geometric.transforms import BaseTransform
 from torch_geometric.utils import scatter
 
-from ..choices import AUGMENTATIONS as AUGMENTATION_NAMES
+from ..choices import (
+    AUGMENTATIONS as AUGMENTATION_NAMES,
+    AUG_ATTR_MASK,
+    AUG_EDGE_PERT,
+    AUG_NODE_DROP,
+    AUG_RANDOM4,
+    AUG_SUBGRAPH,
+)
 from ..errors import ConfigError, DataError
 from .ops import as_batch, graph_or_batch, graph_sizes, keep_nodes, rank_within_group, split_graphs, unbatch
 
@@ -138,13 +145,13 @@ def identity(data, ratio: float = 0.0):
 
 
 AUGMENTATIONS = {
-    "node_drop": node_drop,
-    "edge_pert": edge_pert,
-    "subgraph": subgraph,
-    "attr_mask": attr_mask,
+    AUG_NODE_DROP: node_drop,
+    AUG_EDGE_PERT: edge_pert,
+    AUG_SUBGRAPH: subgraph,
+    AUG_ATTR_MASK: attr_mask,
     "none": identity,
 }
-RANDOM4 = ("node_drop", "subgraph", "edge_pert", "attr_mask")
+RANDOM4 = (AUG_NODE_DROP, AUG_SUBGRAPH, AUG_EDGE_PERT, AUG_ATTR_MASK)
 
 
 class RandomAugmentor(BaseTransform):
@@ -154,7 +161,7 @@ class RandomAugmentor(BaseTransform):
 
     names = AUGMENTATION_NAMES  # AUGMENTATIONS and random4 (tests/test_choices.py)
 
-    def __init__(self, name: str = "random4", ratio: float = 0.2):
+    def __init__(self, name: str = AUG_RANDOM4, ratio: float = 0.2):
         if name not in self.names:
             raise ConfigError(f"unknown augmentation {name!r}; choose from {', '.join(self.names)}")
         if not 0.0 <= ratio < 1.0:
@@ -164,7 +171,7 @@ class RandomAugmentor(BaseTransform):
     def forward(self, data):
         batch, single = as_batch(data, f"augmentation {self.name}")
         name = self.name
-        if name == "random4":
+        if name == AUG_RANDOM4:
             name = RANDOM4[int(torch.randint(len(RANDOM4), (1,)))]
         return unbatch(AUGMENTATIONS[name](batch, self.ratio), single)
 

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.model_selection import StratifiedKFold, train_test_split
 
-from ..choices import FOLD_SEED, SEMI_SPLITS
-from ..errors import DataError
+from ..choices import FOLD_SEED, SEMI_SPLITS, SPLIT_VAL_FOLD
+from ..errors import ConfigError, DataError
 
 
 @dataclass
@@ -49,15 +49,15 @@ def semi_splits(y, folds: int = 10, label_rate: float = 0.1, fold_seed: int = FO
     y = np.asarray(y)
     n = len(y)
     if not 0 < label_rate < 1:
-        raise ValueError(f"label rate must be in (0, 1), got {label_rate}")
+        raise ConfigError(f"label rate must be in (0, 1), got {label_rate}")
     if split not in SEMI_SPLITS:
-        raise ValueError(f"unknown split {split!r}; choose from {', '.join(SEMI_SPLITS)}")
+        raise ConfigError(f"unknown split {split!r}; choose from {', '.join(SEMI_SPLITS)}")
     tests = [te for _, te in StratifiedKFold(folds, shuffle=True, random_state=fold_seed).split(np.zeros(n), y)]
     n_labeled = int(n * label_rate)
     out = []
     for i in range(folds):
         test = tests[i]
-        val = tests[i - 1] if split == "val_fold" else np.zeros(0, dtype=np.int64)
+        val = tests[i - 1] if split == SPLIT_VAL_FOLD else np.zeros(0, dtype=np.int64)
         mask = np.ones(n, dtype=bool)
         mask[test] = False
         mask[val] = False
@@ -70,7 +70,7 @@ def semi_splits(y, folds: int = 10, label_rate: float = 0.1, fold_seed: int = FO
                             f"(use at least {2 / n:.3g})")
         try:
             labeled, unlabeled = train_test_split(train, train_size=n_labeled,
-                                                  stratify=y[train] if split == "val_fold" else None,
+                                                  stratify=y[train] if split == SPLIT_VAL_FOLD else None,
                                                   random_state=label_seed * 1000 + i)
         except ValueError:  # a class too small to stratify: draw uniformly
             labeled, unlabeled = train_test_split(train, train_size=n_labeled,
@@ -95,7 +95,7 @@ def scaffold_split(smiles: list[str], frac: tuple[float, float, float] = (0.8, 0
     al.'s code), each group put whole into train until train would pass ``frac[0]``, then into valid until train +
     valid would pass ``frac[0] + frac[1]``, then into test. No scaffold is in two parts."""
     if abs(sum(frac) - 1.0) > 1e-6 or min(frac) < 0:
-        raise ValueError(f"split fractions must be non-negative and sum to 1, got {frac}")
+        raise ConfigError(f"split fractions must be non-negative and sum to 1, got {frac}")
     groups: dict[str, list[int]] = {}
     for i, s in enumerate(smiles):
         groups.setdefault(murcko_scaffold(s), []).append(i)

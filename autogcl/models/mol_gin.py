@@ -21,6 +21,7 @@ from torch import nn
 from torch.utils.weak import WeakIdKeyDictionary
 from torch_geometric.nn import MessagePassing, global_mean_pool
 
+from ..errors import ConfigError
 from .embed import embed
 from .norm import SegmentBatchNorm
 
@@ -178,7 +179,7 @@ class MolGNN(nn.Module):
     def __init__(self, vocab, dim: int = 300, num_layers: int = 5, dropout: float = 0.0):
         super().__init__()
         if num_layers < 1:
-            raise ValueError("the molecule GIN needs at least one layer")
+            raise ConfigError(f"the molecule GIN needs at least one layer (num_layers={num_layers})")
         self.vocab = check_vocab(vocab)
         self.dim, self.dropout = dim, dropout
         self.atoms = AtomEncoder(dim, vocab)

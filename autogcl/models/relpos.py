@@ -15,6 +15,8 @@ from torch_geometric.nn import (
 )
 from torch_geometric.utils import scatter
 
+from ..errors import ConfigError
+
 
 class RelPosConv(MessagePassing):
     """``h_i = MLP(mean_j w_j relu(A x_j + B (p_j - p_i)) + C x_i)`` over the edges ``j -> i``.
@@ -28,7 +30,7 @@ class RelPosConv(MessagePassing):
 
     def __init__(self, in_dim: int, hidden: int, aggr: str = "mean"):
         if aggr not in ("mean", "max"):
-            raise ValueError(f"aggr must be 'mean' or 'max', got {aggr!r}")
+            raise ConfigError(f"aggr must be 'mean' or 'max', got {aggr!r}")
         super().__init__(aggr="max" if aggr == "max" else "add")
         self.mean = aggr == "mean"
         self.lin_x, self.lin_p = nn.Linear(in_dim, hidden), nn.Linear(2, hidden, bias=False)

@@ -6,22 +6,41 @@ built without importing the protocols; each protocol module re-exports its confi
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 from ..choices import (
     AUGMENTATIONS,
+    AUG_ATTR_MASK,
+    AUG_EDGE_PERT,
+    AUG_NODE_DROP,
+    AUG_RANDOM4,
+    AUG_SUBGRAPH,
     BN_STATS,
+    CL_SIMCLR,
     CL_VARIANTS,
+    DROPPED,
+    DROP_ISOLATE,
+    DROP_REMOVE,
+    DROP_WEIGHT,
     FINETUNE_PRESETS,
     FOLD_SEED,
+    GRAPHCL_VIEWS,
+    MASK_SCALAR,
+    MASK_TOKENS,
     MOLECULENET_SETS,
     REGRESSION_SELECTIONS,
+    SAMPLE_REPLACEMENT,
     SELECTIONS,
     SEMI_SPLITS,
+    SIM_COSINE,
     SIM_LOSSES,
+    SIM_MSE,
     SMALL_BATCH,
     TASKS,
+    VIEWS_AUG_AUG,
+    VIEW_SAMPLINGS,
 )
-from ..config import Config, option
+from ..config import Config, from_args, option
 from ..errors import ConfigError
 from . import published
 
@@ -32,8 +51,23 @@ AUTOGCL_ONLY = ("add_mask", "dropped", "mask_token", "sim_loss", "view_sampling"
 GRAPHCL_ONLY = ("aug", "aug_ratio", "graphcl_views")
 
 
+class SweepConfig(Config):
+    """A config of a sweep command: how the command line makes its configs and names the sweeps
+    they write (torch-free, so that the command takes their locks before it imports anything
+    heavy or reads any data: :func:`autogcl.cli.cmd_protocol`)."""
+
+    @classmethod
+    def from_command(cls, args) -> list:
+        """The configs of the sweeps a parsed command line asks for, validated (one by default)."""
+        return [from_args(cls, args)]
+
+    def lock_key(self, args) -> str:
+        """The name of the sweep this config writes into ``--out`` (its lock: ``OUT/.<key>.lock``)."""
+        return self.tag
+
+
 @dataclass
-class UnsupervisedConfig(Config):
+class UnsupervisedConfig(SweepConfig):
     """Everything that defines a result (how it runs, e.g. seeds or device, is in
     :class:`autogcl.config.RunOptions`)."""
 
@@ -50,26 +84,26 @@ class UnsupervisedConfig(Config):
     layers: int = option(5, "encoder layers", cli=False)
     tau: float | None = option(None, "NT-Xent temperature (default 0.5 autogcl, 0.2 graphcl)", type=float,
                                  low=0, low_open=True)
-    cl_variant: str = option("simclr", "NT-Xent form: simclr (published) or released (positive left out of the "
+    cl_variant: str = option(CL_SIMCLR, "NT-Xent form: simclr (published) or released (positive left out of the "
                              "denominator; one direction for graphcl)", choices=CL_VARIANTS)
     # autogcl
     add_mask: bool = option(False, "generators may also mask nodes")
-    dropped: str = option("isolate", "dropped nodes stay as isolated zero nodes (released) or are removed",
-                          choices=("isolate", "remove"))
-    mask_token: str = option("scalar", "mask token: the batch's mean feature value (scalar) or per-feature mean",
-                             choices=("scalar", "feature"))
+    dropped: str = option(DROP_ISOLATE, "dropped nodes stay as isolated zero nodes (released) or are removed",
+                          choices=DROPPED)
+    mask_token: str = option(MASK_SCALAR, "mask token: the batch's mean feature value (scalar) or per-feature mean",
+                             choices=MASK_TOKENS)
     sim_loss: str = option("none", "add L_sim to the naive strategy (released code: mse)",
                            choices=SIM_LOSSES, what="similarity loss")
-    view_sampling: str = option("replacement", "views contrasted: two draws from {x, x1, x2} with replacement "
-                                "(released) or always x1 and x2", choices=("replacement", "generated"))
+    view_sampling: str = option(SAMPLE_REPLACEMENT, "views contrasted: two draws from {x, x1, x2} with replacement "
+                                "(released) or always x1 and x2", choices=VIEW_SAMPLINGS)
     gen_hidden: int = option(128, "generator width", cli=False)
     gen_layers: int = option(2, "generator layers", cli=False)
     # graphcl
-    aug: str = option("random4", "GraphCL augmentation (method graphcl)", choices=AUGMENTATIONS,
+    aug: str = option(AUG_RANDOM4, "GraphCL augmentation (method graphcl)", choices=AUGMENTATIONS,
                       what="augmentation")
     aug_ratio: float = option(0.2, "GraphCL augmentation ratio", low=0, high=1, high_open=True)
-    graphcl_views: str = option("aug-aug", "GraphCL views: two augmentations or the graph and one",
-                                choices=("aug-aug", "orig-aug"))
+    graphcl_views: str = option(VIEWS_AUG_AUG, "GraphCL views: two augmentations or the graph and one",
+                                choices=GRAPHCL_VIEWS)
     # evaluation
     svm_folds: int = option(10, "outer SVM folds", cli=False, low=2)
     svm_inner_folds: int = option(5, "inner SVM folds (C search)", cli=False, low=2)
@@ -133,7 +167,7 @@ ROW_SPECIFIC = ("aug", "aug_ratio", "tau", "cl_variant", "pretrain_epochs", "lam
 
 
 @dataclass
-class SemiConfig(Config):
+class SemiConfig(SweepConfig):
     """Everything that defines a semi-supervised result (one row on one dataset)."""
 
     dataset: str = option("PROTEINS", "TU dataset name")
@@ -150,13 +184,13 @@ class SemiConfig(Config):
     hidden: int = option(128, "classifier width", cli=False)
     lam: float = option(1.0, "weight of L_sim", flag="--lambda", low=0)
     tau: float = option(0.5, "NT-Xent temperature", low=0, low_open=True)
-    cl_variant: str = option("simclr", "NT-Xent form", choices=CL_VARIANTS)
-    sim_loss: str = option("cosine", "L_sim form (published cosine, released mse)", choices=("cosine", "mse"))
+    cl_variant: str = option(CL_SIMCLR, "NT-Xent form", choices=CL_VARIANTS)
+    sim_loss: str = option(SIM_COSINE, "L_sim form (published cosine, released mse)", choices=(SIM_COSINE, SIM_MSE))
     add_mask: bool = option(False, "generators may also mask nodes")
-    dropped: str = option("isolate", "dropped nodes: isolated zero nodes (released) or removed",
-                          choices=("isolate", "remove"))
-    mask_token: str = option("scalar", "mask token", choices=("scalar", "feature"))
-    aug: str = option("random4", "GraphCL rows' augmentation", choices=AUGMENTATIONS, what="augmentation")
+    dropped: str = option(DROP_ISOLATE, "dropped nodes: isolated zero nodes (released) or removed",
+                          choices=DROPPED)
+    mask_token: str = option(MASK_SCALAR, "mask token", choices=MASK_TOKENS)
+    aug: str = option(AUG_RANDOM4, "GraphCL rows' augmentation", choices=AUGMENTATIONS, what="augmentation")
     aug_ratio: float = option(0.2, "GraphCL rows' augmentation ratio", low=0, high=1, high_open=True)
     select: str = option("val", "selection reported as the result (both are always recorded)",
                          choices=("val", "test_max"), what="selection")
@@ -185,13 +219,21 @@ class SemiConfig(Config):
     def tag(self) -> str:
         return f"{self.dataset}-{self.row}" + ("-released_split" if self.split == "released" else "")
 
+    @classmethod
+    def from_command(cls, args) -> list:
+        """One config per row of ``--row`` (a name, a comma-separated list, or all)."""
+        rows = list(ROWS) if args.row == "all" else [r.strip() for r in args.row.split(",") if r.strip()]
+        if not rows:
+            raise ConfigError(f"--row {args.row!r} names no row; choose from {', '.join(ROWS)} or all")
+        return [from_args(cls, args, row=r) for r in rows]
+
 
 # ablation
-SINGLE_AUGS = ("node_drop", "subgraph", "edge_pert", "attr_mask")
+SINGLE_AUGS = (AUG_NODE_DROP, AUG_SUBGRAPH, AUG_EDGE_PERT, AUG_ATTR_MASK)
 
 
 @dataclass
-class AblationConfig(Config):
+class AblationConfig(SweepConfig):
     """The GraphCL augmentation ablation: which row, augmentations and ratios, on which datasets."""
 
     dataset: list = option(None, "one or more comma-separated TU datasets", factory=lambda: ["NCI1"], type=str)
@@ -199,7 +241,7 @@ class AblationConfig(Config):
     augs: list = option(None, "augmentations run alone at ratio 0.2", factory=lambda: list(SINGLE_AUGS), type=str)
     ratios: list = option(None, "ratios of the ratio sweep", factory=lambda: list(published.ABLATION_RATIOS),
                           type=float)
-    ratio_aug: str = option("node_drop", "augmentation of the ratio sweep", choices=AUGMENTATIONS,
+    ratio_aug: str = option(AUG_NODE_DROP, "augmentation of the ratio sweep", choices=AUGMENTATIONS,
                             what="augmentation")
     epochs: int = option(30, "training epochs")
     pretrain_epochs: int = option(30, "pre-training epochs (graphcl_cl)")
@@ -223,6 +265,15 @@ class AblationConfig(Config):
     def base(self, dataset: str) -> SemiConfig:
         return SemiConfig(dataset=dataset, row=self.row, epochs=self.epochs, pretrain_epochs=self.pretrain_epochs,
                           aug=self.ratio_aug)
+
+    @classmethod
+    def from_command(cls, args) -> list:
+        cfg = from_args(cls, args)
+        cfg.base(cfg.dataset[0])  # validates the row and the augmentation before any work
+        return [cfg]
+
+    def lock_key(self, args) -> str:
+        return "ablation"  # OUT/ablation.md and every variant's folder
 
 
 # pretrain
@@ -251,16 +302,16 @@ class PretrainConfig(Config):
     gen_hidden: int = option(128, "view generators' width (released: 128)", low=1)
     gen_layers: int = option(2, "view generators' layers (released: 2)", low=1)
     add_mask: bool = option(True, "generators may also mask atoms", negate="--no-mask")
-    dropped: str = option("remove", "dropped atoms are removed or kept as isolated atoms",
-                          choices=("remove", "isolate"))
+    dropped: str = option(DROP_REMOVE, "dropped atoms are removed or kept as isolated atoms",
+                          choices=(DROP_REMOVE, DROP_ISOLATE))
     tau: float | None = option(None, "NT-Xent temperature (default 0.5 autogcl, 0.1 graphcl)", type=float,
                                  low=0, low_open=True)
-    cl_variant: str = option("simclr", "NT-Xent form: simclr (published) or released (positive left out of the "
+    cl_variant: str = option(CL_SIMCLR, "NT-Xent form: simclr (published) or released (positive left out of the "
                              "denominator)", choices=CL_VARIANTS)
     sim_loss: str = option("none", "add L_sim to the naive strategy (released code: mse)",
                            choices=SIM_LOSSES, what="similarity loss")
-    view_sampling: str = option("replacement", "views contrasted", cli=False)
-    aug: str = option("random4", "GraphCL augmentation (method graphcl)", choices=AUGMENTATIONS,
+    view_sampling: str = option(SAMPLE_REPLACEMENT, "views contrasted", cli=False)
+    aug: str = option(AUG_RANDOM4, "GraphCL augmentation (method graphcl)", choices=AUGMENTATIONS,
                       what="augmentation")
     aug_ratio: float = option(0.2, "GraphCL augmentation ratio", low=0, high=1, high_open=True)
     seed: int = option(0, "seed", low=0)
@@ -292,7 +343,7 @@ PAPER_FINETUNE = FINETUNE_PRESETS["paper"]
 
 
 @dataclass
-class FinetuneConfig(Config):
+class FinetuneConfig(SweepConfig):
     """Everything that defines a fine-tuning result (one dataset)."""
 
     dataset: str = option("bbbp", "MoleculeNet name(s), comma-separated, or all: " + ", ".join(MOLECULENET_SETS))
@@ -332,14 +383,52 @@ class FinetuneConfig(Config):
             raise ConfigError("--label-cols and --smiles-col are for --csv files; MoleculeNet sets have fixed columns")
 
 
+    @classmethod
+    def from_command(cls, args) -> list:
+        """One config per dataset of ``--dataset`` (or the ``--csv`` file), from ``--checkpoint``."""
+        names = [args.csv] if args.csv else dataset_names(args.dataset)
+        # an empty --checkpoint goes to the config as it is: an error there, not the current folder
+        checkpoint = str(Path(args.checkpoint).resolve()) if args.checkpoint else args.checkpoint
+        return [from_args(cls, args, dataset=n, checkpoint=checkpoint) for n in names]
+
+    def results_tag(self, tag: str | None = None) -> str:
+        """The results folder of this config's runs: ``tag`` (``--tag``), else its checkpoint's
+        (:func:`checkpoint_tag`), else no_pretrain."""
+        return tag or (checkpoint_tag(self.checkpoint) if self.checkpoint else "no_pretrain")
+
+    def lock_key(self, args) -> str:
+        return f"{self.results_tag(args.tag)}-{Path(self.dataset).stem.lower()}"
+
+
+def checkpoint_tag(checkpoint: str) -> str:
+    """The results folder of a fine-tuning from ``checkpoint``: a pre-training run's ``encoder.pt``
+    is named by its run folder (runs/pretrain/NAME/encoder.pt: NAME), any other file by its stem
+    (pretrained/autogcl-moses200k.pt: autogcl-moses200k)."""
+    path = Path(checkpoint)
+    return (path.resolve().parent.name if path.name == "encoder.pt" else "") or path.stem
+
+
+def dataset_names(spec: str) -> list[str]:
+    """``all`` or a comma-separated list of MoleculeNet names."""
+    if spec.lower() == "all":
+        return list(MOLECULENET_SETS)
+    names = [s.strip().lower() for s in spec.split(",") if s.strip()]
+    if not names:
+        raise ConfigError(f"--dataset {spec!r} names no MoleculeNet dataset; known: {', '.join(MOLECULENET_SETS)} or all")
+    unknown = [n for n in names if n not in MOLECULENET_SETS]
+    if unknown:
+        raise ConfigError(f"unknown MoleculeNet dataset(s) {unknown}; known: {', '.join(MOLECULENET_SETS)} or all")
+    return names
+
+
 # views
 #: per-classifier defaults of the settings left as None in ViewsConfig (measured on MNIST:
 #: docs/views_MNIST.json; resgcn keeps the settings of the semi-supervised protocol)
 CLASSIFIER_DEFAULTS = {
     "resgcn": {"lr": 0.01, "gen_lr": 0.01, "hidden": 128, "batch_size": 128, "warmup_epochs": 0,
-               "dropped": "remove", "lam": 1.0},
+               "dropped": DROP_REMOVE, "lam": 1.0},
     "relpos": {"lr": 0.001, "gen_lr": 0.01, "hidden": 64, "batch_size": 64, "warmup_epochs": 1,
-               "dropped": "weight", "lam": 0.3},
+               "dropped": DROP_WEIGHT, "lam": 0.3},
 }
 
 
@@ -373,7 +462,7 @@ class ViewsConfig(Config):
     dropped: str | None = option(None, "dropped nodes in the views the classifier trains on: weight (default "
                                  "with relpos: kept with weight 0, ignored by the classifier, so a drop still gets "
                                  "a gradient), remove (default with resgcn), isolate", type=str,
-                                 choices=("weight", "remove", "isolate"))
+                                 choices=(DROP_WEIGHT, DROP_REMOVE, DROP_ISOLATE))
     # weight of L_sim; on MNIST with lambda 1 one generator soon settles on dropping the
     # strokes the other keeps (views as different as possible), and the view accuracy stalls
     lam: float | None = option(None, "weight of L_sim (default 0.3 relpos, 1.0 resgcn)", type=float,
@@ -397,7 +486,7 @@ class ViewsConfig(Config):
         for key, value in CLASSIFIER_DEFAULTS[self.classifier].items():
             if getattr(self, key) is None:
                 setattr(self, key, value)
-        if self.dropped == "weight" and self.classifier != "relpos":
+        if self.dropped == DROP_WEIGHT and self.classifier != "relpos":
             raise ConfigError("dropped='weight' needs a classifier that reads node weights (relpos)")
         if self.max_epochs < 1 or self.warmup_epochs < 0:
             raise ConfigError("max_epochs must be at least 1 and warmup_epochs at least 0")
@@ -439,3 +528,9 @@ class EmbedConfig(Config):
         for name in ("model", "encoder"):
             if getattr(self, name) is not None and not getattr(self, name).strip():
                 raise ConfigError(f"--{name} is an empty string")
+
+
+#: the config class of each sweep command (what :func:`autogcl.cli.cmd_protocol` reads before it
+#: imports the protocol)
+SWEEP_CONFIGS = {"unsupervised": UnsupervisedConfig, "semi": SemiConfig, "transfer": FinetuneConfig,
+                 "ablate": AblationConfig}

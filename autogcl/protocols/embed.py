@@ -102,7 +102,7 @@ def _feature_recipe(cfg: EmbedConfig, model) -> str:
     """The node features a TU dataset gets: --feat, else the recipe of the run beside the
     model (config.json), else the model's own recipe, else the default."""
     from ..data.features import DEFAULT_RECIPE
-    from ..runs import read_json
+    from ..atomic import read_json
 
     if cfg.feat:
         return cfg.feat

@@ -2,7 +2,7 @@
 table that picks one of them by validation score only.
 
 ``--grid lam=0.5,1 tau=0.2,0.5`` on a protocol gives four configurations; each runs every
-seed (or fold) as units of one pool (:func:`autogcl.runs.run_sweeps`), into
+seed (or fold) as units of one pool (:func:`autogcl.units.run_sweeps`), into
 ``OUT/grid/<point>/...``. The chosen configuration is the one with the best mean
 *validation* score of the ``val`` selection (the SVM's inner-CV accuracy, the validation
 fold's accuracy, the validation ROC-AUC): the test figures of both selections are shown beside
@@ -141,7 +141,7 @@ def write_reports(out: Path, entries) -> str:
     """``entries``: ``(title, point name, sweep, summary)``, one per grid point of each table
     (a dataset, or a dataset and row). Writes ``OUT/grid/<title>.md`` and ``.json`` for each
     table and returns the tables."""
-    from ..runs import atomic_write_json, atomic_write_text
+    from ..atomic import atomic_write_json, atomic_write_text
 
     groups: dict = {}
     for title, name, sweep, summary in entries:

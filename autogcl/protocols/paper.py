@@ -15,6 +15,7 @@ Everything here reads JSON and starts processes: no torch.
 
 from __future__ import annotations
 
+from ..choices import AUG_NODE_DROP
 import json
 import os
 import shutil
@@ -36,10 +37,6 @@ SEMI_ROWS = ("labeled", "graphcl_cl", "naive", "joint")
 #: datasets whose cells need more compute than the 2-core machine (the queue)
 BIG_SEMI = ("DD", "REDDIT-BINARY", "COLLAB")
 
-#: what each protocol's ± is (the summaries' std: numpy's ddof)
-SPREAD = {"unsupervised": "std over seeds (population, ddof 0)",
-          "semi": "std over the (seed, fold) results (sample, ddof 1)",
-          "transfer": "std over seeds (population, ddof 0)"}
 
 
 # ------------------------------------------------------------------------------------------ cells
@@ -146,7 +143,7 @@ ABLATION_CELLS = tuple(
          f"runs/ablate/aug-node_drop-r{r:g}/NCI1-graphcl_cl",
          f"autogcl ablate graphcl-aug --dataset NCI1 --augs node_drop --data-root {DATA} --out runs/ablate --resume",
          (v, None), seeds=10)
-    for r, v in zip(published.ABLATION_RATIOS, published.ABLATION_RATIO[("NCI1", "node_drop")]))
+    for r, v in zip(published.ABLATION_RATIOS, published.ABLATION_RATIO[("NCI1", AUG_NODE_DROP)]))
 #: every cell the manifest knows
 CELLS = UNSUPERVISED_CELLS + SEMI_CELLS + TRANSFER_CELLS + PRETRAIN_CELLS + ABLATION_CELLS
 

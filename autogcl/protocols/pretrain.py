@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from .. import paths, runs
+from .. import atomic, paths, units
 from ..api.pretrain import MoleculePretrainer
 from ..data.datasets import fingerprint
 from ..devices import Engine, engine_of, resolve_device, runtime_info
@@ -26,7 +26,7 @@ from .configs import DEFAULT_CORPUS, METHODS, PretrainConfig  # noqa: F401 (re-e
 log = logging.getLogger(__name__)
 
 
-def _upgrade_fingerprint(unit: runs.Unit, current: list) -> None:
+def _upgrade_fingerprint(unit: units.Unit, current: list) -> None:
     """Carry a run folder recorded before corpora were named by content (name, size and
     modification time) over to the content digest, so that ``--resume`` keeps it: only where
     the name and size match, with a warning (a same-size edit of the corpus is then not caught)."""
@@ -34,10 +34,10 @@ def _upgrade_fingerprint(unit: runs.Unit, current: list) -> None:
         path = folder / "config.json"
         if not path.is_file():
             continue
-        old = runs.read_json(path)
+        old = atomic.read_json(path)
         fp = old.get("corpus_fingerprint")
         if isinstance(fp, list) and len(fp) == 3 and isinstance(fp[2], int) and fp[:2] == current[:2]:
-            runs.atomic_write_json(path, {**old, "corpus_fingerprint": current})
+            atomic.atomic_write_json(path, {**old, "corpus_fingerprint": current})
             log.warning("%s: recorded the corpus by its modification time (before autogcl named corpora by "
                         "content); same name and size, so it now records the content digest and continues",
                         folder)
@@ -67,7 +67,7 @@ def build_strategy(cfg: PretrainConfig):
 def pretrain(cfg: PretrainConfig, out: Path, data_root=None, resume: bool = False,
              workers: int | None = None, show_progress: bool | None = None,
              max_steps: int | None = None, device="cpu", restart_damaged: bool = False, executor=None) -> dict:
-    """Pre-train into the run folder ``out`` (one long unit, through :func:`autogcl.runs.run_units`
+    """Pre-train into the run folder ``out`` (one long unit, through :func:`autogcl.units.run_units`
     on ``executor``: by default here); returns the result.
 
     Started by ``torchrun`` as several processes (``torchrun --nproc_per_node N -m autogcl
@@ -83,15 +83,15 @@ def pretrain(cfg: PretrainConfig, out: Path, data_root=None, resume: bool = Fals
         distributed.check_batch(cfg.batch_size, ctx)
         device = Engine(str(ctx.device), engine_of(device).precision, engine_of(device).compile)
         if ctx.is_main:
-            runs.check_run_folder(out, "pre-training")
+            units.check_run_folder(out, "pre-training")
     else:
-        runs.check_run_folder(out, "pre-training")
+        units.check_run_folder(out, "pre-training")
     engine = engine_of(device)  # the device, and how training computes on it
     resolve_device(engine)  # a device this machine lacks is an error before any work
     corpus_path = resolve_corpus(cfg.corpus, data_root)
     cfg = PretrainConfig.from_dict({**cfg.to_dict(), "corpus": str(corpus_path),
                                     "corpus_fingerprint": fingerprint([corpus_path])[0]})
-    unit = runs.Unit(dir=out, config=cfg.to_dict(), seed=cfg.seed, label=f"pretrain {cfg.method}")
+    unit = units.Unit(dir=out, config=cfg.to_dict(), seed=cfg.seed, label=f"pretrain {cfg.method}")
     if resume and (ctx is None or ctx.is_main):  # only a run to be continued is carried over
         _upgrade_fingerprint(unit, cfg.corpus_fingerprint)
 
@@ -99,7 +99,7 @@ def pretrain(cfg: PretrainConfig, out: Path, data_root=None, resume: bool = Fals
     runtime = {**runtime_info(engine), **({"world_size": ctx.world_size} if ctx is not None else {})}
 
     def fn(unit):
-        work = runs.start_work(unit, runtime) if main else unit.partial
+        work = units.start_work(unit, runtime) if main else unit.partial
         pretrainer = MoleculePretrainer(**cfg.pretrainer_options())
 
         def write_encoder(rows, encoder):
@@ -109,7 +109,7 @@ def pretrain(cfg: PretrainConfig, out: Path, data_root=None, resume: bool = Fals
                        max_steps=max_steps, on_epoch=write_encoder)
         rows, corpus = pretrainer.history, pretrainer.corpus_summary
         if main:
-            runs.atomic_write_json(work / "corpus.json", corpus)
+            atomic.atomic_write_json(work / "corpus.json", corpus)
         result = {"protocol": "pretrain", "method": cfg.method, "seed": cfg.seed,
                   "epochs": len(rows), "stopped_early": pretrainer.stopped_early,
                   "molecules_seen": int(sum(r["molecules"] for r in rows)),
@@ -119,15 +119,15 @@ def pretrain(cfg: PretrainConfig, out: Path, data_root=None, resume: bool = Fals
                                            max(sum(r["time_s"] for r in rows), 1e-9)),
                   "peak_rss_mb": peak_rss_mb(), "corpus": corpus, "config": cfg.to_dict(),
                   "world_size": 1 if ctx is None else ctx.world_size, "runtime": runtime}
-        return runs.publish(unit, rows, result) if main else result
+        return units.publish(unit, rows, result) if main else result
 
     if ctx is not None:
         return _run_distributed(unit, fn, resume, restart_damaged, ctx)
-    return runs.run_units([unit], fn, resume, f"pretrain {cfg.method}", what="run", show_progress=False,
+    return units.run_units([unit], fn, resume, f"pretrain {cfg.method}", what="run", show_progress=False,
                           restart_damaged=restart_damaged, executor=executor, lock_folder=False)[0]
 
 
-def _run_distributed(unit: runs.Unit, fn, resume: bool, restart_damaged: bool, ctx) -> dict:
+def _run_distributed(unit: units.Unit, fn, resume: bool, restart_damaged: bool, ctx) -> dict:
     """The one unit of a pre-training run on every process of a distributed run: rank 0 checks
     and locks the run folder and tells the others whether to train; all train; rank 0 publishes."""
     import shutil
@@ -137,8 +137,8 @@ def _run_distributed(unit: runs.Unit, fn, resume: bool, restart_damaged: bool, c
     decision = None
     if ctx.is_main:
         try:
-            runs.check_writable(unit.dir.parent)
-            runs.check_resumable([unit], resume)
+            paths.check_writable(unit.dir.parent)
+            units.check_resumable([unit], resume)
             if not unit.finished and not resume and unit.partial.exists():
                 shutil.rmtree(unit.partial)
             decision = "finished" if unit.finished else "run"
@@ -150,7 +150,7 @@ def _run_distributed(unit: runs.Unit, fn, resume: bool, restart_damaged: bool, c
     if decision == "run":
         try:
             if ctx.is_main:
-                runs.run_one(unit, fn, restart_damaged)  # holds the unit's lock while it trains
+                units.run_one(unit, fn, restart_damaged)  # holds the unit's lock while it trains
             else:
                 fn(unit)
         except Preempted:  # every process stopped at the same step: leave the group cleanly

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from ..choices import AUG_RANDOM4
 import logging
 from pathlib import Path
 
 from ..atomic import atomic_write_json, read_json
 from ..errors import DataError
 from . import published
+from .spread import heading
 
 log = logging.getLogger(__name__)
 
@@ -146,7 +148,7 @@ def unsupervised_table(summaries: list[dict]) -> str:
     for s in summaries:
         cfg = s["config"]
         pub = published.UNSUPERVISED.get((s["method"], s["dataset"]))
-        if s["method"] == "graphcl" and cfg.get("aug") != "random4":
+        if s["method"] == "graphcl" and cfg.get("aug") != AUG_RANDOM4:
             pub = None
         name = s["tag"][len(s["dataset"]) + 1:]
         changed = changed_options(cfg)
@@ -160,7 +162,7 @@ def unsupervised_table(summaries: list[dict]) -> str:
 def semi_table(summaries: list[dict]) -> str:
     """Rows x datasets; each cell holds val and test_max (seeds x folds) and the published figure."""
     datasets = sorted({s["dataset"] for s in summaries})
-    from .semi import ROWS  # the paper's row order
+    from .configs import ROWS  # the paper's row order
 
     def row(s):  # the released split's results are a row of their own
         return s["row"] + (" (released split)" if s.get("config", {}).get("split") == "released" else "")
@@ -223,19 +225,24 @@ def transfer_table(summaries: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def table(protocol: str, summaries: list[dict]) -> str:
+    """The table of ``protocol``'s summaries."""
+    return {"unsupervised": unsupervised_table, "semi": semi_table, "transfer": transfer_table}[protocol](summaries)
+
+
 def render(summaries: list[dict]) -> str:
     parts = []
     uns = [s for s in summaries if s.get("protocol") == "unsupervised"]
     semi = [s for s in summaries if s.get("protocol") == "semi"]
     transfer = [s for s in summaries if s.get("protocol") == "transfer"]
     if uns:
-        parts.append("## Unsupervised (SVM accuracy %, mean ± std over seeds, population std (ddof 0))\n\n" + unsupervised_table(uns))
+        parts.append(f"## Unsupervised (SVM accuracy %, {heading('unsupervised')})\n\n" + unsupervised_table(uns))
     if semi:
-        parts.append("## Semi-supervised (accuracy %, mean ± std over the seed x fold results, sample std (ddof 1))\n\n" + semi_table(semi))
+        parts.append(f"## Semi-supervised (accuracy %, {heading('semi')})\n\n" + semi_table(semi))
     if transfer:
         scores = ("ROC-AUC %; regression: RMSE and R² in the targets' units" if any(s.get("task") == "regression"
                                                                                    for s in transfer) else "ROC-AUC %")
-        parts.append(f"## Transfer (fine-tuning {scores}, mean ± std over seeds, population std (ddof 0))\n\n"
+        parts.append(f"## Transfer (fine-tuning {scores}, {heading('transfer')})\n\n"
                      + transfer_table(transfer))
     if not parts:
         return "no finished runs (summary.json) found"

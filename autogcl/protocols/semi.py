@@ -9,7 +9,7 @@ records both selections: ``val`` (the epoch with the best accuracy on the valida
 and ``test_max`` (the best test accuracy over epochs, the published protocol; the only one
 under ``split="released"``, the released code's split, which has no validation fold). This
 module keeps what belongs to the protocol: splits, folds, seeds, selection and summaries.
-Every unit runs through :func:`autogcl.runs.run_units`; the estimator checkpoints every epoch
+Every unit runs through :func:`autogcl.units.run_units`; the estimator checkpoints every epoch
 into the unit's folder, so an interrupted fold continues where it stopped.
 """
 
@@ -17,16 +17,19 @@ from __future__ import annotations
 
 import logging
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from .. import runs
+from .. import atomic, paths, seeding, units
 from ..api.semi import SemiSupervised
 from ..data.splits import SemiSplit, semi_splits
 from ..devices import engine_of, runtime_info
 from ..errors import ConfigError, DataError
+from .base import Protocol
+from .spread import spread
 from .configs import ROW_OPTIONS, ROW_SPECIFIC, ROWS, SMALL_BATCH, SemiConfig  # noqa: F401 (re-exported)
 
 log = logging.getLogger(__name__)
@@ -78,7 +81,7 @@ def select(rows: list[dict]) -> dict:
     return out
 
 
-def run_fold(unit: runs.Unit, dataset, split: SemiSplit, show_progress: bool | None = None,
+def run_fold(unit: units.Unit, dataset, split: SemiSplit, show_progress: bool | None = None,
              save_embeddings: list[int] | None = None, device="cpu") -> dict:
     """Fit the row's estimator on one fold (pre-training first for the rows that have it)
     and evaluate it every epoch; resumes from the fold's checkpoints; published atomically
@@ -88,8 +91,8 @@ def run_fold(unit: runs.Unit, dataset, split: SemiSplit, show_progress: bool | N
     the dataset is saved (``embeddings_epoch{E}.npz``; epoch 0 = before training)."""
     cfg = SemiConfig.from_dict(unit.config)
     engine = engine_of(device)  # the device, and how training computes on it
-    work = runs.start_work(unit, runtime_info(engine))
-    gen = runs.seed_everything(unit.seed * 1000 + split.fold)
+    work = units.start_work(unit, runtime_info(engine))
+    gen = seeding.seed_everything(unit.seed * 1000 + split.fold)
     model = estimator(cfg, dataset.num_features, dataset.num_classes).to(engine.check())
     bs = cfg.batch_size
     # the fold's parts as datasets (copies of the indices: under Ray the split's arrays arrive read-only)
@@ -127,7 +130,7 @@ def run_fold(unit: runs.Unit, dataset, split: SemiSplit, show_progress: bool | N
                     "predictions.csv": "that model's class probabilities for every test graph, and its label"},
     }
     (work / "checkpoint-pretrain.pt").unlink(missing_ok=True)
-    return runs.publish(unit, rows, result)
+    return units.publish(unit, rows, result)
 
 
 def write_outputs(work: Path, model: SemiSupervised, split: SemiSplit, test, batch_size: int) -> None:
@@ -142,18 +145,18 @@ def write_outputs(work: Path, model: SemiSupervised, split: SemiSplit, test, bat
         row = {"index": int(i), "label": int(y[k]), "pred": int(probs[k].argmax())}
         row.update({f"prob_{c}": f"{probs[k, c]:.6g}" for c in range(probs.shape[1])})
         rows.append(row)
-    runs.atomic_write_csv(work / "predictions.csv", rows)
+    atomic.atomic_write_csv(work / "predictions.csv", rows)
 
 
 def summarize(results: list[dict]) -> dict:
-    """Mean ± std over every (seed, fold) result (std with ddof=1, as the released code)."""
+    """Mean ± std (:func:`autogcl.protocols.spread.spread`) over every (seed, fold) result."""
     out = {"n_seeds": len({r["seed"] for r in results}), "n_folds": len(results)}
     for s in ("val", "test_max"):
         if any(s not in r["selections"] for r in results):  # the released split has no validation fold
             out[s] = {"mean": math.nan, "std": math.nan, "values": [], "undefined": "no validation fold"}
             continue
         accs = np.array([r["selections"][s]["acc"] for r in results]) * 100
-        out[s] = {"mean": float(accs.mean()), "std": float(accs.std(ddof=1)) if len(accs) > 1 else 0.0,
+        out[s] = {"mean": float(accs.mean()), "std": spread(accs, "semi"),
                   "values": accs.tolist()}
     out["time_per_fold_s"] = float(np.mean([r["time_s"] for r in results]))
     return out
@@ -168,8 +171,8 @@ def make_summary(cfg: SemiConfig, results: list[dict], tag_dir: Path | None = No
 
 def plan(cfg: SemiConfig, dataset, seeds: list[int], out: Path, resume: bool = False,
          fold_limit: int | None = None, show_progress: bool | None = None,
-         save_embeddings: list[int] | None = None, device="cpu") -> runs.Sweep:
-    """Every (seed, fold) unit of one row as a :class:`autogcl.runs.Sweep` (``finish`` writes
+         save_embeddings: list[int] | None = None, device="cpu") -> units.Sweep:
+    """Every (seed, fold) unit of one row as a :class:`autogcl.units.Sweep` (``finish`` writes
     ``OUT/TAG/summary.json``); the splits are saved beside the folds (``seedN/splits.json``)."""
     root = Path(out) / cfg.tag
     if dataset.num_classes < 2:
@@ -183,7 +186,7 @@ def plan(cfg: SemiConfig, dataset, seeds: list[int], out: Path, resume: bool = F
     y = dataset._data.y.numpy() if hasattr(dataset, "_data") else np.array([int(d.y) for d in dataset])
     all_splits = {seed: semi_splits(y, cfg.folds, cfg.label_rate, cfg.fold_seed, label_seed=seed, split=cfg.split)
                   for seed in seeds}  # a label rate that cannot work fails before any folder is made
-    runs.check_writable(root)
+    paths.check_writable(root)
     plan = {}
     for seed in seeds:
         splits = all_splits[seed]
@@ -191,7 +194,7 @@ def plan(cfg: SemiConfig, dataset, seeds: list[int], out: Path, resume: bool = F
             splits = splits[:fold_limit]
         split_file = root / f"seed{seed}" / "splits.json"
         if split_file.is_file() and resume:
-            stored = runs.read_json(split_file)
+            stored = atomic.read_json(split_file)
             try:
                 saved = [SemiSplit.from_dict(d) for d in stored["folds"]]
             except (KeyError, TypeError, ValueError) as exc:  # valid JSON, but not the splits it should hold
@@ -199,11 +202,11 @@ def plan(cfg: SemiConfig, dataset, seeds: list[int], out: Path, resume: bool = F
                                 "them again") from exc
             if [s.to_dict() for s in saved] != [s.to_dict() for s in splits[:len(saved)]]:
                 raise ConfigError(f"{split_file} differs from the splits this configuration makes")
-        runs.atomic_write_json(split_file, {"dataset": cfg.dataset, "split": cfg.split, "fold_seed": cfg.fold_seed,
+        atomic.atomic_write_json(split_file, {"dataset": cfg.dataset, "split": cfg.split, "fold_seed": cfg.fold_seed,
                                             "label_seed": seed, "label_rate": cfg.label_rate,
                                             "folds": [s.to_dict() for s in splits]})
         for s in splits:
-            unit = runs.Unit(dir=root / f"seed{seed}" / f"fold{s.fold}", config=cfg.to_dict(), seed=seed,
+            unit = units.Unit(dir=root / f"seed{seed}" / f"fold{s.fold}", config=cfg.to_dict(), seed=seed,
                              label=f"{cfg.tag} seed {seed} fold {s.fold}")
             plan[unit.label] = (unit, s)
 
@@ -214,10 +217,10 @@ def plan(cfg: SemiConfig, dataset, seeds: list[int], out: Path, resume: bool = F
 
     def finish(results):
         summary = make_summary(cfg, results)
-        runs.atomic_write_json(root / "summary.json", summary)
+        atomic.atomic_write_json(root / "summary.json", summary)
         return summary
 
-    return runs.Sweep([u for u, _ in plan.values()], fn, finish)
+    return units.Sweep([u for u, _ in plan.values()], fn, finish)
 
 
 def run_sweep(cfg: SemiConfig, dataset, seeds: list[int], out: Path, resume: bool = False,
@@ -227,4 +230,31 @@ def run_sweep(cfg: SemiConfig, dataset, seeds: list[int], out: Path, resume: boo
     """Every (seed, fold) unit of one row on ``executor`` (default: one after the other here);
     the row's summary."""
     sweep = plan(cfg, dataset, seeds, out, resume, fold_limit, show_progress, save_embeddings, device)
-    return runs.run_sweeps([sweep], resume, f"{cfg.tag} folds", "fold", show_progress, restart_damaged, executor)[0]
+    return units.run_sweeps([sweep], resume, f"{cfg.tag} folds", "fold", show_progress, restart_damaged, executor)[0]
+
+
+class Semi(Protocol):
+    """The semi-supervised protocol as a :class:`autogcl.protocols.base.Protocol`: one sweep of
+    (seed, fold) units per row, the rows on one TU dataset."""
+
+    name, config, unit = "semi", SemiConfig, "fold"
+
+    def load(self, configs, run):
+        from ..data import load_tu
+
+        dataset = load_tu(configs[0].dataset, run.data_root, configs[0].feat, download=run.fetch)
+        return dataset, [replace(c, dataset=dataset.name) for c in configs]  # its warnings were said once
+
+    def plan(self, cfg, data, out, run):
+        return [plan(cfg, data, run.seed_list, out, run.resume, run.fold_limit, run.progress, run.save_embeddings,
+                     run.engine)]
+
+    def desc(self, configs, data, run):
+        return f"{data.name} folds"
+
+    run_unit = staticmethod(run_fold)
+    select = staticmethod(select)
+    summarize = staticmethod(summarize)
+
+
+PROTOCOL = Semi()

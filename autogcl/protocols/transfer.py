@@ -23,9 +23,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from .. import runs
+from .. import atomic, paths, units
 from ..choices import REGRESSION_SELECTIONS
-from ..data.moleculenet import MOLECULENET, load_molecule_csv, load_moleculenet
+from ..data.moleculenet import load_molecule_csv, load_moleculenet
 from ..data.molecules import label_task
 from ..data.splits import scaffold_split
 from ..devices import engine_of, runtime_info
@@ -33,6 +33,8 @@ from ..errors import ConfigError, DataError
 from ..eval.metrics import roc_auc  # noqa: F401 (the protocol's score, named here)
 from ..models.mol_gin import load_encoder
 from ..molecules import MoleculeEncoder, MoleculePredictor
+from .base import Protocol
+from .spread import spread
 from .configs import SELECTIONS, FinetuneConfig
 
 log = logging.getLogger(__name__)
@@ -152,7 +154,7 @@ def prepare_split(dataset, out_dir: Path, frac, task: str = "classification") ->
     n = len(dataset)
     digest = hashlib.sha256("\n".join(dataset.meta["smiles"]).encode()).hexdigest()
     if path.is_file():
-        split = runs.read_json(path)
+        split = atomic.read_json(path)
         if split.get("smiles_sha256") == digest and split.get("frac") == list(frac):
             return split
         log.warning("%s was made for other molecules or fractions; computing the split again", path)
@@ -163,20 +165,20 @@ def prepare_split(dataset, out_dir: Path, frac, task: str = "classification") ->
                         f"{split['num_scaffolds']} scaffolds); use more molecules or other fractions")
     split.update(num_graphs=n, frac=list(frac), kind="scaffold", sizes=sizes, smiles_sha256=digest)
     split["unscored_tasks"] = unscored_tasks(dataset, split, task)
-    runs.atomic_write_json(path, split)
-    runs.atomic_write_json(Path(out_dir) / "dataset.json",
+    atomic.atomic_write_json(path, split)
+    atomic.atomic_write_json(Path(out_dir) / "dataset.json",
                            {k: v for k, v in dataset.meta.items() if k not in ("smiles", "rows")})
     return split
 
 
-def run_unit(unit: runs.Unit, dataset, split: dict, show_progress: bool | None = None, device="cpu",
+def run_unit(unit: units.Unit, dataset, split: dict, show_progress: bool | None = None, device="cpu",
              task: str | None = None) -> dict:
     """Fine-tune one seed with :meth:`autogcl.MoleculeEncoder.finetune` on the saved split
     (validation weights kept, every epoch scored on valid and test); resumes from
     ``unit.partial`` when a checkpoint is there."""
     cfg = FinetuneConfig.from_dict(unit.config)
     engine = engine_of(device)  # the device, and how training computes on it
-    work = runs.start_work(unit, runtime_info(engine))
+    work = units.start_work(unit, runtime_info(engine))
     task = task or dataset_task(cfg, dataset)
     encoder = encoder_of(cfg)
     pred = encoder.finetune(dataset, task=task, **recipe(cfg), split={k: split[k] for k in ("train", "valid", "test")},
@@ -204,7 +206,7 @@ def run_unit(unit: runs.Unit, dataset, split: dict, show_progress: bool | None =
                     "predictions.csv": (f"that model's {'probability' if task == 'classification' else 'prediction'} "
                                         "per task for every test molecule, and its labels")},
     }
-    return runs.publish(unit, rows, result)
+    return units.publish(unit, rows, result)
 
 
 def write_outputs(work: Path, pred: MoleculePredictor, dataset, split: dict) -> None:
@@ -226,7 +228,7 @@ def write_outputs(work: Path, pred: MoleculePredictor, dataset, split: dict) -> 
             label = "" if np.isnan(y[k, t]) else (int(y[k, t]) if pred.task == "classification" else f"{y[k, t]:.6g}")
             row[f"label_{name}"] = label
         out.append(row)
-    runs.atomic_write_csv(work / "predictions.csv", out)
+    atomic.atomic_write_csv(work / "predictions.csv", out)
 
 
 def summarize(results: list[dict]) -> dict:
@@ -248,13 +250,13 @@ def summarize(results: list[dict]) -> dict:
 
 def _spread(values) -> dict:
     v = np.asarray(values, dtype=float)
-    return {"mean": float(np.mean(v)), "std": float(np.std(v)), "values": v.tolist()}
+    return {"mean": float(np.mean(v)), "std": spread(v, "transfer"), "values": v.tolist()}
 
 
 def plan(cfg: FinetuneConfig, seeds: list[int], out: Path, tag: str, data_root=None,
          show_progress: bool | None = None, workers: int | None = None, device="cpu",
-         download: bool | None = None) -> runs.Sweep:
-    """The seeds of one dataset as a :class:`autogcl.runs.Sweep` into ``out/tag/dataset/seedN``
+         download: bool | None = None) -> units.Sweep:
+    """The seeds of one dataset as a :class:`autogcl.units.Sweep` into ``out/tag/dataset/seedN``
     (``finish`` writes ``summary.json`` there)."""
     if not tag or tag in (".", "..") or "/" in tag or "\\" in tag:
         raise ConfigError(f"--tag {tag!r} must be a plain folder name (results go to OUT/TAG/DATASET): no '/', "
@@ -266,13 +268,13 @@ def plan(cfg: FinetuneConfig, seeds: list[int], out: Path, tag: str, data_root=N
     name = dataset.name if cfg.csv else cfg.dataset.lower()
     cfg = FinetuneConfig.from_dict({**cfg.to_dict(), "dataset": name, **arch})
     ddir = Path(out) / tag / name
-    units = [runs.Unit(dir=ddir / f"seed{s}", config=cfg.to_dict(), seed=s, label=f"{tag} {name} seed {s}")
+    todo = [units.Unit(dir=ddir / f"seed{s}", config=cfg.to_dict(), seed=s, label=f"{tag} {name} seed {s}")
              for s in seeds]
     task = dataset_task(cfg, dataset)
     if task == "regression":  # recorded with the units (a classification keeps the config of the runs before it)
         cfg = FinetuneConfig.from_dict({**cfg.to_dict(), "task": task})
-        units = [runs.Unit(dir=u.dir, config=cfg.to_dict(), seed=u.seed, label=u.label) for u in units]
-    runs.check_writable(ddir)
+        todo = [units.Unit(dir=u.dir, config=cfg.to_dict(), seed=u.seed, label=u.label) for u in todo]
+    paths.check_writable(ddir)
     split = prepare_split(dataset, ddir, cfg.frac, task)
 
     def fn(u):
@@ -287,10 +289,10 @@ def plan(cfg: FinetuneConfig, seeds: list[int], out: Path, tag: str, data_root=N
 
     def finish(results):
         summary = make_summary(cfg, results, ddir)
-        runs.atomic_write_json(ddir / "summary.json", summary)
+        atomic.atomic_write_json(ddir / "summary.json", summary)
         return summary
 
-    return runs.Sweep(units, fn, finish)
+    return units.Sweep(todo, fn, finish)
 
 
 def run_sweep(cfg: FinetuneConfig, seeds: list[int], out: Path, tag: str, data_root=None,
@@ -299,7 +301,7 @@ def run_sweep(cfg: FinetuneConfig, seeds: list[int], out: Path, tag: str, data_r
     """Fine-tune every seed on one dataset into ``out/tag/dataset/seedN`` on ``executor``
     (default: one after the other here); the dataset's summary."""
     sweep = plan(cfg, seeds, out, tag, data_root, show_progress, workers, device, download)
-    return runs.run_sweeps([sweep], resume, f"{tag} {sweep.units[0].config['dataset']} seeds", "seed",
+    return units.run_sweeps([sweep], resume, f"{tag} {sweep.units[0].config['dataset']} seeds", "seed",
                            show_progress, restart_damaged, executor)[0]
 
 
@@ -307,8 +309,8 @@ def make_summary(cfg: FinetuneConfig, results: list[dict], dataset_dir: Path) ->
     """``summary.json`` of one dataset's seeds from their results and the split and dataset
     records beside them (also how ``report`` rebuilds a damaged one)."""
     dataset_dir = Path(dataset_dir)
-    split = runs.read_json(dataset_dir / "split.json")
-    info = runs.read_json(dataset_dir / "dataset.json") if (dataset_dir / "dataset.json").is_file() else {}
+    split = atomic.read_json(dataset_dir / "split.json")
+    info = atomic.read_json(dataset_dir / "dataset.json") if (dataset_dir / "dataset.json").is_file() else {}
     return {"protocol": "transfer", "tag": dataset_dir.parent.name, "dataset": cfg.dataset, "selection": cfg.select,
             "pretrained": cfg.checkpoint is not None,
             "pretrain_method": results[0]["encoder_meta"].get("method") if cfg.checkpoint else None,
@@ -324,14 +326,35 @@ def _pretraining(meta: dict) -> dict:
             "corpus_molecules": (meta.get("corpus") or {}).get("molecules")}
 
 
-def dataset_names(spec: str) -> list[str]:
-    """``all`` or a comma-separated list of MoleculeNet names."""
-    if spec.lower() == "all":
-        return list(MOLECULENET)
-    names = [s.strip().lower() for s in spec.split(",") if s.strip()]
-    if not names:
-        raise ConfigError(f"--dataset {spec!r} names no MoleculeNet dataset; known: {', '.join(MOLECULENET)} or all")
-    unknown = [n for n in names if n not in MOLECULENET]
-    if unknown:
-        raise ConfigError(f"unknown MoleculeNet dataset(s) {unknown}; known: {', '.join(MOLECULENET)} or all")
-    return names
+class Transfer(Protocol):
+    """Fine-tuning on molecules as a :class:`autogcl.protocols.base.Protocol`: one sweep of
+    seeds per dataset into ``OUT/TAG/DATASET``; each sweep loads its own dataset."""
+
+    name, config, unit = "transfer", FinetuneConfig, "seed"
+
+    def load(self, configs, run):
+        return None, configs  # each sweep loads its dataset (plan)
+
+    def plan(self, cfg, data, out, run):
+        sweep = plan(cfg, run.seed_list, out, cfg.results_tag(run.tag), run.data_root, run.progress, run.workers,
+                     run.engine, run.fetch)
+        if run.grid and sweep.units[0].config.get("task") == "regression":
+            raise ConfigError("--grid picks a configuration by the ROC-AUC of the val selection; it does not take "
+                              "regression runs (numeric labels) yet: run each configuration with its own --out")
+        return [sweep]
+
+    def desc(self, configs, data, run):
+        return f"{configs[0].results_tag(run.tag)} seeds"
+
+    def title(self, cfg, summary):
+        return f"{summary['tag']}-{summary['dataset']}"
+
+    run_unit = staticmethod(run_unit)
+    select = staticmethod(select)
+    summarize = staticmethod(summarize)
+
+    def report(self, configs, summaries, run):
+        return ""
+
+
+PROTOCOL = Transfer()

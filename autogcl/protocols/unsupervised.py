@@ -5,24 +5,27 @@ a few epochs, over seeds.
 Composes: a dataset (``data``), an :class:`autogcl.AutoGCL` or :class:`autogcl.GraphCL`
 model (``api``: view generators or augmentors, encoder, strategy), the shared
 :class:`autogcl.train.Trainer` and the SVM evaluator (``eval.svm``); units run through
-:func:`autogcl.runs.run_units`.
+:func:`autogcl.units.run_units`.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
-from .. import runs
+from .. import atomic, seeding, units
 from ..api import AutoGCL, GraphCL
 from ..data.batching import GraphLoader, GraphStore
 from ..devices import engine_of, resolve_device, runtime_info
 from ..errors import ConfigError, DataError
 from ..eval.svm import SELECTIONS, select_epoch, svm_evaluate
 from ..train import Trainer
+from .base import Protocol
+from .spread import spread
 from .configs import AUTOGCL_ONLY, GRAPHCL_ONLY, METHODS, UnsupervisedConfig  # noqa: F401 (re-exported)
 
 log = logging.getLogger(__name__)
@@ -47,7 +50,7 @@ def build_strategy(cfg: UnsupervisedConfig, num_features: int):
     return build_model(cfg, num_features).make_strategy()
 
 
-def run_unit(unit: runs.Unit, dataset, n_jobs: int | None = 1, save_embeddings: bool | list[int] = False,
+def run_unit(unit: units.Unit, dataset, n_jobs: int | None = 1, save_embeddings: bool | list[int] = False,
              ckpt_every: int = 10, show_progress: bool | None = None, device="cpu") -> dict:
     """Train and evaluate one seed; resumes from ``unit.partial`` when a checkpoint is there.
     ``save_embeddings``: ``True`` (every evaluation epoch) or the evaluation epochs whose
@@ -55,8 +58,8 @@ def run_unit(unit: runs.Unit, dataset, n_jobs: int | None = 1, save_embeddings: 
     cfg = UnsupervisedConfig.from_dict(unit.config)
     seed, engine = unit.seed, engine_of(device)  # the device, and how training computes on it
     device = resolve_device(engine)
-    work = runs.start_work(unit, runtime_info(engine))
-    loader_gen = runs.seed_everything(seed)
+    work = units.start_work(unit, runtime_info(engine))
+    loader_gen = seeding.seed_everything(seed)
     model = build_model(cfg, dataset.num_features)
     strategy = model.make_strategy()
     store = GraphStore.from_dataset(dataset).to(device)  # the whole dataset on the device, batched there
@@ -91,15 +94,15 @@ def run_unit(unit: runs.Unit, dataset, n_jobs: int | None = 1, save_embeddings: 
     }
     model.history = rows
     model.save(work / "model.pt")
-    return runs.publish(unit, rows, result)
+    return units.publish(unit, rows, result)
 
 
 def summarize(results: list[dict]) -> dict:
-    """Mean and std (over seeds, population std) of each selection."""
+    """Mean and std (:func:`autogcl.protocols.spread.spread`) of each selection over the seeds."""
     out = {"n_seeds": len(results), "seeds": [r["seed"] for r in results]}
     for s in SELECTIONS:
         accs = np.array([r["selections"][s]["acc"] for r in results]) * 100
-        out[s] = {"mean": float(accs.mean()), "std": float(accs.std()), "values": accs.tolist()}
+        out[s] = {"mean": float(accs.mean()), "std": spread(accs, "unsupervised"), "values": accs.tolist()}
     out["train_time_s"] = float(np.mean([r["train_time_s"] for r in results]))
     out["eval_time_s"] = float(np.mean([r["eval_time_s"] for r in results]))
     return out
@@ -112,14 +115,14 @@ def make_summary(cfg: UnsupervisedConfig, results: list[dict], tag_dir: Path | N
             "selection": cfg.select, "config": cfg.to_dict(), **summarize(results)}
 
 
-def make_units(cfg: UnsupervisedConfig, seeds: list[int], out: Path) -> list[runs.Unit]:
-    return [runs.Unit(dir=Path(out) / cfg.tag / f"seed{s}", config=cfg.to_dict(), seed=s,
+def make_units(cfg: UnsupervisedConfig, seeds: list[int], out: Path) -> list[units.Unit]:
+    return [units.Unit(dir=Path(out) / cfg.tag / f"seed{s}", config=cfg.to_dict(), seed=s,
                       label=f"{cfg.tag} seed {s}") for s in seeds]
 
 
 def plan(cfg: UnsupervisedConfig, dataset, seeds: list[int], out: Path, n_jobs: int | None = 1,
-         save_embeddings: bool | list[int] = False, show_progress: bool | None = None, device="cpu") -> runs.Sweep:
-    """The seeds of one configuration as a :class:`autogcl.runs.Sweep` whose ``finish`` writes
+         save_embeddings: bool | list[int] = False, show_progress: bool | None = None, device="cpu") -> units.Sweep:
+    """The seeds of one configuration as a :class:`autogcl.units.Sweep` whose ``finish`` writes
     ``OUT/TAG/summary.json``."""
     if dataset.num_classes < 2:
         raise DataError(f"{cfg.dataset} has {dataset.num_classes} class: the SVM protocol needs at least two")
@@ -141,10 +144,10 @@ def plan(cfg: UnsupervisedConfig, dataset, seeds: list[int], out: Path, n_jobs: 
 
     def finish(results):
         summary = make_summary(cfg, results)
-        runs.atomic_write_json(Path(out) / cfg.tag / "summary.json", summary)
+        atomic.atomic_write_json(Path(out) / cfg.tag / "summary.json", summary)
         return summary
 
-    return runs.Sweep(make_units(cfg, seeds, out), fn, finish)
+    return units.Sweep(make_units(cfg, seeds, out), fn, finish)
 
 
 def run_sweep(cfg: UnsupervisedConfig, dataset, seeds: list[int], out: Path, resume: bool = False,
@@ -153,4 +156,32 @@ def run_sweep(cfg: UnsupervisedConfig, dataset, seeds: list[int], out: Path, res
     """Run every seed (skipping finished ones with ``resume``) on ``executor`` (default: one
     after the other here) and write ``summary.json``."""
     sweep = plan(cfg, dataset, seeds, out, n_jobs, save_embeddings, show_progress, device)
-    return runs.run_sweeps([sweep], resume, f"{cfg.tag} seeds", "seed", show_progress, restart_damaged, executor)[0]
+    return units.run_sweeps([sweep], resume, f"{cfg.tag} seeds", "seed", show_progress, restart_damaged, executor)[0]
+
+
+class Unsupervised(Protocol):
+    """The unsupervised protocol as a :class:`autogcl.protocols.base.Protocol`: one sweep of
+    seeds per config, on one TU dataset."""
+
+    name, config, unit = "unsupervised", UnsupervisedConfig, "seed"
+
+    def load(self, configs, run):
+        from ..data import load_tu
+
+        cfg = configs[0]
+        dataset = load_tu(cfg.dataset, run.data_root, cfg.feat, download=run.fetch)
+        log.info("%s: %d graphs, %d features, %d classes; writing to %s", dataset.name, len(dataset),
+                 dataset.num_features, dataset.num_classes, Path(run.out))
+        # not from args again: its warnings were said once
+        return dataset, [replace(c, dataset=dataset.name) for c in configs]
+
+    def plan(self, cfg, data, out, run):
+        return [plan(cfg, data, run.seed_list, out, run.unit_jobs, run.save_embeddings or False, run.progress,
+                     run.engine)]
+
+    run_unit = staticmethod(run_unit)
+    select = staticmethod(select_epoch)
+    summarize = staticmethod(summarize)
+
+
+PROTOCOL = Unsupervised()

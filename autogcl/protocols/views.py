@@ -22,6 +22,7 @@ classification loss gives the generators little reason to keep strokes.
 
 from __future__ import annotations
 
+from ..choices import MASK_FEATURE
 import logging
 import time
 from dataclasses import asdict
@@ -32,7 +33,7 @@ import torch
 from sklearn.model_selection import train_test_split
 from torch_geometric.data import Batch
 
-from .. import runs
+from .. import atomic, seeding, units
 from ..augment import ViewGenerator
 from ..augment.learnable import KEEP, MASK, GeometryKeepingGenerator
 from ..augment.random import node_drop_mask
@@ -57,7 +58,7 @@ def make_models(cfg: ViewsConfig, num_features: int, num_classes: int):
     if cfg.classifier == "relpos":
         model = RelPosNet(num_features, num_classes, cfg.hidden, pos_cols=POS_COLS)
         gens = [GeometryKeepingGenerator(num_features, 128, 2, add_mask=cfg.add_mask, dropped=cfg.dropped,
-                                         mask_token="feature", geometry=POS_COLS) for _ in range(2)]
+                                         mask_token=MASK_FEATURE, geometry=POS_COLS) for _ in range(2)]
     else:
         model = ResGCN(num_features, num_classes, cfg.hidden)
         gens = [ViewGenerator(num_features, 128, 2, add_mask=cfg.add_mask, dropped=cfg.dropped)
@@ -121,7 +122,7 @@ def train_generators(cfg: ViewsConfig, train_ds, test_ds, show_progress=None, de
     device = resolve_device(device)
     check_size(cfg, train_ds)
     train_ds, val_ds = split_validation(train_ds, cfg.seed)
-    loader_gen = runs.seed_everything(cfg.seed)
+    loader_gen = seeding.seed_everything(cfg.seed)
     nf = train_ds.num_features
     nc = int(max(int(train_ds._data.y.max()), int(test_ds._data.y.max())) + 1)
     model, gens = make_models(cfg, nf, nc)
@@ -247,20 +248,20 @@ def run(cfg: ViewsConfig, out_dir: Path, data_root=None, n_examples: int = 6, sh
         device="cpu", download: bool | None = None, resume: bool = False, restart_damaged: bool = False) -> dict:
     """Train and write the run folder ``out_dir``: ``views.png`` (+ .svg), ``model.pt``,
     ``views.json`` (= ``result.json``), ``metrics.csv``. The run is one unit of
-    :func:`autogcl.runs.run_units`: it checkpoints after every epoch, ``resume`` continues an
+    :func:`autogcl.units.run_units`: it checkpoints after every epoch, ``resume`` continues an
     interrupted run (or keeps a finished one), and the folder appears only when finished."""
     out_dir = Path(out_dir)
     if (out_dir / "views.json").is_file() and not (out_dir / "result.json").is_file():
         raise ConfigError(f"--out {out_dir} holds a views run of an earlier autogcl (views.json, no result.json), "
                           "which cannot be resumed; delete it or name another folder")
-    runs.check_run_folder(out_dir, "views")
+    units.check_run_folder(out_dir, "views")
     device = resolve_device(device)
-    unit = runs.Unit(dir=out_dir, config=asdict(cfg), seed=cfg.seed, label=f"views {cfg.dataset}")
+    unit = units.Unit(dir=out_dir, config=asdict(cfg), seed=cfg.seed, label=f"views {cfg.dataset}")
 
     def fn(unit):
         train_ds, test_ds = load_data(cfg, data_root, download)
         check_size(cfg, train_ds)  # before anything is written
-        work = runs.start_work(unit, runtime_info(device))
+        work = units.start_work(unit, runtime_info(device))
         model, gens, history = train_generators(cfg, train_ds, test_ds, show_progress, device, checkpoint_dir=work)
         model, gens = model.cpu(), [g.cpu() for g in gens]
         last = history[-1]
@@ -280,12 +281,12 @@ def run(cfg: ViewsConfig, out_dir: Path, data_root=None, n_examples: int = 6, sh
             torch.manual_seed(cfg.seed)
             result["kept_shares"] = kept_shares(gens, GraphLoader(test_ds, batch_size=512), cfg.drop_ratio,
                                                 cfg.high_intensity)
-        runs.atomic_save({"model": model.state_dict(), "gen1": gens[0].state_dict(),
+        atomic.atomic_save({"model": model.state_dict(), "gen1": gens[0].state_dict(),
                           "gen2": gens[1].state_dict()}, work / "model.pt")
-        runs.atomic_write_json(work / "views.json", result)
-        result = runs.publish(unit, history, result)
+        atomic.atomic_write_json(work / "views.json", result)
+        result = units.publish(unit, history, result)
         (unit.dir / "warmup.pt").unlink(missing_ok=True)  # once published: until then a resume needs it
         return result
 
-    return runs.run_units([unit], fn, resume, f"views {cfg.dataset}", what="run", show_progress=False,
+    return units.run_units([unit], fn, resume, f"views {cfg.dataset}", what="run", show_progress=False,
                           restart_damaged=restart_damaged, lock_folder=False)[0]

@@ -10,6 +10,7 @@ uninterrupted one.
 
 from __future__ import annotations
 
+from ..choices import BF16
 import contextlib
 import copy
 import logging
@@ -20,7 +21,8 @@ from pathlib import Path
 
 import torch
 
-from .. import preempt, runs
+from .. import atomic, preempt
+from . import checkpoints
 from ..data.batching import to_device  # noqa: F401 (re-exported)
 from ..devices import Engine, resolve_device
 from ..errors import OutOfMemory, Preempted, TrainingError
@@ -193,7 +195,7 @@ class Strategy:
             if opt.state:  # reloading casts the state to the parameters' device (steps stay put)
                 opt.load_state_dict(opt.state_dict())
         if isinstance(device, Engine):
-            self.autocast_dtype = torch.bfloat16 if device.precision == "bf16" else None
+            self.autocast_dtype = torch.bfloat16 if device.precision == BF16 else None
             if device.compile and not getattr(self, "_compiled", False):
                 for m in self.modules().values():
                     m.compile(dynamic=True)
@@ -247,7 +249,7 @@ class Trainer:
         self.desc, self.show_progress = desc, show_progress
 
     def save(self, rows: list[dict], epoch: int, extra: dict) -> None:
-        runs.save_checkpoint(self.checkpoint, self.strategy.modules(), self.strategy.optimizers(),
+        checkpoints.save_checkpoint(self.checkpoint, self.strategy.modules(), self.strategy.optimizers(),
                              self.loader_gen, rows=rows, epoch=epoch, extra=extra)
         self._saved_at = time.monotonic()
 
@@ -255,7 +257,7 @@ class Trainer:
         """``(rows, last epoch, extra)`` of the checkpoint, restored into the strategy."""
         if self.checkpoint is None:
             return None
-        state = runs.load_checkpoint(self.checkpoint, self.strategy.modules(), self.strategy.optimizers(),
+        state = checkpoints.load_checkpoint(self.checkpoint, self.strategy.modules(), self.strategy.optimizers(),
                                      self.loader_gen)
         return None if state is None else (state["rows"], state["epoch"], state.get("extra", {}))
 
@@ -292,16 +294,16 @@ class Trainer:
 
     def _snapshot(self, rows: list[dict], epoch: int, extra: dict) -> dict:
         """The state after ``epoch`` (what its checkpoint would hold), copied."""
-        return copy.deepcopy(runs.checkpoint_state(self.strategy.modules(), self.strategy.optimizers(),
+        return copy.deepcopy(checkpoints.checkpoint_state(self.strategy.modules(), self.strategy.optimizers(),
                                                    self.loader_gen, rows=rows, epoch=epoch, extra=extra))
 
     def _back_to(self, snapshot: dict | None, last: int) -> None:
         """Put the modules back to the last finished epoch ``last`` after a stop mid-epoch, and
         make sure the checkpoint holds it."""
         if snapshot is not None:
-            runs.restore_state(snapshot, self.strategy.modules(), self.strategy.optimizers(), self.loader_gen)
+            checkpoints.restore_state(snapshot, self.strategy.modules(), self.strategy.optimizers(), self.loader_gen)
             if self.checkpoint is not None:
-                runs.atomic_save(snapshot, self.checkpoint)
+                atomic.atomic_save(snapshot, self.checkpoint)
                 log.info("%s: checkpoint of epoch %d written to %s", self.desc or "training", last, self.checkpoint)
         elif self.checkpoint is not None and self.checkpoint.is_file():
             self.resume()  # the checkpoint already holds epoch `last`

@@ -10,6 +10,15 @@ Both expose ``train_epoch(loader, epoch) -> dict`` of mean loss terms.
 
 from __future__ import annotations
 
+from ..choices import (
+    CL_SIMCLR,
+    GRAPHCL_VIEWS,
+    SAMPLE_REPLACEMENT,
+    SIM_COSINE,
+    VIEWS_AUG_AUG,
+    VIEWS_ORIG_AUG,
+    VIEW_SAMPLINGS,
+)
 import torch
 from torch import nn
 
@@ -61,14 +70,14 @@ class NaiveStrategy(Strategy):
     terms = ("loss", "cl_loss", "sim_loss")
 
     def __init__(self, model: nn.Module, gen1: nn.Module, gen2: nn.Module, optimizer,
-                 tau: float = 0.5, cl_variant: str = "simclr", sim_kind: str = "cosine",
-                 sim_weight: float = 0.0, view_sampling: str = "replacement", encode=None):
+                 tau: float = 0.5, cl_variant: str = CL_SIMCLR, sim_kind: str = SIM_COSINE,
+                 sim_weight: float = 0.0, view_sampling: str = SAMPLE_REPLACEMENT, encode=None):
         self.model, self.gen1, self.gen2, self.opt = model, gen1, gen2, optimizer
         require_optimized(optimizer, model=model, gen1=gen1, gen2=gen2)
         self.encode = encode or model
         self.tau, self.cl_variant, self.sim_kind, self.sim_weight = tau, cl_variant, sim_kind, sim_weight
-        if view_sampling not in ("replacement", "generated"):
-            raise ValueError(f"unknown view sampling {view_sampling!r}")
+        if view_sampling not in VIEW_SAMPLINGS:
+            raise ConfigError(f"unknown view_sampling {view_sampling!r}; choose from {', '.join(VIEW_SAMPLINGS)}")
         self.view_sampling = view_sampling
 
     #: set by :func:`autogcl.train.distributed.wrap`: the DDP module whose forward is :meth:`losses`,
@@ -83,7 +92,7 @@ class NaiveStrategy(Strategy):
 
     def draw_views(self) -> list[int]:
         """Which two of {x, x1, x2} are contrasted in a step."""
-        if self.view_sampling != "replacement":
+        if self.view_sampling != SAMPLE_REPLACEMENT:
             return [1, 2]
         if self.view_gen is not None:
             return torch.randint(3, (2,), generator=self.view_gen).tolist()
@@ -143,13 +152,13 @@ class GraphCLStrategy(Strategy):
     terms = ("loss", "cl_loss")
 
     def __init__(self, model: nn.Module, aug1, aug2, optimizer, tau: float = 0.2,
-                 cl_variant: str = "simclr", views: str = "aug-aug", encode=None):
+                 cl_variant: str = CL_SIMCLR, views: str = VIEWS_AUG_AUG, encode=None):
         self.model, self.aug1, self.aug2, self.opt = model, aug1, aug2, optimizer
         require_optimized(optimizer, model=model)
         self.encode = encode or model
         self.tau, self.cl_variant = tau, cl_variant
-        if views not in ("aug-aug", "orig-aug"):
-            raise ValueError(f"unknown GraphCL views {views!r}")
+        if views not in GRAPHCL_VIEWS:
+            raise ConfigError(f"unknown GraphCL views {views!r}; choose from {', '.join(GRAPHCL_VIEWS)}")
         self.views = views
 
     forward_module = None  # see NaiveStrategy
@@ -166,7 +175,7 @@ class GraphCLStrategy(Strategy):
 
     def losses(self, batch, picks=None) -> dict:
         """The forward pass of a step: the NT-Xent loss of two augmentations of ``batch``."""
-        v1 = batch if self.views == "orig-aug" else self.aug1(batch)
+        v1 = batch if self.views == VIEWS_ORIG_AUG else self.aug1(batch)
         v2 = self.aug2(batch)
         z1, z2 = encode_two(self.model, self.encode, v1, v2)
         cl = nt_xent(z1, z2, self.tau, **cl_kwargs(self.cl_variant, "graphcl"), gather=self.gather)

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import torch
 
-from .. import preempt, runs
+from .. import preempt
+from . import checkpoints
 from ..data.batching import GraphLoader
 from ..errors import Preempted
 from .loop import Strategy
@@ -118,7 +119,7 @@ class ChunkedTrainer:
 
         strat, dist = self.strategy, self.dist
         world = 1 if dist is None else dist.world_size
-        state = runs.load_checkpoint(self.checkpoint, strat.modules(), strat.optimizers(), self.loader_gen)
+        state = checkpoints.load_checkpoint(self.checkpoint, strat.modules(), strat.optimizers(), self.loader_gen)
         fresh = state is None
         if state is None:
             state = {"rows": [], "epoch": 1, "pos": 0, "order": None, "acc": None}
@@ -131,7 +132,7 @@ class ChunkedTrainer:
         def save():
             extra = self._process_state()
             if dist is None or dist.is_main:
-                runs.save_checkpoint(self.checkpoint, strat.modules(), strat.optimizers(), self.loader_gen,
+                checkpoints.save_checkpoint(self.checkpoint, strat.modules(), strat.optimizers(), self.loader_gen,
                                      rows=rows, epoch=epoch, pos=pos, order=order, acc=acc, **extra)
             if dist is not None:
                 dist.barrier()  # every process goes on only once the checkpoint is written

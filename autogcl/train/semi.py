@@ -20,6 +20,7 @@ Classifiers are called as ``model(batch)`` (log-probabilities) and ``model.repre
 
 from __future__ import annotations
 
+from ..choices import AUG_RANDOM4, CL_SIMCLR, SIM_COSINE, SIM_MSE
 import torch
 import torch.nn.functional as F
 
@@ -63,7 +64,7 @@ class LearnableAugStrategy(Strategy):
 
     terms = ("loss", "cls_loss", "sim_loss")
 
-    def __init__(self, model, gen1, gen2, opt_model, opt_gen, lam: float = 1.0, sim_kind: str = "cosine"):
+    def __init__(self, model, gen1, gen2, opt_model, opt_gen, lam: float = 1.0, sim_kind: str = SIM_COSINE):
         self.model, self.gen1, self.gen2 = model, gen1, gen2
         self.opt_model, self.opt_gen, self.lam, self.sim_kind = opt_model, opt_gen, lam, sim_kind
 
@@ -98,7 +99,7 @@ class JointStrategy(Strategy):
     """
 
     def __init__(self, model, gen1, gen2, opt_model, opt_gen, use_cl: bool = True, use_sim: bool = True,
-                 lam: float = 1.0, tau: float = 0.5, cl_variant: str = "simclr", sim_kind: str = "cosine",
+                 lam: float = 1.0, tau: float = 0.5, cl_variant: str = CL_SIMCLR, sim_kind: str = SIM_COSINE,
                  cls_reduce: str = "sum"):
         self.model, self.gen1, self.gen2 = model, gen1, gen2
         self.opt_model, self.opt_gen = opt_model, opt_gen
@@ -182,7 +183,7 @@ class JointReleasedStrategy(Strategy):
         self.opt_model.zero_grad()
         self.opt_gen.zero_grad()
         (x1, s1), (x2, s2) = self.gen1(batch), self.gen2(batch)
-        sim = similarity_loss(s1, s2, "mse")
+        sim = similarity_loss(s1, s2, SIM_MSE)
         out0, out1, out2 = self.model(batch), self.model(x1), self.model(x2)
         cls = (_nll(out0, batch.y) + _nll(out1, batch.y) + _nll(out2, batch.y)) / 3
         cl = nt_xent(out1, out2, self.tau, exclude_positive=True, symmetric=True)
@@ -199,7 +200,7 @@ class JointReleasedStrategy(Strategy):
 
 
 def semi_strategy(name: str, model, generators=(), *, lr: float, lam: float = 1.0, tau: float = 0.5,
-                  cl_variant: str = "simclr", sim_loss: str = "cosine", aug: str = "random4",
+                  cl_variant: str = CL_SIMCLR, sim_loss: str = SIM_COSINE, aug: str = AUG_RANDOM4,
                   aug_ratio: float = 0.2):
     """``(pre-training strategy or None, training strategy)`` of the semi-supervised strategy
     ``name`` over a classifier (``model(batch)``: log-probabilities, ``model.represent(batch)``:

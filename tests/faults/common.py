@@ -10,7 +10,7 @@ import sys
 
 import torch
 
-from autogcl import runs
+from autogcl import seeding
 from autogcl.data import load_tu
 from autogcl.data.batching import GraphLoader, GraphStore
 from autogcl.protocols.configs import UnsupervisedConfig
@@ -45,7 +45,7 @@ def small_fit(data_root, checkpoint=None, epochs=4, at=None, action=None, ckpt_e
     torch.set_num_threads(1)
     ds = load_tu("MUTAG", data_root)
     cfg = UnsupervisedConfig(dataset="MUTAG", epochs=epochs, hidden=16, batch_size=64)
-    gen = runs.seed_everything(seed)
+    gen = seeding.seed_everything(seed)
     strategy = build_strategy(cfg, ds.num_features)
     loader = GraphLoader(GraphStore.from_dataset(ds), batch_size=cfg.batch_size, shuffle=True, generator=gen)
     if at is not None:

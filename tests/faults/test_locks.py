@@ -2,6 +2,7 @@
 holder (pid and host); the lock of a killed run is detected and taken over."""
 
 import os
+import resource
 import signal
 import socket
 import subprocess
@@ -9,10 +10,10 @@ import sys
 
 import pytest
 
-from autogcl import runs
-from autogcl.locks import RunFolderBusy, exclusive, lock_file_of
+from autogcl import units
+from autogcl.locks import RunFolderBusy, exclusive, holding_all, lock_file_of
 
-from .common import ENV, cli, small_fit
+from .common import ENV, small_fit
 
 HOLD = ("import sys, time\nfrom pathlib import Path\nfrom autogcl.locks import exclusive\n"
         "with exclusive(Path(sys.argv[1]), 'x', folder=sys.argv[2] == 'folder'):\n"
@@ -27,12 +28,12 @@ def holder(path, kind="folder") -> subprocess.Popen:
 
 
 def toy_units(folder, n=2):
-    return [runs.Unit(dir=folder / f"seed{i}", config={"i": i}, seed=i, label=f"seed {i}") for i in range(n)]
+    return [units.Unit(dir=folder / f"seed{i}", config={"i": i}, seed=i, label=f"seed {i}") for i in range(n)]
 
 
 def publish(unit):
-    runs.start_work(unit)
-    return runs.publish(unit, [{"epoch": 1}], {"value": unit.seed})
+    units.start_work(unit)
+    return units.publish(unit, [{"epoch": 1}], {"value": unit.seed})
 
 
 def test_a_second_sweep_on_the_same_folder_stops_at_once_naming_the_holder(tmp_path):
@@ -40,7 +41,7 @@ def test_a_second_sweep_on_the_same_folder_stops_at_once_naming_the_holder(tmp_p
     try:
         with pytest.raises(RunFolderBusy, match=rf"--out {tmp_path} is in use by pid {proc.pid} on "
                                                 rf"{socket.gethostname()} since .*: "):
-            runs.run_units(toy_units(tmp_path), publish, resume=False, desc="t", show_progress=False)
+            units.run_units(toy_units(tmp_path), publish, resume=False, desc="t", show_progress=False)
         assert not any(p.name.startswith("seed") for p in tmp_path.iterdir())  # nothing was touched
     finally:
         proc.kill()
@@ -53,24 +54,60 @@ def test_the_lock_of_a_killed_run_is_taken_over(tmp_path, caplog):
     proc.wait()
     assert f"pid {proc.pid}" in lock_file_of(tmp_path, folder=True).read_text()
     with caplog.at_level("WARNING", logger="autogcl.locks"):
-        results = runs.run_units(toy_units(tmp_path), publish, resume=False, desc="t", show_progress=False)
+        results = units.run_units(toy_units(tmp_path), publish, resume=False, desc="t", show_progress=False)
     assert [r["value"] for r in results] == [0, 1]
     assert f"taking over the lock of a run that ended without releasing it (pid {proc.pid}" in caplog.text
     assert not lock_file_of(tmp_path, folder=True).exists()  # a run that ends removes its lock
 
 
-def test_the_same_command_twice_on_one_out_refuses_the_second(data_root, tmp_path):
-    out = tmp_path / "out"
-    proc = holder(out / "MUTAG-autogcl")  # the folder of the first command's units
+def _cpu_seconds(cmd) -> tuple[subprocess.CompletedProcess, float]:
+    """Run ``cmd``; its result and the CPU seconds (user + system) it took."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    done = subprocess.run(cmd, env=ENV, capture_output=True, text=True, timeout=600)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return done, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def test_a_second_writer_stops_at_start_up_before_reading_any_data(data_root, tmp_path, monkeypatch):
+    """The lock first (issue 43): a second `autogcl unsupervised` on the --out of a running one
+    stops right after parsing, naming the holder, and loads no dataset nor torch. Measured as the
+    CPU time of the refused command (start to exit) minus that of python importing the light
+    modules it needs to parse and lock (autogcl.cli, the configs, locks): CPU seconds, not wall
+    seconds, so that a busy machine does not decide the figure."""
+    out, cache = tmp_path / "out", tmp_path / "cache"
+    monkeypatch.setenv("AUTOGCL_CACHE", str(cache))  # the session's cache may hold MUTAG already: this one is empty
+    proc = holder(out / "mutag-autogcl", "file")  # the first command's lock of its sweep: OUT/.mutag-autogcl.lock
     try:
-        done = cli(["unsupervised", "--dataset", "MUTAG", "--epochs", "2", "--eval-epochs", "2", "--seeds", "2",
-                    "--data-root", data_root, "--out", out, "--no-progress"], tmp_path)
+        done, cpu = _cpu_seconds([sys.executable, "-m", "autogcl", "unsupervised", "--dataset", "mutag", "--epochs",
+                                  "2", "--eval-epochs", "2", "--data-root", str(data_root), "--out", str(out),
+                                  "--no-progress"])
     finally:
         proc.kill()
         proc.wait()
     assert done.returncode == 2, done.stderr[-2000:]
-    assert f"is in use by pid {proc.pid} on {socket.gethostname()}" in done.stderr
+    assert f"--out {out} (mutag-autogcl) is in use by pid {proc.pid} on {socket.gethostname()}" in done.stderr
     assert "Traceback" not in done.stderr
+    assert not (cache / "processed").exists()  # no dataset was read
+    assert not (out / "MUTAG-autogcl").exists()
+    _, imports = _cpu_seconds([sys.executable, "-c", "import autogcl.cli, autogcl.protocols.configs, autogcl.locks"])
+    assert cpu - imports < 2.0, (cpu, imports)
+
+
+def test_sweeps_of_other_datasets_share_an_out_side_by_side(tmp_path):
+    proc = holder(tmp_path / "mutag-autogcl", "file")
+    try:
+        with holding_all(tmp_path, ["PROTEINS-autogcl"]):  # another sweep of the same --out
+            pass
+        with pytest.raises(RunFolderBusy, match=rf"\(mutag-autogcl\) is in use by pid {proc.pid}"):
+            with holding_all(tmp_path, ["PROTEINS-autogcl", "Mutag-autogcl"]):
+                pass
+    finally:
+        proc.kill()
+        proc.wait()
+    made = tmp_path / "new"
+    with holding_all(made, ["x"]):
+        assert made.is_dir()
+    assert not made.exists()  # a folder the lock made and nothing filled is removed
 
 
 def test_a_checkpoint_is_written_by_one_fit_at_a_time(data_root, tmp_path):
@@ -101,11 +138,11 @@ def test_a_lock_is_released_on_error_and_held_only_once(tmp_path):
 def test_a_second_run_of_a_one_unit_folder_stops_at_once(tmp_path):
     """Pre-training and the views run have one unit whose folder is the --out: its own lock
     refuses a second run at once when the holder is a live process of this host."""
-    unit = runs.Unit(dir=tmp_path / "pretrain", config={}, seed=0, label="pretrain autogcl")
-    with runs.holding(unit):
-        code = ("import sys, pathlib\nfrom autogcl import runs\n"
-                "u = runs.Unit(dir=pathlib.Path(sys.argv[1]), config={}, seed=0, label='pretrain autogcl')\n"
-                "runs.run_one(u, lambda u: None, wait=3600)\n")  # it can only end by refusing at once
+    unit = units.Unit(dir=tmp_path / "pretrain", config={}, seed=0, label="pretrain autogcl")
+    with units.hold_unit(unit):
+        code = ("import sys, pathlib\nfrom autogcl import units\n"
+                "u = units.Unit(dir=pathlib.Path(sys.argv[1]), config={}, seed=0, label='pretrain autogcl')\n"
+                "units.run_one(u, lambda u: None, wait=3600)\n")  # it can only end by refusing at once
         done = subprocess.run([sys.executable, "-c", code, str(unit.dir)], env=ENV, capture_output=True, text=True,
                               timeout=120)
     assert done.returncode == 1

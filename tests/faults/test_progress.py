@@ -5,7 +5,7 @@ import logging
 
 import pytest
 
-from autogcl import runs
+from autogcl import units
 from autogcl.train import loop
 
 from .common import small_fit
@@ -41,14 +41,14 @@ def test_quick_epochs_log_the_first_and_the_last_only(data_root, caplog, monkeyp
 
 @pytest.mark.parametrize("progress", [True, False])
 def test_a_sweep_logs_each_finished_unit_when_no_bar_is_shown(tmp_path, caplog, progress):
-    units = [runs.Unit(dir=tmp_path / f"seed{i}", config={}, seed=i, label=f"seed {i}") for i in range(3)]
+    us = [units.Unit(dir=tmp_path / f"seed{i}", config={}, seed=i, label=f"seed {i}") for i in range(3)]
 
     def fn(u):
-        runs.start_work(u)
-        return runs.publish(u, [], {"v": u.seed})
-    with caplog.at_level(logging.INFO, logger="autogcl.runs"):
-        runs.run_units(units, fn, resume=False, desc="MUTAG seeds", show_progress=progress)
-    got = [m for m in lines(caplog, "autogcl.runs") if "finished" in m]
+        units.start_work(u)
+        return units.publish(u, [], {"v": u.seed})
+    with caplog.at_level(logging.INFO, logger="autogcl.units"):
+        units.run_units(us, fn, resume=False, desc="MUTAG seeds", show_progress=progress)
+    got = [m for m in lines(caplog, "autogcl.units") if "finished" in m]
     if progress:  # the bar says it
         assert got == []
     else:

@@ -66,7 +66,7 @@ def test_resume_after_interruption_gives_the_same_encoder(corpus, tmp_path, monk
     monkeypatch.setattr(MoleculeCorpus, "load", load)
     res = P.pretrain(cfg, tmp_path / "cut", workers=1, show_progress=False, resume=True)
     assert res["epochs"] == 2
-    full = P.runs.read_json(tmp_path / "full" / "result.json")
+    full = P.atomic.read_json(tmp_path / "full" / "result.json")
     assert res["steps"] == full["steps"]
     with pytest.raises(ConfigError, match="--resume"):  # a finished run is never overwritten silently
         P.pretrain(cfg, tmp_path / "cut", workers=1, show_progress=False)
@@ -91,15 +91,15 @@ def test_a_run_recorded_by_modification_time_resumes_once_name_and_size_match(co
     out = tmp_path / "run"
     P.pretrain(cfg, out, workers=1, show_progress=False, max_steps=1)
     conf = out / "config.json"
-    current = P.runs.read_json(conf)["corpus_fingerprint"]
+    current = P.atomic.read_json(conf)["corpus_fingerprint"]
     assert len(current[2]) == 64  # a SHA-256 digest
     legacy = [current[0], current[1], 1795486727323530484]  # as runs recorded it before
-    P.runs.atomic_write_json(conf, {**P.runs.read_json(conf), "corpus_fingerprint": legacy})
+    P.atomic.atomic_write_json(conf, {**P.atomic.read_json(conf), "corpus_fingerprint": legacy})
     with caplog.at_level("WARNING"):
         res = P.pretrain(cfg, out, workers=1, show_progress=False, resume=True)
     assert res["steps"] == 1 and "recorded the corpus by its modification time" in caplog.text
-    assert P.runs.read_json(conf)["corpus_fingerprint"] == current
+    assert P.atomic.read_json(conf)["corpus_fingerprint"] == current
     other = [current[0], current[1] + 1, 1795486727323530484]  # another size: another corpus
-    P.runs.atomic_write_json(conf, {**P.runs.read_json(conf), "corpus_fingerprint": other})
+    P.atomic.atomic_write_json(conf, {**P.atomic.read_json(conf), "corpus_fingerprint": other})
     with pytest.raises(ConfigError, match="corpus_fingerprint"):
         P.pretrain(cfg, out, workers=1, show_progress=False, resume=True)

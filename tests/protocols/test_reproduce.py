@@ -54,7 +54,6 @@ def test_the_cli_lists_the_gpu_queue(capsys):
 # --- a budgeted window (run_budget): a fake command in place of autogcl, so that the scheduler's
 # decisions (what starts, what is stopped, what is published) are the test's, in seconds
 
-import os  # noqa: E402
 import subprocess  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402

@@ -44,10 +44,10 @@ def test_finetune_one_epoch_end_to_end(tiny_csv, tmp_path):
     s = T.run_sweep(cfg, [0], out, "no_pretrain", show_progress=False, workers=1)
     unit = out / "no_pretrain" / "tiny" / "seed0"
     assert (unit / "result.json").is_file() and (unit / "metrics.csv").is_file()
-    split = T.runs.read_json(out / "no_pretrain" / "tiny" / "split.json")
+    split = T.atomic.read_json(out / "no_pretrain" / "tiny" / "split.json")
     assert sum(split["sizes"].values()) == 120 and s["num_molecules"] == 120 and s["skipped_smiles"] == 1
     assert set(s) >= {"val", "test_max"} and s["selection"] == "val"
-    dataset_json = T.runs.read_json(out / "no_pretrain" / "tiny" / "dataset.json")
+    dataset_json = T.atomic.read_json(out / "no_pretrain" / "tiny" / "dataset.json")
     assert dataset_json["skipped"][0]["row"] == 122
     with pytest.raises(T.ConfigError, match="--resume"):
         T.run_sweep(cfg, [0], out, "no_pretrain", show_progress=False, workers=1)
@@ -59,13 +59,13 @@ def test_cli_pretrain_then_finetune(tiny_csv, tmp_path, capsys):
     pre = tmp_path / "pre"
     assert main(["transfer", "pretrain", "--corpus", str(corpus), "--epochs", "1", "--batch-size", "8",
                  "--chunk-size", "20", "--out", str(pre), "--workers", "1", "--no-progress"]) == 0
-    res = T.runs.read_json(pre / "result.json")
+    res = T.atomic.read_json(pre / "result.json")
     assert res["corpus"]["skipped"] == 6 and res["corpus"]["molecules"] == 30 and res["steps"] == 3
     assert (pre / "encoder.pt").is_file()
     out = tmp_path / "ft"
     assert main(["transfer", "finetune", "--csv", str(tiny_csv), "--label-cols", "p_np", "--checkpoint",
                  str(pre / "encoder.pt"), "--epochs", "1", "--seeds", "1", "--out", str(out), "--no-progress"]) == 0
-    s = T.runs.read_json(out / "pre" / "tiny" / "summary.json")
+    s = T.atomic.read_json(out / "pre" / "tiny" / "summary.json")
     assert s["pretrained"] and s["pretrain_method"] == "autogcl"
     assert s["pretrain"] == {"epochs": 1, "molecules_seen": 24, "corpus_molecules": 30}  # 3 steps of 8
     assert "| tiny | pre | 1 | 1 |" in capsys.readouterr().out

@@ -66,7 +66,7 @@ class Sweep:
 
 def test_write_reports_chooses_within_each_table_and_writes_what_it_chose(tmp_path):
     from autogcl.protocols.grid import write_reports
-    from autogcl.runs import read_json
+    from autogcl.atomic import read_json
 
     a, b = entry("lam=0.5", [0.8], [0.6], [0.7]), entry("lam=1", [0.7], [0.9], [0.99])
     c, d = entry("lam=0.5", [0.5], [0.9], [0.9]), entry("lam=1", [0.6], [0.5], [0.5])

@@ -55,7 +55,7 @@ def scripted_accuracy(tmp_path):
 
     def part_of(model, graphs):
         assert isinstance(model, S.SemiSupervised) and model.hparams["classifier"] == "resgcn"  # the fold's model
-        fold = S.runs.read_json(tmp_path / "MUTAG-labeled" / "seed0" / "splits.json")["folds"][0]
+        fold = S.atomic.read_json(tmp_path / "MUTAG-labeled" / "seed0" / "splits.json")["folds"][0]
         idx = sorted(graphs.indices())
         return next((k for k in ("val", "test") if sorted(fold[k]) == idx), None)
     return ByPart(part_of, {"val": val, "test": test})
@@ -67,7 +67,7 @@ def test_a_fold_reports_the_epoch_its_selection_names(data_root, tmp_path, monke
     monkeypatch.setattr(S.SemiSupervised, "score", lambda model, graphs, *a, **k: scripted(model, graphs))
     cfg = S.SemiConfig(dataset="MUTAG", row="labeled", epochs=len(EPOCHS), select=select)
     summary = S.run_sweep(cfg, load_tu("MUTAG", data_root), [0], tmp_path, fold_limit=1, show_progress=False)
-    res = S.runs.read_json(tmp_path / "MUTAG-labeled" / "seed0" / "fold0" / "result.json")
+    res = S.atomic.read_json(tmp_path / "MUTAG-labeled" / "seed0" / "fold0" / "result.json")
     assert res["selection"] == select
     # the result records the rule behind its figure: each selection names its criterion
     assert all(sel["criterion"] for sel in res["selections"].values())
@@ -108,7 +108,7 @@ def fold_files(out):
         rows = list(csv.DictReader(f))
     with open(fold / "predictions.csv") as f:
         preds = list(csv.DictReader(f))
-    return rows, S.runs.read_json(fold / "result.json"), preds
+    return rows, S.atomic.read_json(fold / "result.json"), preds
 
 
 def test_scoring_the_folds_leaves_the_training_and_the_figures_of_the_fold_unchanged(data_root, tmp_path, monkeypatch):
@@ -128,7 +128,7 @@ def test_scoring_the_folds_leaves_the_training_and_the_figures_of_the_fold_uncha
     b = autogcl.load(tmp_path / "unscored" / "MUTAG-labeled" / "seed0" / "fold0" / "model.pt").state_dict()
     assert all(torch.equal(a[k], b[k]) for k in a)  # the same classifier, bit for bit (same operations)
     assert preds == unscored_preds
-    fold = S.runs.read_json(tmp_path / "scored" / "MUTAG-labeled" / "seed0" / "splits.json")["folds"][0]
+    fold = S.atomic.read_json(tmp_path / "scored" / "MUTAG-labeled" / "seed0" / "splits.json")["folds"][0]
     y = dataset._data.y.tolist()
     assert [int(p["index"]) for p in preds] == fold["test"] and all(int(p["label"]) == y[int(p["index"])] for p in preds)
     # the last epoch's test accuracy is that classifier's over the test fold, graph by graph (exact: the same batches)

@@ -72,14 +72,14 @@ def test_a_seed_reports_the_epoch_its_selection_names(tiny_csv, tmp_path, monkey
     # protocol calls), told apart by the molecules scored
     def part_of(predictor, loader):
         assert isinstance(predictor, MoleculePredictor)
-        split = T.runs.read_json(tmp_path / "t" / "tiny" / "split.json")
+        split = T.atomic.read_json(tmp_path / "t" / "tiny" / "split.json")
         return next((k for k in ("valid", "test") if sorted(split[k]) == sorted(loader.indices.tolist())), None)
     by_part = ByPart(part_of, {"valid": val, "test": test}, lambda v: ({"auc": v}, 1))
     monkeypatch.setattr(MoleculePredictor, "_scores", lambda self, loader: by_part(self, loader))
     cfg = T.FinetuneConfig(csv=str(tiny_csv), label_cols=["p_np"], epochs=len(EPOCHS), dim=8, num_layers=1,
                            select=select)
     s = T.run_sweep(cfg, [0], tmp_path, "t", show_progress=False, workers=1)
-    res = T.runs.read_json(tmp_path / "t" / "tiny" / "seed0" / "result.json")
+    res = T.atomic.read_json(tmp_path / "t" / "tiny" / "seed0" / "result.json")
     assert res["selection"] == s["selection"] == select
     # the result records the rule behind its figure: each selection names its criterion
     assert all(sel["criterion"] for sel in res["selections"].values())
@@ -107,8 +107,8 @@ def test_make_summary_sets_a_row_beside_the_paper_figure_of_its_pre_training(tmp
     from autogcl.protocols.report import transfer_table
 
     ddir = tmp_path / "mytag" / "bbbp"
-    T.runs.atomic_write_json(ddir / "split.json", {"num_graphs": 50, "sizes": {"train": 40, "valid": 5, "test": 5}})
-    T.runs.atomic_write_json(ddir / "dataset.json", {"skipped": ["C1", "x"]})
+    T.atomic.atomic_write_json(ddir / "split.json", {"num_graphs": 50, "sizes": {"train": 40, "valid": 5, "test": 5}})
+    T.atomic.atomic_write_json(ddir / "dataset.json", {"skipped": ["C1", "x"]})
     meta = {"method": "autogcl", "epochs": 3, "molecules_seen": 600, "corpus": {"molecules": 200}}
     rs = [{"seed": i, "train_time_s": 2.0 * i, "encoder_meta": meta if pretrained else {},
            "selections": {"val": {"auc": v}, "test_max": {"auc": t}}} for i, (v, t) in enumerate([(0.6, 0.9), (0.7, 0.95)])]
@@ -130,7 +130,7 @@ def test_make_summary_sets_a_row_beside_the_paper_figure_of_its_pre_training(tmp
 
 def test_make_summary_of_one_seed_without_a_dataset_record(tmp_path):
     ddir = tmp_path / "pre" / "bace"  # a dataset.json is written with the split: older runs have none
-    T.runs.atomic_write_json(ddir / "split.json", {"num_graphs": 9, "sizes": {"train": 7, "valid": 1, "test": 1}})
+    T.atomic.atomic_write_json(ddir / "split.json", {"num_graphs": 9, "sizes": {"train": 7, "valid": 1, "test": 1}})
     meta = {"method": "graphcl", "epochs": 1}
     r = {"seed": 4, "train_time_s": 3.0, "encoder_meta": meta, "selections": {"val": {"auc": 0.5}, "test_max": {"auc": 0.75}}}
     s = T.make_summary(T.FinetuneConfig(dataset="bace", checkpoint="e.pt"), [r], ddir)

@@ -6,7 +6,7 @@ from torch_geometric.loader import DataLoader
 
 from autogcl.augment import RandomAugmentor
 from autogcl.models import ContrastModel, GINEncoder
-from autogcl.runs import seed_everything
+from autogcl.seeding import seed_everything
 from autogcl.train import GraphCLStrategy, Trainer
 from tests.conftest import break_at, make_batch
 

@@ -1,115 +1,51 @@
-"""Run units and run directories: atomic writes, checkpoints, resume.
+"""Units of a sweep and the one runner: run folders, resume, and sweeps.
 
 A *unit* is one independent piece of a sweep (for the unsupervised protocol: one
 dataset x method x seed). A unit works in ``<dir>.partial/`` (checkpoints, metrics so far)
 and, when finished, that folder is renamed atomically to ``<dir>``, which then holds
 ``config.json``, ``metrics.csv`` and ``result.json``. A finished unit is never redone on
 ``--resume``; a partial one continues from its last checkpoint. While a unit runs, its process
-holds the lock file ``.<dir>.lock`` beside it, so that the same command started twice on one
-run folder refuses the unit instead of racing over its checkpoint; the file is removed when the
-unit ends.
+holds the lock file ``.<dir>.lock`` beside it (:func:`autogcl.locks.holding`), so that the same
+command started twice on one run folder refuses the unit instead of racing over its checkpoint;
+the file is removed when the unit ends.
 """
 
 from __future__ import annotations
 
-import errno
+import contextlib
 import logging
 import os
-import random
 import shutil
-import socket
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
-import contextlib
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-import numpy as np
-import torch
-
-from .atomic import (
-    atomic_save,
-    atomic_write_csv,
-    atomic_write_json,
-    atomic_write_text,
-    read_json,
-)
+from .atomic import atomic_write_csv, atomic_write_json, read_json
 from .errors import ConfigError, DamagedFileError, DataError
+from .locks import exclusive, holding
+from .paths import check_writable
 
 __all__ = [
     "Sweep",
     "Unit",
-    "atomic_save",
-    "atomic_write_csv",
-    "atomic_write_json",
-    "atomic_write_text",
     "check_resumable",
-    "checkpoint_state",
+    "check_run_folder",
     "config_diff",
-    "holding",
-    "load_checkpoint",
+    "hold_unit",
     "publish",
-    "read_json",
-    "restore_state",
-    "rng_state",
     "run_jobs",
     "run_one",
     "run_serial",
     "run_sweeps",
     "run_units",
-    "save_checkpoint",
-    "seed_everything",
-    "set_rng_state",
     "start_work",
 ]
 
 log = logging.getLogger(__name__)
-#: errno values of storage that refuses file locks (the unit then runs unlocked)
-_NO_LOCKS = {errno.ENOLCK, errno.ENOSYS, errno.EOPNOTSUPP, errno.EINVAL}
 
 #: keys of a stored ``config.json`` that describe where a unit ran, not what it computes
 RUNTIME_KEY = "runtime"
-
-
-def seed_everything(seed: int) -> torch.Generator:
-    """Seed python, numpy and torch (CPU and every CUDA device); return a CPU torch generator
-    for data shuffling."""
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)
-    gen = torch.Generator()
-    gen.manual_seed(seed)
-    return gen
-
-
-def rng_state(loader_gen: torch.Generator) -> dict:
-    """Every RNG state a run draws from, as tensors and plain containers (so that a checkpoint
-    loads with ``torch.load(weights_only=True)``): torch CPU, every CUDA device, numpy,
-    python and the loader's generator."""
-    kind, keys, pos, has_gauss, gauss = np.random.get_state()
-    return {"torch": torch.get_rng_state(),
-            # only where CUDA is in use: a CPU run never creates a context on the GPUs it sees
-            "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_initialized() else [],
-            "numpy": [kind, torch.from_numpy(keys.astype(np.int64)), int(pos), int(has_gauss), float(gauss)],
-            "python": random.getstate(), "loader": loader_gen.get_state()}
-
-
-def set_rng_state(state: dict, loader_gen: torch.Generator) -> None:
-    """Restore :func:`rng_state`; CUDA states are restored where the same GPUs are there
-    (a checkpoint made on a GPU machine loads on a CPU-only one)."""
-    torch.set_rng_state(state["torch"])
-    cuda = state.get("cuda") or []
-    if cuda and torch.cuda.is_available():
-        if len(cuda) == torch.cuda.device_count():
-            torch.cuda.set_rng_state_all(cuda)
-        else:
-            log.warning("checkpoint holds %d CUDA RNG states but %d devices are visible; CUDA RNG "
-                        "not restored", len(cuda), torch.cuda.device_count())
-    kind, keys, pos, has_gauss, gauss = state["numpy"]
-    np.random.set_state((kind, np.asarray(keys, dtype=np.int64).astype(np.uint32), pos, has_gauss, gauss))
-    random.setstate(state["python"])
-    loader_gen.set_state(state["loader"])
 
 
 @dataclass
@@ -171,100 +107,19 @@ def check_resumable(units: Iterable[Unit], resume: bool) -> None:
             )
 
 
-@contextmanager
-def holding(unit: Unit, wait: float = 30.0) -> Iterator[None]:
-    """Hold ``unit``'s lock file while the block runs (and remove it after); a :class:`ConfigError`
-    naming the holder at once when it is a running process of this host, else when the lock is
-    still held after ``wait`` seconds. The lock is an OS file lock
-    (``flock``), so a holder that dies, ``kill -9`` included, releases it: a killed run never
-    leaves a stale lock (the wait covers forked children, such as data-loader workers, that
-    outlive their parent by a few seconds). On NFS the server keeps a lost node's lock for its
-    lease (about 90 s on NFSv4), hence the Ray executor's longer wait. Without ``fcntl``
-    (Windows), or on storage that refuses file locks (NFSv3 without its lock daemon, Lustre
-    without ``flock``), the unit runs unlocked, with a warning."""
-    try:
-        import fcntl
-    except ImportError:
-        yield
-        return
-    unit.lock.parent.mkdir(parents=True, exist_ok=True)
-    deadline = time.monotonic() + wait
-    while True:  # until we hold the lock of the file that is at unit.lock now
-        f = open(unit.lock, "a+")  # noqa: SIM115 (closed below, after the block)
-        locked = _acquire(f, unit, deadline, fcntl)
-        if not locked or _same_file(f, unit.lock):
-            break
-        f.close()  # the holder we waited for removed it when its unit ended: lock the new one
-    try:
-        if locked:
-            f.seek(0)
-            f.truncate()
-            f.write(f"pid {os.getpid()} on {socket.gethostname()}\n")
-            f.flush()
-        yield
-    finally:
-        unit.lock.unlink(missing_ok=True)  # while still held: a waiter then sees it is gone
-        f.close()
-
-
-def _same_file(f, path: Path) -> bool:
-    try:
-        return os.fstat(f.fileno()).st_ino == os.stat(path).st_ino
-    except FileNotFoundError:
-        return False
-
-
-def _acquire(f, unit: Unit, deadline: float, fcntl) -> bool:
-    """Lock ``f`` (True), or False on storage that refuses locks; a :class:`ConfigError` naming the
-    holder at ``deadline``."""
-    while True:
-        try:
-            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return True
-        except OSError as exc:
-            if exc.errno in _NO_LOCKS:
-                log.warning("%s: %s cannot be locked (%s); running without protection against a second "
-                            "run of the same folder", unit.label or unit.dir, unit.lock, exc.strerror)
-                return False
-            if not isinstance(exc, BlockingIOError):
-                f.close()
-                raise
-            if time.monotonic() >= deadline or _live_holder(f):
-                f.seek(0)
-                holder = f.read().strip() or "another process"
-                f.close()
-                raise ConfigError(f"{unit.label or unit.dir} is being run by {holder} (lock {unit.lock}); "
-                                  "let it finish, or stop it and rerun with --resume") from None
-            time.sleep(0.2)
-
-
-def _live_holder(f) -> bool:
-    """Whether the lock file ``f`` names a process of this host that is running: it holds the
-    lock for real, so there is no point in waiting (a dead holder's forked children may still
-    hold it a few seconds)."""
-    import re
-
-    f.seek(0)
-    m = re.match(r"pid (\d+) on (\S+)", f.read())
-    if not m or m[2] != socket.gethostname() or int(m[1]) == os.getpid():
-        return False
-    try:
-        os.kill(int(m[1]), 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # alive, another user's
-        return True
-    return True
+def hold_unit(unit: Unit, wait: float = 30.0):
+    """Hold ``unit``'s lock file while a ``with`` block runs (:func:`autogcl.locks.holding`)."""
+    return holding(unit.lock, unit.label or str(unit.dir), wait)
 
 
 def run_one(unit: Unit, fn: Callable[[Unit], dict], restart_damaged: bool = False, wait: float = 30.0) -> None:
     """Run one unfinished unit (wherever an executor runs it), holding its lock
-    (:func:`holding`, ``wait`` seconds at most for another holder). A unit whose interrupted
+    (:func:`hold_unit`, ``wait`` seconds at most for another holder). A unit whose interrupted
     work cannot be read back (a truncated checkpoint, a damaged ``config.json``) is restarted
     from the beginning with ``restart_damaged``, else refused with the unit named."""
     if unit.finished:
         return
-    with holding(unit, wait):
+    with hold_unit(unit, wait):
         if unit.finished:  # finished by the holder we waited for: kept only if it is this configuration
             check_resumable([unit], resume=True)
             return
@@ -327,51 +182,6 @@ def start_work(unit: Unit, runtime: dict | None = None) -> Path:
     return work
 
 
-def _as_dict(optimizers) -> dict:
-    return optimizers if isinstance(optimizers, dict) else {"optimizer": optimizers}
-
-
-def checkpoint_state(modules: dict, optimizers, loader_gen: torch.Generator, **extra) -> dict:
-    """What :func:`save_checkpoint` writes: weights, optimizer states, every RNG state and
-    ``extra``; ``copy.deepcopy`` of it is a snapshot that later training leaves as it is."""
-    return {"modules": {k: m.state_dict() for k, m in modules.items()},
-            "optimizers": {k: o.state_dict() for k, o in _as_dict(optimizers).items()},
-            "rng": rng_state(loader_gen), **extra}
-
-
-def save_checkpoint(path: Path, modules: dict, optimizers, loader_gen: torch.Generator, **extra) -> None:
-    """Weights, optimizer states, every RNG state and ``extra`` (progress so far: plain
-    containers of numbers and strings), atomically. ``optimizers``: one or a name -> optimizer
-    dict."""
-    atomic_save(checkpoint_state(modules, optimizers, loader_gen, **extra), path)
-
-
-def restore_state(state: dict, modules: dict, optimizers, loader_gen: torch.Generator) -> dict:
-    """Load a :func:`checkpoint_state` into the modules, optimizers and RNGs; its extra entries."""
-    for name, mod in modules.items():
-        mod.load_state_dict(state["modules"][name])
-    for name, opt in _as_dict(optimizers).items():
-        opt.load_state_dict(state["optimizers"][name])
-    set_rng_state(state["rng"], loader_gen)
-    return {k: v for k, v in state.items() if k not in ("modules", "optimizers", "rng")}
-
-
-def load_checkpoint(path: Path, modules: dict, optimizers, loader_gen: torch.Generator) -> dict | None:
-    """Restore what :func:`save_checkpoint` wrote (``None`` when there is no checkpoint);
-    returns the extra entries. Loaded with ``weights_only=True`` onto the CPU (tensors then
-    follow the modules' and optimizers' devices), so a checkpoint runs no code when read and
-    one made on a GPU loads on a machine without one."""
-    path = Path(path)
-    if not path.is_file():
-        return None
-    try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as exc:  # torch raises many types for a damaged or unsafe file
-        raise DamagedFileError(f"{path}: not a readable autogcl checkpoint ({type(exc).__name__}: "
-                               f"{str(exc).splitlines()[0] if str(exc) else ''})") from exc
-    return restore_state(state, modules, optimizers, loader_gen)
-
-
 def publish(unit: Unit, rows: list[dict], result: dict) -> dict:
     """Write ``metrics.csv`` and ``result.json``, drop the checkpoint, publish the unit."""
     atomic_write_csv(unit.partial / "metrics.csv", rows)
@@ -393,27 +203,6 @@ def check_run_folder(out: Path, what: str) -> None:
         raise ConfigError(f"--out {out} holds other files and no finished {what} run; name a new or empty folder")
 
 
-def check_writable(folder: Path) -> None:
-    """A :class:`ConfigError` now, not after hours of training, when results cannot be
-    written into ``folder`` (a file in the way, no permission, read-only storage). Creates
-    nothing: the check writes and removes a probe file in the nearest existing folder, so an
-    error found later leaves nothing behind."""
-    import tempfile
-
-    folder = Path(folder)
-    existing = folder
-    while not existing.exists() and existing != existing.parent:
-        existing = existing.parent
-    if not existing.is_dir():
-        raise ConfigError(f"cannot write results into {folder} (a file is in the way); choose another --out")
-    try:
-        fd, probe = tempfile.mkstemp(dir=existing, prefix=".autogcl-write-test-")
-        os.close(fd)
-        os.unlink(probe)
-    except OSError as exc:
-        raise ConfigError(f"cannot write results into {folder} ({exc.strerror or exc}); choose another --out") from exc
-
-
 def run_units(units: list[Unit], fn: Callable[[Unit], dict] | Sequence[Callable[[Unit], dict]], resume: bool,
               desc: str, what: str = "seed", show_progress: bool | None = None, restart_damaged: bool = False,
               executor=None, on_done: Callable[[Unit], None] | None = None, lock_folder: bool = True) -> list[dict]:
@@ -427,10 +216,8 @@ def run_units(units: list[Unit], fn: Callable[[Unit], dict] | Sequence[Callable[
     The sweep's folder (the deepest one holding every unit) is locked while it runs
     (:func:`autogcl.locks.exclusive`): the same command started twice on one ``--out`` stops at
     once, naming the process that holds it (``lock_folder=False``: a one-unit run whose unit
-    folder is the ``--out`` itself, where the unit's own lock, :func:`holding`, is the run's). Where no progress bar is shown (output not a
+    folder is the ``--out`` itself, where the unit's own lock, :func:`hold_unit`, is the run's). Where no progress bar is shown (output not a
     terminal), each finished unit is one ``logging`` line with the time left."""
-
-    from .locks import exclusive
 
     fns = list(fn) if isinstance(fn, Sequence) else [fn] * len(units)
     if len(fns) != len(units):
@@ -454,7 +241,7 @@ def _run_units(units, fns, resume, desc, what, show_progress, restart_damaged, e
     if not resume:
         for u, _ in todo:  # a stale partial from an earlier run is not ours to continue
             if u.partial.exists():
-                with holding(u, wait=5):  # unless a live run is working in it
+                with hold_unit(u, wait=5):  # unless a live run is working in it
                     shutil.rmtree(u.partial)
     bar = tqdm(total=len(units), initial=len(units) - len(todo), desc=desc, unit=what,
                disable=None if show_progress is None else not show_progress)

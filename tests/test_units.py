@@ -2,13 +2,13 @@ import json
 
 import pytest
 
-from autogcl import runs
+from autogcl import atomic, units
 from autogcl.errors import ConfigError
 
 
 def test_atomic_writes_leave_no_temporary_files(tmp_path):
-    runs.atomic_write_json(tmp_path / "a" / "r.json", {"x": 1})
-    runs.atomic_write_csv(tmp_path / "a" / "m.csv", [{"epoch": 1, "loss": 0.5}, {"epoch": 2, "acc": 0.9}])
+    atomic.atomic_write_json(tmp_path / "a" / "r.json", {"x": 1})
+    atomic.atomic_write_csv(tmp_path / "a" / "m.csv", [{"epoch": 1, "loss": 0.5}, {"epoch": 2, "acc": 0.9}])
     assert json.loads((tmp_path / "a" / "r.json").read_text()) == {"x": 1}
     assert (tmp_path / "a" / "m.csv").read_text().splitlines() == ["epoch,loss,acc", "1,0.5,", "2,,0.9"]
     assert sorted(p.name for p in (tmp_path / "a").iterdir()) == ["m.csv", "r.json"]
@@ -19,27 +19,27 @@ def test_atomic_writes_leave_no_temporary_files(tmp_path):
 
 def test_failed_write_keeps_the_old_file(tmp_path):
     path = tmp_path / "r.json"
-    runs.atomic_write_json(path, {"ok": True})
+    atomic.atomic_write_json(path, {"ok": True})
     with pytest.raises(TypeError):
-        runs.atomic_write_json(path, {"bad": object()})
+        atomic.atomic_write_json(path, {"bad": object()})
     assert json.loads(path.read_text()) == {"ok": True}
     assert [p.name for p in tmp_path.iterdir()] == ["r.json"]
 
 
 def test_unit_finish_and_resume_checks(tmp_path):
-    unit = runs.Unit(dir=tmp_path / "seed0", config={"epochs": 2}, seed=0)
+    unit = units.Unit(dir=tmp_path / "seed0", config={"epochs": 2}, seed=0)
     unit.partial.mkdir()
-    runs.atomic_write_json(unit.partial / "config.json", unit.config)
-    runs.atomic_write_json(unit.partial / "result.json", {"acc": 1.0})
+    atomic.atomic_write_json(unit.partial / "config.json", unit.config)
+    atomic.atomic_write_json(unit.partial / "result.json", {"acc": 1.0})
     assert not unit.finished
     unit.finish()
     assert unit.finished and not unit.partial.exists() and unit.result() == {"acc": 1.0}
-    runs.check_resumable([unit], resume=True)
+    units.check_resumable([unit], resume=True)
     with pytest.raises(ConfigError, match="pass --resume"):
-        runs.check_resumable([unit], resume=False)
-    other = runs.Unit(dir=unit.dir, config={"epochs": 3}, seed=0)
+        units.check_resumable([unit], resume=False)
+    other = units.Unit(dir=unit.dir, config={"epochs": 3}, seed=0)
     with pytest.raises(ConfigError, match="epochs: 2 != 3"):
-        runs.check_resumable([other], resume=True)
+        units.check_resumable([other], resume=True)
 
 
 def test_each_sweep_of_a_pool_is_summarised_when_its_own_units_finish(tmp_path):
@@ -49,7 +49,7 @@ def test_each_sweep_of_a_pool_is_summarised_when_its_own_units_finish(tmp_path):
         events.append(("unit", u.dir.parent.name, u.seed))
         if u.dir.parent.name == "b" and u.seed == 1:
             raise KeyboardInterrupt  # the pool stops in the second sweep
-        runs.atomic_write_json(runs.start_work(u) / "result.json", {"seed": u.seed})
+        atomic.atomic_write_json(units.start_work(u) / "result.json", {"seed": u.seed})
         u.finish()
 
     def finisher(name):
@@ -59,21 +59,21 @@ def test_each_sweep_of_a_pool_is_summarised_when_its_own_units_finish(tmp_path):
         return finish
 
     def sweeps():
-        return [runs.Sweep([runs.Unit(dir=tmp_path / name / f"s{i}", config={}, seed=i) for i in range(2)], fn,
+        return [units.Sweep([units.Unit(dir=tmp_path / name / f"s{i}", config={}, seed=i) for i in range(2)], fn,
                            finisher(name)) for name in ("a", "b")]
 
     with pytest.raises(KeyboardInterrupt):
-        runs.run_sweeps(sweeps(), resume=False, desc="pool", show_progress=False)
+        units.run_sweeps(sweeps(), resume=False, desc="pool", show_progress=False)
     # sweep a was summarised before the pool stopped; b was not
     assert events == [("unit", "a", 0), ("unit", "a", 1), ("summary", "a", [0, 1]), ("unit", "b", 0),
                       ("unit", "b", 1)]
     events.clear()
 
     def fn_ok(u):
-        runs.atomic_write_json(runs.start_work(u) / "result.json", {"seed": u.seed})
+        atomic.atomic_write_json(units.start_work(u) / "result.json", {"seed": u.seed})
         u.finish()
 
-    out = runs.run_sweeps([runs.Sweep(s.units, fn_ok, s.finish) for s in sweeps()], resume=True, desc="pool",
+    out = units.run_sweeps([units.Sweep(s.units, fn_ok, s.finish) for s in sweeps()], resume=True, desc="pool",
                           show_progress=False)
     assert out == [{"name": "a"}, {"name": "b"}]
     assert events == [("summary", "b", [0, 1]), ("summary", "a", [0, 1])]  # b on its last unit, a at the end
@@ -85,13 +85,13 @@ def test_serial_executor_skips_finished_units(tmp_path):
     def fn(u):
         done.append(u.seed)
         u.partial.mkdir()
-        runs.atomic_write_json(u.partial / "result.json", {"seed": u.seed})
+        atomic.atomic_write_json(u.partial / "result.json", {"seed": u.seed})
         u.finish()
 
-    units = [runs.Unit(dir=tmp_path / f"s{i}", config={}, seed=i) for i in range(3)]
-    fn(units[1])
+    us = [units.Unit(dir=tmp_path / f"s{i}", config={}, seed=i) for i in range(3)]
+    fn(us[1])
     done.clear()
-    assert [r["seed"] for r in runs.run_serial(units, fn)] == [0, 1, 2]
+    assert [r["seed"] for r in units.run_serial(us, fn)] == [0, 1, 2]
     assert done == [0, 2]
 
 
@@ -99,12 +99,12 @@ def test_a_unit_another_process_is_running_is_refused_not_raced(tmp_path):
     import subprocess
     import sys
 
-    unit = runs.Unit(dir=tmp_path / "seed0", config={}, seed=0, label="MUTAG seed 0")
+    unit = units.Unit(dir=tmp_path / "seed0", config={}, seed=0, label="MUTAG seed 0")
     ran = []
 
     def fn(u):
         u.partial.mkdir()
-        runs.publish(u, [], {"acc": 1.0})
+        units.publish(u, [], {"acc": 1.0})
         ran.append(u.seed)
 
     code = ("import sys, fcntl, time\nf = open(sys.argv[1], 'a+')\nfcntl.flock(f, fcntl.LOCK_EX)\n"
@@ -114,26 +114,26 @@ def test_a_unit_another_process_is_running_is_refused_not_raced(tmp_path):
     try:
         assert holder.stdout.readline().strip() == "held"
         with pytest.raises(ConfigError, match=r"MUTAG seed 0 is being run by pid 4242 on elsewhere"):
-            runs.run_one(unit, fn, wait=0.3)
+            units.run_one(unit, fn, wait=0.3)
         unit.partial.mkdir()  # its work in progress is not deleted by a fresh run either
         with pytest.raises(ConfigError, match="is being run by"):
-            runs.run_units([unit], fn, resume=False, desc="t", show_progress=False)
+            units.run_units([unit], fn, resume=False, desc="t", show_progress=False)
         assert unit.partial.is_dir() and ran == []
     finally:
         holder.kill()  # a killed holder (kill -9) releases the lock: nothing stale is left
         holder.wait(timeout=30)
-    runs.run_units([unit], fn, resume=False, desc="t", show_progress=False)
+    units.run_units([unit], fn, resume=False, desc="t", show_progress=False)
     assert ran == [0] and unit.result() == {"acc": 1.0}
     assert not unit.lock.exists()  # removed when the unit ended: run folders keep no lock files
 
 
 def test_a_failed_unit_leaves_no_lock_file(tmp_path):
-    unit = runs.Unit(dir=tmp_path / "seed0", config={}, seed=0)
+    unit = units.Unit(dir=tmp_path / "seed0", config={}, seed=0)
 
     def fails(u):
         raise ValueError("bad data")
     with pytest.raises(ValueError, match="bad data"):
-        runs.run_one(unit, fails)
+        units.run_one(unit, fails)
     assert list(tmp_path.iterdir()) == []
 
 
@@ -141,7 +141,7 @@ def test_a_unit_finished_by_the_run_it_waited_for_is_kept_only_if_its_configurat
     import subprocess
     import sys
 
-    unit = runs.Unit(dir=tmp_path / "seed0", config={"epochs": 2}, seed=0)
+    unit = units.Unit(dir=tmp_path / "seed0", config={"epochs": 2}, seed=0)
     code = ("import json, sys, fcntl, time, pathlib\nf = open(sys.argv[1], 'a+')\nfcntl.flock(f, fcntl.LOCK_EX)\n"
             "print('held', flush=True)\ntime.sleep(0.5)\nd = pathlib.Path(sys.argv[2]); d.mkdir()\n"
             "(d / 'config.json').write_text(json.dumps({'epochs': 3}))\n(d / 'result.json').write_text('{}')\n")
@@ -149,7 +149,7 @@ def test_a_unit_finished_by_the_run_it_waited_for_is_kept_only_if_its_configurat
                               text=True)
     assert holder.stdout.readline().strip() == "held"
     with pytest.raises(ConfigError, match="epochs: 3 != 2"):  # the other run's result is not adopted
-        runs.run_one(unit, lambda u: pytest.fail("a finished unit ran again"), wait=30)
+        units.run_one(unit, lambda u: pytest.fail("a finished unit ran again"), wait=30)
     assert holder.wait(timeout=30) == 0
 
 
@@ -160,19 +160,19 @@ def test_storage_without_file_locks_runs_the_unit_unlocked(tmp_path, monkeypatch
     def refuse(f, op):
         raise OSError(errno.ENOLCK, "No locks available")
     monkeypatch.setattr(fcntl, "flock", refuse)
-    unit = runs.Unit(dir=tmp_path / "seed0", config={}, seed=0)
+    unit = units.Unit(dir=tmp_path / "seed0", config={}, seed=0)
 
     def fn(u):
         u.partial.mkdir()
-        runs.publish(u, [], {"acc": 1.0})
+        units.publish(u, [], {"acc": 1.0})
     with caplog.at_level("WARNING"):
-        runs.run_one(unit, fn)
+        units.run_one(unit, fn)
     assert unit.result() == {"acc": 1.0} and "cannot be locked (No locks available)" in caplog.text
 
 
 def test_a_one_unit_run_folder_may_hold_lock_files_of_earlier_runs(tmp_path):
     (tmp_path / ".old-run.lock").write_text("pid 1 on x\n")
-    runs.check_run_folder(tmp_path, "pre-training")  # no error: only a lock file
+    units.check_run_folder(tmp_path, "pre-training")  # no error: only a lock file
     (tmp_path / "notes.txt").write_text("mine")
     with pytest.raises(ConfigError, match="holds other files"):
-        runs.check_run_folder(tmp_path, "pre-training")
+        units.check_run_folder(tmp_path, "pre-training")
