@@ -28,8 +28,19 @@ import torch
 
 from .. import seeding
 from ..augment import MoleculeViewGenerator, RandomAugmentor
-from ..augment.learnable import DROPPED_MODES
-from ..choices import AUGMENTATIONS, AUG_RANDOM4, CL_SIMCLR, CL_VARIANTS, DROP_REMOVE, SAMPLE_REPLACEMENT, SIM_COSINE, SIM_LOSSES, VIEW_SAMPLINGS
+
+from ..choices import (
+    AUGMENTATIONS,
+    AUG_RANDOM4,
+    CL_SIMCLR,
+    CL_VARIANTS,
+    DROPPED,
+    DROP_REMOVE,
+    SAMPLE_REPLACEMENT,
+    SIM_COSINE,
+    SIM_LOSSES,
+    VIEW_SAMPLINGS,
+)
 from ..data.corpus import MoleculeCorpus
 from ..data.molecules import VOCAB
 from ..devices import Engine, engine_of
@@ -88,7 +99,7 @@ class MoleculePretrainer:
                  cl_variant: str = CL_SIMCLR, sim_loss: str = "none", view_sampling: str = SAMPLE_REPLACEMENT,
                  aug: str = AUG_RANDOM4, aug_ratio: float = 0.2, chunk_size: int = 50_000,
                  max_molecules: int | None = None, smiles_col: str | None = None, seed: int = 0):
-        for name, value, allowed in (("method", method, tuple(STRATEGIES)), ("dropped", dropped, DROPPED_MODES),
+        for name, value, allowed in (("method", method, tuple(STRATEGIES)), ("dropped", dropped, DROPPED),
                                      ("cl_variant", cl_variant, CL_VARIANTS), ("sim_loss", sim_loss, SIM_LOSSES),
                                      ("view_sampling", view_sampling, VIEW_SAMPLINGS),
                                      ("aug", aug, AUGMENTATIONS)):

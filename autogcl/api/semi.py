@@ -207,16 +207,21 @@ class SemiSupervised(Estimator):
             if problem:
                 raise DataError(f"labels[{i}]: {problem}; a label is a class index 0, 1, ... (-1: unlabeled)")
             out.append(value)
-        return torch.tensor(out, dtype=torch.long)
+        out = torch.tensor(out, dtype=torch.long)
+        problem = self._class_problem(out, "labels")  # e.g. TU-style classes 1, 2 without a class 0
+        if problem:
+            raise DataError(problem)
+        return out
 
     # ------------------------------------------------------------------ training
     def fit(self, data, labels=None, epochs: int = 30, pretrain_epochs: int = 30, batch_size: int | None = None,
             device="auto", seed: int | torch.Generator | None = None, progress: bool | None = None, evaluate=None,
-            checkpoint: str | Path | None = None, desc: str | None = None) -> list[dict]:
+            checkpoint: str | Path | None = None, desc: str | None = None, log_dir=None) -> list[dict]:
         """Train on ``data`` (a PyG dataset, a list of ``Data``, a ``Batch`` or a
         ``DataLoader``) whose unlabeled graphs carry no label, and return one row per epoch
         (``phase`` "pretrain" for the strategies with pre-training, then "train").
 
+        ``log_dir``: a folder for TensorBoard scalars of both phases (as :meth:`autogcl.AutoGCL.fit`).
         ``labels``: one class index per graph (-1 for unlabeled) instead of the graphs' ``y``.
         ``pretrain_epochs``: the ``naive`` and ``graphcl`` strategies' pre-training.
         ``batch_size``: default the model's (``batch_size``), or a DataLoader's own; an epoch's
@@ -267,16 +272,21 @@ class SemiSupervised(Estimator):
         name = desc or type(self).__name__
         ckpt = None if checkpoint is None else Path(checkpoint)
         rows = []
-        if pre is not None and pretrain_epochs:
-            pre_ckpt = None if ckpt is None else ckpt.with_name(f"{ckpt.stem}-pretrain{ckpt.suffix}")
-            trainer = Trainer(pre, device=trainer_device, checkpoint=pre_ckpt, loader_gen=gen,
-                              desc=f"{name} pre-train", show_progress=progress)
-            rows += trainer.fit(everything, pretrain_epochs, row_fields={"phase": "pretrain"})
-        trainer = Trainer(fine, device=trainer_device, checkpoint=ckpt, loader_gen=gen, desc=name,
-                          show_progress=progress)
-        fine_data = (everything, labeled_loader) if reads == "all" else labeled_loader
-        rows += trainer.fit(fine_data, epochs, evaluate=settled_evaluate if settle and evaluate else evaluate,
-                            row_fields={"phase": "train"})
+        tracker = self._tracker(log_dir, type(self).__name__)  # TensorBoard scalars, both phases (tags by phase)
+        try:
+            if pre is not None and pretrain_epochs:
+                pre_ckpt = None if ckpt is None else ckpt.with_name(f"{ckpt.stem}-pretrain{ckpt.suffix}")
+                trainer = Trainer(pre, device=trainer_device, checkpoint=pre_ckpt, loader_gen=gen,
+                                  desc=f"{name} pre-train", show_progress=progress, tracker=tracker)
+                rows += trainer.fit(everything, pretrain_epochs, row_fields={"phase": "pretrain"})
+            trainer = Trainer(fine, device=trainer_device, checkpoint=ckpt, loader_gen=gen, desc=name,
+                              show_progress=progress, tracker=tracker)
+            fine_data = (everything, labeled_loader) if reads == "all" else labeled_loader
+            rows += trainer.fit(fine_data, epochs, evaluate=settled_evaluate if settle and evaluate else evaluate,
+                                row_fields={"phase": "train"})
+        finally:
+            if tracker is not None:
+                tracker.close()
         if settle:
             self.settle(data, size)
         self.history.extend(rows)
@@ -324,6 +334,7 @@ class SemiSupervised(Estimator):
         ``graphs x num_layers * hidden``; ResGCN: ``graphs x hidden``)."""
         self.prepare(data)
         self._require_built()
+        self._warn_untrained()
         self._to(device)
         emb, _ = _embed(self.classifier, self.loader(data, batch_size or self.hparams["batch_size"]),
                         self.classifier.represent)

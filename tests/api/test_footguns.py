@@ -115,3 +115,17 @@ def test_fit_logs_every_epoch_at_info_when_no_bar_is_shown(caplog):
     lines = [r.getMessage() for r in caplog.records if r.name == "autogcl.train.loop"]
     assert any(line.startswith("GraphCL: epoch 1/2, loss") for line in lines)
     assert any(line.startswith("GraphCL: epoch 2/2, loss") for line in lines)
+
+
+def test_semi_supervised_labels_given_apart_without_a_class_0_are_refused_with_the_mapping():
+    graphs = [ring(n) for n in range(3, 9)]
+    with pytest.raises(DataError, match=r"no class 0.*1 -> 0, 2 -> 1"):
+        autogcl.SemiSupervised(3, hidden=4, num_layers=2, strategy="supervised").fit(
+            graphs, labels=[1, 2, 1, 2, -1, -1], epochs=1, progress=False, device="cpu")
+
+
+def test_semi_supervised_embed_before_fit_warns(caplog):
+    model = autogcl.SemiSupervised(3, 2, hidden=4, num_layers=2, strategy="supervised")
+    with caplog.at_level(logging.WARNING, logger="autogcl"):
+        model.embed([ring(4), ring(5)])
+    assert "untrained" in caplog.text

@@ -88,3 +88,16 @@ def test_the_command_line_log_dir(data_root, tmp_path, monkeypatch):
     got = read(runs[0])
     assert [s for s, _ in got["loss/loss"]] == [1, 2]
     assert any(tag.startswith("eval/") for tag in got)  # the SVM evaluation of the protocol
+
+
+def test_semi_supervised_fit_writes_both_phases(tmp_path):
+    torch.manual_seed(0)
+    graphs = [Data(x=g.x, edge_index=g.edge_index, y=torch.tensor([i % 2])) for i, g in enumerate(GRAPHS)]
+    model = autogcl.SemiSupervised(3, 2, hidden=4, num_layers=2, strategy="naive", gen_hidden=4)
+    rows = model.fit(graphs, epochs=2, pretrain_epochs=1, batch_size=4, progress=False, device="cpu",
+                     log_dir=tmp_path / "tb", evaluate=lambda e: {"val_acc": 0.5})
+    got = read(tmp_path / "tb")
+    assert [s for s, _ in got["pretrain/loss/loss"]] == [1] and [s for s, _ in got["train/loss/loss"]] == [1, 2]
+    train = [r for r in rows if r["phase"] == "train"]
+    assert [v for _, v in got["train/loss/loss"]] == [pytest.approx(r["loss"], rel=1e-6) for r in train]
+    assert got["train/eval/val_acc"] == [(1, 0.5), (2, 0.5)]
