@@ -439,7 +439,13 @@ class Estimator(nn.Module):
         return own or default
 
     @staticmethod
-    def _generator(seed: int | None) -> torch.Generator:
+    def _generator(seed) -> torch.Generator:
+        """The generator of a fit's data order: ``seed`` itself when it is a ``torch.Generator``
+        (the global RNG is left as it is: the protocols build the model after seeding, then
+        fit with the generator :func:`autogcl.seed_everything` returned), else one seeded
+        from ``seed`` after seeding every RNG, else one drawn from torch's global RNG."""
+        if isinstance(seed, torch.Generator):
+            return seed
         if seed is not None:
             return seeding.seed_everything(seed)
         return torch.Generator().manual_seed(int(torch.randint(2**31 - 1, (1,))))
@@ -461,7 +467,8 @@ class Estimator(nn.Module):
     def _warn_untrained(self) -> None:
         """Warn (once per model) that a model never fitted nor given weights embeds with its
         random initial weights."""
-        if self.history or getattr(self, "_weights_given", False) or getattr(self, "_warned_untrained", False):
+        if (self.history or getattr(self, "_weights_given", False) or getattr(self, "_warned_untrained", False)
+                or getattr(self, "_strategy", None) is not None):  # in a fit (an evaluate callback), or after one
             return
         self._warned_untrained = True
         log.warning("%s: embed before fit: the model is untrained, so the embeddings come from its random initial "

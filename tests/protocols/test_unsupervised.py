@@ -126,3 +126,31 @@ def test_help_everywhere(capsys):
             main(argv)
         assert exc.value.code == 0
     assert "--select" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("method", ["autogcl", "graphcl"])
+def test_the_command_is_the_estimator_fitted_per_seed(data_root, tmp_path, method):
+    """``autogcl unsupervised`` gives, epoch by epoch, the numbers of the estimator calls that
+    docs/api.md shows (the seed's generator, the model built after seeding, the SVM at the
+    evaluation epochs): losses to float tolerance, the same selections."""
+    import autogcl
+
+    out = tmp_path / "out"
+    assert main(["unsupervised", "--dataset", "MUTAG", "--method", method, "--seeds", "1", "--epochs", "2",
+                 "--jobs", "1", "--data-root", str(data_root), "--out", str(out), "--no-progress",
+                 "--device", "cpu"]) == 0
+    (metrics,) = out.glob("*/seed0/metrics.csv")
+    cli_rows = list(csv.DictReader(metrics.open()))
+    cli = json.loads((metrics.parent / "result.json").read_text())
+
+    ds = load_tu("MUTAG", data_root)
+    gen = autogcl.seed_everything(0)
+    model = (autogcl.AutoGCL if method == "autogcl" else autogcl.GraphCL)(ds.num_features)
+    embeddings = {}
+    rows = model.fit(ds, epochs=2, seed=gen, device="cpu", progress=False,
+                     evaluate=lambda e: embeddings.update({e: model.embed(ds)}) if e == 2 else None)
+    est = autogcl.svm_protocol(embeddings, ds.y, seed=0)
+    assert [r["loss"] for r in rows] == pytest.approx([float(r["loss"]) for r in cli_rows], rel=1e-9)
+    for name in ("val", "test_max"):
+        assert est["selections"][name]["epoch"] == cli["selections"][name]["epoch"]
+        assert est["selections"][name]["acc"] == pytest.approx(cli["selections"][name]["acc"], abs=1e-12)
