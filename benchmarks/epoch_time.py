@@ -37,14 +37,15 @@ def measure_semi(args) -> dict:
 
     from autogcl.data import load_tu
     from autogcl.data.splits import semi_splits
-    from autogcl.protocols.semi import SemiConfig, build
+    from autogcl.protocols.semi import SemiConfig, estimator
     from autogcl.seeding import seed_everything
 
     ds = load_tu(args.dataset, args.data_root, args.feat)
     cfg = SemiConfig(dataset=ds.name, row=args.method, batch_size=args.batch_size)
     split = semi_splits(ds._data.y.numpy(), cfg.folds, cfg.label_rate)[0]
     gen = seed_everything(0)
-    _, strategy, kind = build(cfg, ds.num_features, ds.num_classes)
+    _, strategy, reads = estimator(cfg, ds.num_features, ds.num_classes).make_strategies()
+    kind = "joint" if reads == "all" else "train" if cfg.row == "full" else "labeled"
     train = DataLoader(ds[torch.as_tensor(split.train)], batch_size=cfg.batch_size, shuffle=True, generator=gen)
     labeled = DataLoader(ds[torch.as_tensor(split.labeled)], batch_size=cfg.batch_size, shuffle=True, generator=gen)
     data = {"train": train, "labeled": labeled, "joint": (train, labeled)}[kind]

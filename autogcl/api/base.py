@@ -565,8 +565,8 @@ def _state_mismatch(model: nn.Module, state: dict) -> str:
 #: hold and how to read them
 OTHER_FORMATS = {
     "autogcl-semi-classifier-1": (
-        "a classifier of an earlier autogcl's semi-supervised protocol (`autogcl semi` before b434260's "
-        "successor, a ResGCN)",
+        "a classifier of an earlier autogcl's semi-supervised protocol (a ResGCN written by `autogcl semi` "
+        "up to commit b434260)",
         "rerun its fold: `autogcl semi` now writes SemiSupervised models, which autogcl.load and "
         "autogcl embed --model read"),
 }

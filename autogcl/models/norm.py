@@ -124,7 +124,15 @@ def settle_batchnorm(module: torch.nn.Module, loader, fn=None) -> int:
     then normalises with the statistics of the current weights over those graphs, instead of
     running averages that also remember earlier weights and their initial values (mean 0,
     variance 1). ``fn(batch)`` (default ``module(batch)``) is the forward pass. Every module's
-    mode is restored; returns the number of BatchNorms set."""
+    mode is restored; returns the number of BatchNorms set.
+
+    :func:`torch.optim.swa_utils.update_bn` does the same job with a cumulative moving average
+    of the per-batch means and (unbiased, per-batch) variances; here the batches are pooled
+    exactly (Chan et al.'s update of count, mean and squared deviations, in float64), so the
+    result is the population variance over all of ``loader``'s rows whatever the batch sizes,
+    and the modules' modes are restored afterwards. Cost: one forward pass over ``loader`` (no
+    backward), paid each time it is called; :class:`autogcl.SemiSupervised` with
+    ``bn_stats="settled"`` calls it before every evaluation and once after ``fit``."""
     bns = [m for m in module.modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)
            and m.track_running_stats]
     if not bns:

@@ -49,13 +49,6 @@ def estimator(cfg: SemiConfig, in_channels: int | None = None, num_classes: int 
                                 recipe=cfg.feat, bn_stats=cfg.bn_stats)
 
 
-def build(cfg: SemiConfig, num_features: int, num_classes: int):
-    """(pre-training strategy or None, training strategy, which data it trains on: ``train``,
-    ``labeled`` or ``joint``) of the row's estimator (what the epoch-time benchmark times)."""
-    pre, fine, reads = estimator(cfg, num_features, num_classes).make_strategies()
-    return pre, fine, "joint" if reads == "all" else "train" if cfg.row == "full" else "labeled"
-
-
 def fold_labels(cfg: SemiConfig, y, split: SemiSplit) -> torch.Tensor:
     """The labels the estimator is given for the fold's training graphs (``split.train``, in
     order): their class for the labeled share (all of them for the ``full`` row), -1 for the others."""
