@@ -121,9 +121,11 @@ def _transfer_cell(ds: str, pre: str) -> Cell:
     runs = [f"{RESULTS}/summaries/paper/transfer/{tag}/{ds}"]
     runs.append(f"{RESULTS}/summaries/sizes/transfer/{tag}/{ds}")  # the size study: 3 seeds, CPU
     pub = published.TRANSFER.get(("autogcl" if pre == "autogcl" else "no_pretrain", ds))
-    # the GPU runs of bbbp (docs/results/gpu.md), scaled by the number of molecules
-    proxy = tuple((f"{RESULTS}/summaries/gpu/transfer/{t}/bbbp", MOLECULES[ds] / MOLECULES["bbbp"])
-                  for t in ("no_pretrain", "moses200k"))
+    # the GPU runs of bbbp (docs/results/gpu.md) and the CPU runs of the size study, scaled by
+    # the number of molecules (unit_seconds reads the ones of the device asked for)
+    scale = MOLECULES[ds] / MOLECULES["bbbp"]
+    proxy = tuple((f"{RESULTS}/summaries/gpu/transfer/{t}/bbbp", scale) for t in ("no_pretrain", "moses200k"))
+    proxy += tuple((f"{RESULTS}/summaries/sizes/transfer/{t}/bbbp", scale) for t in (tag, "no_pretrain"))
     return Cell("transfer", (ds, pre), tuple(runs), f"runs/paper/transfer/{tag}/{ds}",
                 f"autogcl transfer finetune --dataset {ds} --seeds 10 --epochs 100{ckpt} --data-root {DATA} "
                 f"--out runs/paper/transfer --resume --device cuda", pub, seeds=10, compute="gpu", proxy=proxy)

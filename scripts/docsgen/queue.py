@@ -1,6 +1,7 @@
 """The queue page (``docs/results/gpu_queue.md``): every cell of the manifest that is not done,
 the GPU's first, with the estimated time of one of its units on a GPU (what a budgeted
-``autogcl reproduce --budget`` window reads)."""
+``autogcl reproduce --budget`` window reads) and on the 2-core CPU machine (why a cell is
+queued for a GPU)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ from autogcl.protocols.paper import CELLS, unit_seconds
 
 def queue_block(root: Path) -> str:
     """Every cell that is not done: the GPU queue first, then what fits the CPU machine."""
-    lines = ["| where | protocol | cell | state | committed run folder | one unit on a GPU (estimate) | command |",
-             "|---|---|---|---|---|---|---|"]
+    lines = ["| where | protocol | cell | state | committed run folder | one unit on a GPU (estimate) "
+             "| one unit on the 2-core CPU (estimate) | command |",
+             "|---|---|---|---|---|---|---|---|"]
     seen = set()
     for compute in ("gpu", "cpu"):
         for c in CELLS:
@@ -21,10 +23,17 @@ def queue_block(root: Path) -> str:
                 continue
             hit = c.found(root)
             state = "not run" if hit is None else f"partial: {c.count(hit[1])} of {c.seeds} (`{hit[0]}`)"
-            est = unit_seconds(c, root, "cuda")
-            guess = "no committed estimate" if est is None else f"{est[0]:,.0f} s (`{est[1]}`)"
+            guess, cpu = (_estimate(unit_seconds(c, root, dev)) for dev in ("cuda", "cpu"))
             cmd = "same command as above" if c.command in seen else f"`{c.command}`"
             seen.add(c.command)
-            lines.append(f"| {compute} | {c.protocol} | {' / '.join(c.label)} | {state} | `{c.runs[0]}` | {guess} "
+            lines.append(f"| {compute} | {c.protocol} | {' / '.join(c.label)} | {state} | `{c.runs[0]}` | {guess} | {cpu} "
                          f"| {cmd} |")
     return "\n".join(lines)
+
+
+def _estimate(est: tuple[float, str] | None) -> str:
+    """A cell of the estimate columns: seconds (hours from 2 h on) and the file they come from."""
+    if est is None:
+        return "no committed estimate"
+    t = f"{est[0]:,.0f} s" if est[0] < 7200 else f"{est[0] / 3600:,.1f} h"
+    return f"{t} (`{est[1]}`)"

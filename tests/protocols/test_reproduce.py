@@ -202,3 +202,18 @@ def test_seeds_of_one_sweep_folder_never_run_at_once(tmp_path, monkeypatch):
     events = [line.split(":")[1].strip().split(" ")[0] + line.rsplit("seed ", 1)[1][:1] for line in lines
               if line.startswith(("reproduce: start", "reproduce: done"))]
     assert events == ["start0", "done0", "start1", "done1", "start2", "done2"], lines
+
+
+def test_cpu_estimates_scale_the_cpu_size_study_not_the_gpu_runs():
+    """The queue's CPU column (why MUV and HIV wait for a GPU): a cell no CPU run has touched
+    reads the size study's CPU bbbp summary, scaled by the number of molecules; the GPU column
+    reads the GPU runs."""
+    from autogcl.protocols.paper import MOLECULES, TRANSFER_CELLS, unit_seconds
+    from tests.conftest import REPO
+
+    muv = next(c for c in TRANSFER_CELLS if c.label == ("muv", "none"))
+    cpu, gpu = unit_seconds(muv, REPO, "cpu"), unit_seconds(muv, REPO, "cuda")
+    assert "summaries/sizes/transfer/no_pretrain/bbbp" in cpu[1] and "summaries/gpu/transfer" in gpu[1]
+    bbbp = json.loads((REPO / "docs/results/summaries/sizes/transfer/no_pretrain/bbbp/summary.json").read_text())
+    want = (bbbp["train_time_s"] + bbbp.get("eval_time_s", 0.0)) * MOLECULES["muv"] / MOLECULES["bbbp"]
+    assert abs(cpu[0] - want) < 1e-6 * want and cpu[0] > gpu[0]
