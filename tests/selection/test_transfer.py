@@ -149,3 +149,44 @@ def test_regression_selects_the_lowest_rmse_and_names_test_min():
     none = T.select([{"epoch": 1, "val_rmse": float("nan"), "test_rmse": float("nan"), "test_mae": 0,
                       "test_r2": 0}], "regression")
     assert none["val"]["epoch"] is None and math.isnan(none["test_min"]["rmse"])
+
+
+def test_regression_selections_name_their_rule_and_log_only_when_no_epoch_has_a_validation_rmse(caplog):
+    rows = [{"epoch": e, "val_rmse": v, "test_rmse": t, "test_mae": t / 2, "test_r2": 1 - t}
+            for e, (v, t) in enumerate([(0.9, 0.5), (0.4, 0.7), (0.6, 0.2)], start=1)]
+    with caplog.at_level("WARNING", logger=T.log.name):
+        sel = T.select(rows, "regression")
+    assert not caplog.records  # a val epoch was found: nothing to warn about
+    assert sel["val"] == {"criterion": "validation RMSE (lowest)", "epoch": 2, "rmse": 0.7, "mae": 0.35,
+                          "r2": pytest.approx(0.3), "val_rmse": 0.4, "score": -0.4}
+    assert sel["test_min"] == {"criterion": "lowest test RMSE", "epoch": 3, "rmse": 0.2, "mae": 0.1, "r2": 0.8}
+    nan = float("nan")
+    with caplog.at_level("WARNING", logger=T.log.name):
+        none = T.select([dict(r, val_rmse=nan, test_rmse=nan) for r in rows], "regression")
+    warned = [r.getMessage() for r in caplog.records]  # the log says why the val figure is NaN
+    assert len(warned) == 1 and "validation part" in warned[0] and "no val selection" in warned[0]
+    for s, rule in (("val", "validation RMSE (lowest)"), ("test_min", "lowest test RMSE")):
+        assert none[s]["epoch"] is None and none[s]["criterion"] == rule
+        assert all(math.isnan(none[s][k]) for k in ("rmse", "mae", "r2")), s
+    assert math.isnan(none["val"]["val_rmse"]) and math.isnan(none["val"]["score"])
+
+
+def test_summarize_of_regression_keeps_each_selection_and_score_apart():
+    """A regression sweep summarises the test RMSE of each selection (in the targets' units,
+    not in %), with the MAE and R² of the same epochs, ddof 0 over the seeds."""
+    def sel(rmse, mae, r2):
+        return {"rmse": rmse, "mae": mae, "r2": r2}
+    rs = [{"seed": s, "task": "regression", "train_time_s": t,
+           "selections": {"val": sel(*v), "test_min": sel(*m)}}
+          for s, t, v, m in [(2, 1.0, (0.6, 0.5, 0.2), (0.4, 0.3, 0.6)), (5, 3.0, (1.0, 0.7, 0.0), (0.5, 0.4, 0.5))]]
+    s = T.summarize(rs)
+    assert set(s) == {"n_seeds", "seeds", "task", "val", "test_min", "train_time_s"}
+    assert (s["task"], s["n_seeds"], s["seeds"], s["train_time_s"]) == ("regression", 2, [2, 5], 2.0)
+    want = {"val": {"rmse": [0.6, 1.0], "mae": [0.5, 0.7], "r2": [0.2, 0.0]},
+            "test_min": {"rmse": [0.4, 0.5], "mae": [0.3, 0.4], "r2": [0.6, 0.5]}}
+    for k, scores in want.items():
+        assert set(s[k]) == {"mean", "std", "values", "mae", "r2"}, k
+        for m, v in scores.items():
+            got = s[k] if m == "rmse" else s[k][m]
+            assert got["values"] == v and got["mean"] == pytest.approx(np.mean(v), abs=1e-12), (k, m)
+            assert got["std"] == pytest.approx(np.std(v), abs=1e-12), (k, m)  # ddof 0
