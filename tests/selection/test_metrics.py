@@ -89,5 +89,14 @@ def test_regression_scores_average_each_score_over_the_tasks_with_two_labels():
     assert n1 == 1 and (one["rmse"], one["mae"], one["r2"]) == (1.0, 1.0, 0.0)
     flat, _ = regression_scores(np.array([[2.0], [2.0]]), np.array([[1.0], [4.0]]))
     assert flat["rmse"] == pytest.approx(math.sqrt(2.5)) and flat["mae"] == 1.5 and math.isnan(flat["r2"])
+    # an unscored task before the scored ones is skipped, not the end of the tasks
+    backwards, nb = regression_scores(y[:, ::-1], pred[:, ::-1])
+    assert nb == n and backwards == pytest.approx(scores, rel=1e-12)  # the mean in another order: rounding
+    # R² where the labels' spread is below 1 (SS_tot 0.125): 1 - 0.25 / 0.125
+    small, _ = regression_scores(np.array([1.0, 1.5]), np.array([1.0, 1.0]))
+    assert small["r2"] == -1.0
+    # labels as float32 (as a loader gives them) are scored in float64: the same figures
+    y32 = y.astype(np.float32)
+    assert regression_scores(y32, pred) == regression_scores(y32.astype(np.float64), pred)
     none, n0 = regression_scores(y[:, 3:], pred[:, 3:])
     assert n0 == 0 and all(math.isnan(v) for v in none.values()) and set(none) == {"rmse", "mae", "r2"}

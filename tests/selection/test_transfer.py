@@ -61,21 +61,24 @@ def tiny_csv(data_root, tmp_path):
     return p
 
 
-@pytest.mark.parametrize("select", ["val", "test_max"])
-def test_a_seed_reports_the_epoch_its_selection_names(tiny_csv, tmp_path, monkeypatch, select):
-    val = [v for v, _ in EPOCHS.values()]
-    test = [t for _, t in EPOCHS.values()]
-    # model.pt and predictions.csv read the real predictions: not this test's subject
+def script_scores(monkeypatch, tmp_path, wrap, task="classification"):
+    """The scores of the table for the validation and test parts (scored by the estimator the
+    protocol calls, fine-tuned for ``task``; ``wrap`` makes its record of a score), told apart
+    by the molecules scored; model.pt and predictions.csv read the real predictions: not these
+    tests' subject."""
     monkeypatch.setattr(T, "write_outputs", lambda *args, **kwargs: None)
 
-    # the scores of the table for the validation and test parts (scored by the estimator the
-    # protocol calls), told apart by the molecules scored
     def part_of(predictor, loader):
-        assert isinstance(predictor, MoleculePredictor)
+        assert isinstance(predictor, MoleculePredictor) and predictor.task == task
         split = T.atomic.read_json(tmp_path / "t" / "tiny" / "split.json")
         return next((k for k in ("valid", "test") if sorted(split[k]) == sorted(loader.indices.tolist())), None)
-    by_part = ByPart(part_of, {"valid": val, "test": test}, lambda v: ({"auc": v}, 1))
+    by_part = ByPart(part_of, {"valid": [v for v, _ in EPOCHS.values()], "test": [t for _, t in EPOCHS.values()]}, wrap)
     monkeypatch.setattr(MoleculePredictor, "_scores", lambda self, loader: by_part(self, loader))
+
+
+@pytest.mark.parametrize("select", ["val", "test_max"])
+def test_a_seed_reports_the_epoch_its_selection_names(tiny_csv, tmp_path, monkeypatch, select):
+    script_scores(monkeypatch, tmp_path, lambda v: ({"auc": v}, 1))
     cfg = T.FinetuneConfig(csv=str(tiny_csv), label_cols=["p_np"], epochs=len(EPOCHS), dim=8, num_layers=1,
                            select=select)
     s = T.run_sweep(cfg, [0], tmp_path, "t", show_progress=False, workers=1)
@@ -190,3 +193,25 @@ def test_summarize_of_regression_keeps_each_selection_and_score_apart():
             got = s[k] if m == "rmse" else s[k][m]
             assert got["values"] == v and got["mean"] == pytest.approx(np.mean(v), abs=1e-12), (k, m)
             assert got["std"] == pytest.approx(np.std(v), abs=1e-12), (k, m)  # ddof 0
+
+
+@pytest.mark.parametrize("select", ["val", "test_min"])
+def test_a_regression_seed_reports_the_epoch_of_the_lowest_rmse_under_its_selection(tiny_csv, tmp_path, monkeypatch,
+                                                                                     select):
+    """The configured task reaches the fine-tuning, the selection and the record: regression
+    asked of 0/1 labels (allowed: they are numbers) is scored by RMSE, not inferred as
+    classification. The table's scores as RMSE = 1 - score: lowest validation RMSE at the
+    table's val epoch, lowest test RMSE at its test_max epoch."""
+    script_scores(monkeypatch, tmp_path, lambda v: ({"rmse": 1 - v, "mae": (1 - v) / 2, "r2": v}, 1), "regression")
+    cfg = T.FinetuneConfig(csv=str(tiny_csv), label_cols=["p_np"], task="regression", epochs=len(EPOCHS), dim=8,
+                           num_layers=1, select=select)
+    s = T.run_sweep(cfg, [0], tmp_path, "t", show_progress=False, workers=1)
+    res = T.atomic.read_json(tmp_path / "t" / "tiny" / "seed0" / "result.json")
+    assert (res["task"], res["selection"], s["task"], s["selection"]) == ("regression", select, "regression", select)
+    assert set(res["selections"]) == {"val", "test_min"}
+    val, low = res["selections"]["val"], res["selections"]["test_min"]
+    assert (val["epoch"], val["rmse"], val["r2"], val["val_rmse"]) == (ROW_VAL_EPOCH, 1 - VAL_TEST, VAL_TEST, 1 - 0.9)
+    assert (low["epoch"], low["rmse"], low["r2"]) == (ROW_TEST_MAX_EPOCH, 1 - TEST_MAX, TEST_MAX)
+    assert res["rmse"] == (val if select == "val" else low)["rmse"] and "auc" not in res
+    assert s["val"]["values"] == [1 - VAL_TEST] and s["test_min"]["values"] == [1 - TEST_MAX]
+    assert s["val"]["r2"]["values"] == [VAL_TEST] and "test_max" not in s

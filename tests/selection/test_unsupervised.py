@@ -3,6 +3,8 @@ inner-CV accuracy alone, ``test_max`` by the outer test accuracy."""
 
 from __future__ import annotations
 
+import csv
+
 import pytest
 
 from autogcl.data import load_tu
@@ -32,6 +34,11 @@ def test_a_seed_reports_the_epoch_its_selection_names(data_root, tmp_path, monke
     assert res["acc"] == (VAL_TEST if select == "val" else TEST_MAX)
     assert summary["val"]["values"] == [pytest.approx(100 * VAL_TEST)]
     assert summary["test_max"]["values"] == [pytest.approx(100 * TEST_MAX)]
+    # metrics.csv records the SVM's scores of every evaluated epoch under their names
+    with open(tmp_path / cfg.tag / "seed0" / "metrics.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert [(float(r["svm_val_acc"]), float(r["svm_test_acc"]), float(r["svm_test_std"])) for r in rows] == [
+        (v, t, 0.0) for v, t in EPOCHS.values()]
 
 
 def test_the_svm_scores_every_graph_in_the_dataset_order_with_the_configured_folds(data_root, tmp_path, monkeypatch):
