@@ -151,15 +151,17 @@ mutants of the lines that select or report:
   the task's metric, `select`, and the result's `task`, `selection`, score and `selections`;
 - `unsupervised.run_unit`: the evaluation loader, which epochs are evaluated, the embedding, the
   SVM call, the evaluations kept, `select_epoch`, and the result's `selection`, `acc` and
-  `selections`.
+  `selections`;
+- `svm.svm_evaluate`: the choice of C in the parallel path (`chosen`), the per-fold records and
+  the means it reports.
 
 Their other mutants (training, checkpoints, outputs, validation of options) and the functions
-that select nothing are `not checked`; so is `svm.svm_evaluate` where no run below names it.
-The scoring itself lives outside the six files since the estimators took it over
-(`SemiSupervised.score` for semi, `MoleculeEncoder.finetune` with `roc_auc` and
-`regression_scores` for transfer): mutmut does not mutate those, and the selection tests
-script their scores. `metrics.accuracy` has no mutants (mutmut leaves decorated functions
-alone). A machine with more cores: `MUTMUT_CHILDREN=8` and no names runs them all.
+that select nothing are `not checked`. The per-epoch scoring loops live outside the six files
+since the estimators took them over (`SemiSupervised.score` for semi; for transfer
+`MoleculeEncoder.finetune`, which calls `roc_auc` and `regression_scores`, mutated here):
+mutmut does not mutate them, and the selection tests script their scores. `metrics.accuracy`
+has no mutants (mutmut leaves decorated functions alone). A machine with more cores:
+`MUTMUT_CHILDREN=8` and no names runs them all.
 """
 
 
