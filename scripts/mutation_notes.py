@@ -137,22 +137,31 @@ failure), so a killed mutant of a small function is quick, and a survivor of a f
 protocol's training path (`semi.run_fold`, `transfer.run_unit`, `unsupervised.run_unit`) trains
 a fold or a seed. Every mutant of the six files did not fit one session on the shared 2-core
 machine at `nice -n 19`, so the runs below name every mutant of the functions that choose
-epochs, C, configurations and summaries (`select`, `select_epoch`, `_choose`, `_outer_fold`, `svm_protocol`, `roc_auc`,
-`summarize`, `make_summary`, `_pretraining`, `grid_report`, `validation_score`, `write_reports`),
-and of four longer functions only the mutants of the lines that select or report:
+epochs, C, configurations and summaries, and compute the scores they read (`select`,
+`_select_regression`, `select_epoch`, `_choose`, `_outer_fold`, `svm_protocol`, `roc_auc`,
+`regression_scores`, `summarize`, `_spread`, `make_summary`, `_pretraining`, `grid_report`,
+`validation_score`, `write_reports`), and of the three training-path functions only the
+mutants of the lines that select or report:
 
-- `semi.run_fold`: the evaluation loaders (`eval_l`), the scoring (`accuracy`), the training rows
-  the selection reads, `select`, and the result's `selection`, `acc` and `selections`;
-- `transfer.run_unit`: the validation and test loaders and their indices, the scoring
-  (`roc_auc`), `select`, and the result's `selection`, `auc` and `selections`;
+- `semi.run_fold`: the fold's parts (which graphs are scored as `val` and `test`), the
+  `evaluate` callback's scores (`model.score` of each part) and its passing to `fit`, the
+  training rows the selection reads, `select`, and the result's `selection`, `acc` and
+  `selections`;
+- `transfer.run_unit`: the split handed to `MoleculeEncoder.finetune`, its per-epoch rows,
+  the task's metric, `select`, and the result's `task`, `selection`, score and `selections`;
 - `unsupervised.run_unit`: the evaluation loader, which epochs are evaluated, the embedding, the
-  SVM call, `select_epoch`, and the result's `selection`, `acc` and `selections`;
+  SVM call, the evaluations kept, `select_epoch`, and the result's `selection`, `acc` and
+  `selections`;
 - `svm.svm_evaluate`: the choice of C in the parallel path (`chosen`), the per-fold records and
   the means it reports.
 
 Their other mutants (training, checkpoints, outputs, validation of options) and the functions
-that select nothing are `not checked`. A machine with more cores: `MUTMUT_CHILDREN=8` and no
-names runs them all.
+that select nothing are `not checked`. The per-epoch scoring loops live outside the six files
+since the estimators took them over (`SemiSupervised.score` for semi; for transfer
+`MoleculeEncoder.finetune`, which calls `roc_auc` and `regression_scores`, mutated here):
+mutmut does not mutate them, and the selection tests script their scores. `metrics.accuracy`
+has no mutants (mutmut leaves decorated functions alone). A machine with more cores:
+`MUTMUT_CHILDREN=8` and no names runs them all.
 """
 
 
@@ -160,9 +169,10 @@ def git(*args) -> subprocess.CompletedProcess:
     return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True)
 
 
-def run_lines(out: Path) -> list[str]:
+def run_lines(out: Path, mutated=None) -> list[str]:
     """A line per run of scripts/mutation.sh (runs.tsv): its commit, time and what it ran, and
-    whether its selection files equal this checkout's (the statuses describe this code only then)."""
+    whether its selection files equal this checkout's (the statuses describe this code only then).
+    ``mutated``: the functions that have mutants (a name of another function matched none)."""
     path = out / "runs.tsv"
     if not path.is_file():
         return ["- (no record of the runs: runs/mutation/runs.tsv is missing)"]
@@ -173,6 +183,8 @@ def run_lines(out: Path) -> list[str]:
         same = "+" not in commit and git("diff", "--quiet", pure, "HEAD", "--", *FILES).returncode == 0
         fns: dict[str, str] = {}
         for n in names.split():
+            if mutated is not None and function_of(n) not in mutated:
+                continue
             k = fns.get(function_of(n), 0)
             fns[function_of(n)] = "all" if n.endswith("*") or k == "all" else k + 1
         what = "every mutant" if names == "all" else ", ".join(f"`{f}` ({k})" for f, k in sorted(fns.items()))
@@ -205,9 +217,15 @@ def main(argv=None) -> int:
     checked = {f: c for f, c in by_fn.items() if set(c) != {"not checked"}}
     kinds = sorted({s for c in checked.values() for s in c})
     head = git("rev-parse", "HEAD").stdout.strip()
+    main_ref = git("rev-parse", "--verify", "-q", "main").stdout.strip()
+    on_main = ""
+    if main_ref:
+        same_as_main = git("diff", "--quiet", main_ref, "HEAD", "--", *FILES).returncode == 0
+        on_main = (f" (its selection files {'equal' if same_as_main else 'DIFFER FROM'} those of main at "
+                   f"`{main_ref[:12]}`)")
     lines = ["# Surviving mutants of the selection code", "",
              "<!-- generated by scripts/mutation_notes.py from a run of scripts/mutation.sh; notes: notes.tsv -->", "",
-             f"Written at commit `{head[:12]}` with mutmut {version}. mutmut mutates `eval/svm.py`, `eval/metrics.py`, "
+             f"Written at commit `{head[:12]}`{on_main} with mutmut {version}. mutmut mutates `eval/svm.py`, `eval/metrics.py`, "
              "`protocols/semi.py`, `protocols/transfer.py`, `protocols/unsupervised.py` and `protocols/grid.py` "
              "and runs the selection tests alone (`tests/selection`) against each mutant. A survivor is a mutant "
              "those tests did not kill (`survived`), or one in a function they never call (`no tests`); other "
@@ -216,7 +234,7 @@ def main(argv=None) -> int:
              "configuration a rule picks from given scores) or reported (which figure under which rule, beside "
              "which paper figure).", "", RERUN.format(version=version), "## The runs", "",
              "Each mutant's status is the one of the last run that ran it (later runs only added tests):", ""]
-    lines += run_lines(out)
+    lines += run_lines(out, set(by_fn))
     lines += ["", f"Functions run ({len(checked)} of {len(by_fn)}; `not checked`: mutants no run reached):", "",
               "| function | " + " | ".join(kinds) + " |", "|---|" + "---:|" * len(kinds)]
     for f in sorted(checked):

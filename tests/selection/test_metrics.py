@@ -1,5 +1,6 @@
-"""The scores the selections read: accuracy over a loader (semi-supervised validation and
-test folds) and the mean ROC-AUC over tasks (transfer)."""
+"""The scores the selections read: the mean ROC-AUC over tasks and the regression scores
+(RMSE, MAE, R²) averaged over tasks (transfer: MoleculeEncoder.finetune scores every epoch
+with them), and accuracy over a loader (mutmut leaves it alone: it is decorated)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import torch
 from sklearn.metrics import roc_auc_score
 from torch_geometric.loader import DataLoader
 
-from autogcl.eval.metrics import accuracy, roc_auc
+from autogcl.eval.metrics import accuracy, regression_scores, roc_auc
 from tests.conftest import make_batch
 
 
@@ -59,3 +60,43 @@ def test_roc_auc_is_the_mean_over_the_tasks_with_both_classes():
     assert roc_auc(y, s) == (pytest.approx(np.mean([want[0], want[2]])), 2)
     assert roc_auc(y[:, 3:], s[:, 3:])[1] == 0 and math.isnan(roc_auc(y[:, 3:], s[:, 3:])[0])
     assert roc_auc(np.array([[0.0], [1.0]]), np.array([[0.9], [0.1]])) == (0.0, 1)  # scores are not flipped
+
+
+def test_regression_scores_average_each_score_over_the_tasks_with_two_labels():
+    """The scores a regression selection reads (the validation RMSE, and the test RMSE, MAE
+    and R² it reports): sklearn's per task over the task's labeled entries, averaged over the
+    tasks that have at least two of them."""
+    from sklearn.metrics import mean_absolute_error, mean_squared_error, r2_score
+
+    rng = np.random.default_rng(1)
+    y = rng.normal(size=(30, 4)) * np.array([1.0, 3.0, 0.5, 2.0]) + np.array([0.0, 5.0, -1.0, 2.0])
+    pred = y + rng.normal(size=(30, 4)) * np.array([0.3, 1.0, 0.2, 0.7]) + 0.1
+    y[rng.random((30, 4)) < 0.25] = np.nan  # missing labels are left out per task
+    y[:, 3] = np.nan
+    y[7, 3] = 1.5  # task 3: one label, not scored
+    scores, n = regression_scores(y, pred)
+    want = {"rmse": [], "mae": [], "r2": []}
+    for t in range(3):
+        lab = ~np.isnan(y[:, t])
+        want["rmse"].append(math.sqrt(mean_squared_error(y[lab, t], pred[lab, t])))
+        want["mae"].append(mean_absolute_error(y[lab, t], pred[lab, t]))
+        want["r2"].append(r2_score(y[lab, t], pred[lab, t]))
+    assert n == 3 and set(scores) == {"rmse", "mae", "r2"}
+    for k in want:  # sklearn sums in another order: equal up to rounding
+        assert scores[k] == pytest.approx(np.mean(want[k]), rel=1e-12, abs=1e-12), k
+    # one task as a plain vector; two labels are enough; equal labels leave R² undefined
+    one, n1 = regression_scores(np.array([1.0, 3.0, np.nan]), np.array([2.0, 2.0, 9.0]))
+    assert n1 == 1 and (one["rmse"], one["mae"], one["r2"]) == (1.0, 1.0, 0.0)
+    flat, _ = regression_scores(np.array([[2.0], [2.0]]), np.array([[1.0], [4.0]]))
+    assert flat["rmse"] == pytest.approx(math.sqrt(2.5)) and flat["mae"] == 1.5 and math.isnan(flat["r2"])
+    # an unscored task before the scored ones is skipped, not the end of the tasks
+    backwards, nb = regression_scores(y[:, ::-1], pred[:, ::-1])
+    assert nb == n and backwards == pytest.approx(scores, rel=1e-12)  # the mean in another order: rounding
+    # R² where the labels' spread is below 1 (SS_tot 0.125): 1 - 0.25 / 0.125
+    small, _ = regression_scores(np.array([1.0, 1.5]), np.array([1.0, 1.0]))
+    assert small["r2"] == -1.0
+    # labels as float32 (as a loader gives them) are scored in float64: the same figures
+    y32 = y.astype(np.float32)
+    assert regression_scores(y32, pred) == regression_scores(y32.astype(np.float64), pred)
+    none, n0 = regression_scores(y[:, 3:], pred[:, 3:])
+    assert n0 == 0 and all(math.isnan(v) for v in none.values()) and set(none) == {"rmse", "mae", "r2"}

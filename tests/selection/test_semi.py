@@ -77,6 +77,11 @@ def test_a_fold_reports_the_epoch_its_selection_names(data_root, tmp_path, monke
     assert res["acc"] == (VAL_TEST if select == "val" else TEST_MAX)
     assert (res["protocol"], res["dataset"], res["row"], res["tag"], res["seed"], res["fold"]) == (
         "semi", "MUTAG", "labeled", "MUTAG-labeled", 0, 0)
+    # metrics.csv records every part's score at every epoch: the labeled share's (scored as
+    # another part: 1.0), the validation and the test fold's (the table's)
+    rows, _, _ = fold_files(tmp_path)
+    assert [(float(r["labeled_acc"]), float(r["val_acc"]), float(r["test_acc"])) for r in rows] == [
+        (1.0, v, t) for v, t in EPOCHS.values()]
     assert summary["selection"] == select
     assert summary["val"]["values"] == [pytest.approx(100 * VAL_TEST)]
     assert summary["test_max"]["values"] == [pytest.approx(100 * TEST_MAX)]

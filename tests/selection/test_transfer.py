@@ -61,21 +61,24 @@ def tiny_csv(data_root, tmp_path):
     return p
 
 
-@pytest.mark.parametrize("select", ["val", "test_max"])
-def test_a_seed_reports_the_epoch_its_selection_names(tiny_csv, tmp_path, monkeypatch, select):
-    val = [v for v, _ in EPOCHS.values()]
-    test = [t for _, t in EPOCHS.values()]
-    # model.pt and predictions.csv read the real predictions: not this test's subject
+def script_scores(monkeypatch, tmp_path, wrap, task="classification"):
+    """The scores of the table for the validation and test parts (scored by the estimator the
+    protocol calls, fine-tuned for ``task``; ``wrap`` makes its record of a score), told apart
+    by the molecules scored; model.pt and predictions.csv read the real predictions: not these
+    tests' subject."""
     monkeypatch.setattr(T, "write_outputs", lambda *args, **kwargs: None)
 
-    # the scores of the table for the validation and test parts (scored by the estimator the
-    # protocol calls), told apart by the molecules scored
     def part_of(predictor, loader):
-        assert isinstance(predictor, MoleculePredictor)
+        assert isinstance(predictor, MoleculePredictor) and predictor.task == task
         split = T.atomic.read_json(tmp_path / "t" / "tiny" / "split.json")
         return next((k for k in ("valid", "test") if sorted(split[k]) == sorted(loader.indices.tolist())), None)
-    by_part = ByPart(part_of, {"valid": val, "test": test}, lambda v: ({"auc": v}, 1))
+    by_part = ByPart(part_of, {"valid": [v for v, _ in EPOCHS.values()], "test": [t for _, t in EPOCHS.values()]}, wrap)
     monkeypatch.setattr(MoleculePredictor, "_scores", lambda self, loader: by_part(self, loader))
+
+
+@pytest.mark.parametrize("select", ["val", "test_max"])
+def test_a_seed_reports_the_epoch_its_selection_names(tiny_csv, tmp_path, monkeypatch, select):
+    script_scores(monkeypatch, tmp_path, lambda v: ({"auc": v}, 1))
     cfg = T.FinetuneConfig(csv=str(tiny_csv), label_cols=["p_np"], epochs=len(EPOCHS), dim=8, num_layers=1,
                            select=select)
     s = T.run_sweep(cfg, [0], tmp_path, "t", show_progress=False, workers=1)
@@ -149,3 +152,66 @@ def test_regression_selects_the_lowest_rmse_and_names_test_min():
     none = T.select([{"epoch": 1, "val_rmse": float("nan"), "test_rmse": float("nan"), "test_mae": 0,
                       "test_r2": 0}], "regression")
     assert none["val"]["epoch"] is None and math.isnan(none["test_min"]["rmse"])
+
+
+def test_regression_selections_name_their_rule_and_log_only_when_no_epoch_has_a_validation_rmse(caplog):
+    rows = [{"epoch": e, "val_rmse": v, "test_rmse": t, "test_mae": t / 2, "test_r2": 1 - t}
+            for e, (v, t) in enumerate([(0.9, 0.5), (0.4, 0.7), (0.6, 0.2)], start=1)]
+    with caplog.at_level("WARNING", logger=T.log.name):
+        sel = T.select(rows, "regression")
+    assert not caplog.records  # a val epoch was found: nothing to warn about
+    assert sel["val"] == {"criterion": "validation RMSE (lowest)", "epoch": 2, "rmse": 0.7, "mae": 0.35,
+                          "r2": pytest.approx(0.3), "val_rmse": 0.4, "score": -0.4}
+    assert sel["test_min"] == {"criterion": "lowest test RMSE", "epoch": 3, "rmse": 0.2, "mae": 0.1, "r2": 0.8}
+    nan = float("nan")
+    with caplog.at_level("WARNING", logger=T.log.name):
+        none = T.select([dict(r, val_rmse=nan, test_rmse=nan) for r in rows], "regression")
+    warned = [r.getMessage() for r in caplog.records]  # the log says why the val figure is NaN
+    assert len(warned) == 1 and "validation part" in warned[0] and "no val selection" in warned[0]
+    for s, rule in (("val", "validation RMSE (lowest)"), ("test_min", "lowest test RMSE")):
+        assert none[s]["epoch"] is None and none[s]["criterion"] == rule
+        assert all(math.isnan(none[s][k]) for k in ("rmse", "mae", "r2")), s
+    assert math.isnan(none["val"]["val_rmse"]) and math.isnan(none["val"]["score"])
+
+
+def test_summarize_of_regression_keeps_each_selection_and_score_apart():
+    """A regression sweep summarises the test RMSE of each selection (in the targets' units,
+    not in %), with the MAE and R² of the same epochs, ddof 0 over the seeds."""
+    def sel(rmse, mae, r2):
+        return {"rmse": rmse, "mae": mae, "r2": r2}
+    rs = [{"seed": s, "task": "regression", "train_time_s": t,
+           "selections": {"val": sel(*v), "test_min": sel(*m)}}
+          for s, t, v, m in [(2, 1.0, (0.6, 0.5, 0.2), (0.4, 0.3, 0.6)), (5, 3.0, (1.0, 0.7, 0.0), (0.5, 0.4, 0.5))]]
+    s = T.summarize(rs)
+    assert set(s) == {"n_seeds", "seeds", "task", "val", "test_min", "train_time_s"}
+    assert (s["task"], s["n_seeds"], s["seeds"], s["train_time_s"]) == ("regression", 2, [2, 5], 2.0)
+    want = {"val": {"rmse": [0.6, 1.0], "mae": [0.5, 0.7], "r2": [0.2, 0.0]},
+            "test_min": {"rmse": [0.4, 0.5], "mae": [0.3, 0.4], "r2": [0.6, 0.5]}}
+    for k, scores in want.items():
+        assert set(s[k]) == {"mean", "std", "values", "mae", "r2"}, k
+        for m, v in scores.items():
+            got = s[k] if m == "rmse" else s[k][m]
+            assert got["values"] == v and got["mean"] == pytest.approx(np.mean(v), abs=1e-12), (k, m)
+            assert got["std"] == pytest.approx(np.std(v), abs=1e-12), (k, m)  # ddof 0
+
+
+@pytest.mark.parametrize("select", ["val", "test_min"])
+def test_a_regression_seed_reports_the_epoch_of_the_lowest_rmse_under_its_selection(tiny_csv, tmp_path, monkeypatch,
+                                                                                     select):
+    """The configured task reaches the fine-tuning, the selection and the record: regression
+    asked of 0/1 labels (allowed: they are numbers) is scored by RMSE, not inferred as
+    classification. The table's scores as RMSE = 1 - score: lowest validation RMSE at the
+    table's val epoch, lowest test RMSE at its test_max epoch."""
+    script_scores(monkeypatch, tmp_path, lambda v: ({"rmse": 1 - v, "mae": (1 - v) / 2, "r2": v}, 1), "regression")
+    cfg = T.FinetuneConfig(csv=str(tiny_csv), label_cols=["p_np"], task="regression", epochs=len(EPOCHS), dim=8,
+                           num_layers=1, select=select)
+    s = T.run_sweep(cfg, [0], tmp_path, "t", show_progress=False, workers=1)
+    res = T.atomic.read_json(tmp_path / "t" / "tiny" / "seed0" / "result.json")
+    assert (res["task"], res["selection"], s["task"], s["selection"]) == ("regression", select, "regression", select)
+    assert set(res["selections"]) == {"val", "test_min"}
+    val, low = res["selections"]["val"], res["selections"]["test_min"]
+    assert (val["epoch"], val["rmse"], val["r2"], val["val_rmse"]) == (ROW_VAL_EPOCH, 1 - VAL_TEST, VAL_TEST, 1 - 0.9)
+    assert (low["epoch"], low["rmse"], low["r2"]) == (ROW_TEST_MAX_EPOCH, 1 - TEST_MAX, TEST_MAX)
+    assert res["rmse"] == (val if select == "val" else low)["rmse"] and "auc" not in res
+    assert s["val"]["values"] == [1 - VAL_TEST] and s["test_min"]["values"] == [1 - TEST_MAX]
+    assert s["val"]["r2"]["values"] == [VAL_TEST] and "test_max" not in s

@@ -3,6 +3,8 @@ inner-CV accuracy alone, ``test_max`` by the outer test accuracy."""
 
 from __future__ import annotations
 
+import csv
+
 import pytest
 
 from autogcl.data import load_tu
@@ -32,6 +34,11 @@ def test_a_seed_reports_the_epoch_its_selection_names(data_root, tmp_path, monke
     assert res["acc"] == (VAL_TEST if select == "val" else TEST_MAX)
     assert summary["val"]["values"] == [pytest.approx(100 * VAL_TEST)]
     assert summary["test_max"]["values"] == [pytest.approx(100 * TEST_MAX)]
+    # metrics.csv records the SVM's scores of every evaluated epoch under their names
+    with open(tmp_path / cfg.tag / "seed0" / "metrics.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert [(float(r["svm_val_acc"]), float(r["svm_test_acc"]), float(r["svm_test_std"])) for r in rows] == [
+        (v, t, 0.0) for v, t in EPOCHS.values()]
 
 
 def test_the_svm_scores_every_graph_in_the_dataset_order_with_the_configured_folds(data_root, tmp_path, monkeypatch):
@@ -79,3 +86,32 @@ def test_make_summary_sets_a_row_beside_the_paper_figure_of_its_method(method):
     row = unsupervised_table([s]).splitlines()[-1]
     assert row.startswith(f"| PROTEINS | {cfg.tag[len('PROTEINS-'):]} | 2 | 65.00 ± 5.00 | 92.50 ± 2.50 |")
     assert row.endswith(fmt(UNSUPERVISED[method, "PROTEINS"]) + " |")
+
+
+def test_a_resumed_seed_selects_over_every_evaluated_epoch(data_root, tmp_path, monkeypatch):
+    """A seed stopped while evaluating its third epoch and resumed selects over all four: the
+    evaluations before the stop come back with the checkpoint, and only epochs 3 and 4 are
+    evaluated again."""
+    class Stop(Exception):
+        pass
+
+    first = scripted_svm()
+
+    def stopping(emb, y, *args, **kwargs):
+        if first.calls == 2:
+            raise Stop
+        return first(emb, y)
+    monkeypatch.setattr(U, "svm_evaluate", stopping)
+    n = len(EPOCHS)
+    cfg = U.UnsupervisedConfig(dataset="MUTAG", method="graphcl", epochs=n, eval_epochs=list(range(1, n + 1)), hidden=8)
+    dataset = load_tu("MUTAG", data_root)
+    with pytest.raises(Stop):
+        U.run_sweep(cfg, dataset, [0], tmp_path, show_progress=False)
+    rest = scripted_svm()
+    rest.calls = 2  # the table's scores of epochs 3 and 4
+    monkeypatch.setattr(U, "svm_evaluate", rest)
+    summary = U.run_sweep(cfg, dataset, [0], tmp_path, resume=True, show_progress=False)
+    res = U.make_units(cfg, [0], tmp_path)[0].result()
+    assert rest.calls == n and sorted(res["evaluations"], key=int) == [str(e) for e in range(1, n + 1)]
+    assert res["selections"]["val"]["epoch"] == ROW_VAL_EPOCH and res["selections"]["val"]["acc"] == VAL_TEST
+    assert res["selections"]["test_max"]["epoch"] == ROW_TEST_MAX_EPOCH and summary["n_seeds"] == 1
