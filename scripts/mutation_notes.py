@@ -199,6 +199,10 @@ def main(argv=None) -> int:
     argv = [a for a in argv if a != "--draft"]
     out = Path(argv[0]) if argv else ROOT / "runs" / "mutation"
     work = out / "work"
+    if not (work / "mutants").is_dir():
+        print(f"mutation_notes.py: no mutmut run in {work} (run scripts/mutation.sh first; the top of "
+              "docs/results/mutation/survivors.md says how)", file=sys.stderr)
+        return 2
     status = dict(line.strip().rsplit(": ", 1) for line in run(work, "results", "--all", "true").splitlines()
                   if ": " in line and line.strip().startswith("autogcl."))
     if not status:
