@@ -22,7 +22,7 @@ from ..choices import (
 import torch
 from torch import nn
 
-from ..augment.learnable import ViewGenerator, shared_first_aggregate
+from ..augment.learnable import ViewGenerator, sample_grouped, shared_first_aggregate
 from ..errors import ConfigError
 from ..losses import cl_kwargs, nt_xent, similarity_loss
 from .loop import Strategy, optimizer_covers
@@ -93,6 +93,10 @@ class NaiveStrategy(Strategy):
     forward_module = None
     gather = None
     view_gen = None
+    #: where both generators run with the same autograd setting and their scorers can be grouped
+    #: (:func:`autogcl.augment.learnable.sample_grouped`: molecule scorers), run them as one network
+    #: with one Gumbel draw (another random stream than two draws; ``False``: one pass each)
+    group_generators = True
 
     def modules(self) -> dict:
         return {"model": self.model, "gen1": self.gen1, "gen2": self.gen2}
@@ -133,10 +137,18 @@ class NaiveStrategy(Strategy):
         # the fast path needs ViewGenerator's own forward (scores -> sample -> apply); a subclass
         # that overrides forward, or a generator of your own, is called as ``gen(batch)``
         if all(isinstance(g, ViewGenerator) and type(g).forward is ViewGenerator.forward for g in gens.values()):
-            first = shared_first_aggregate(list(gens.values()), batch)
-            for i, gen in gens.items():
-                with torch.set_grad_enabled(torch.is_grad_enabled() and (i in picks or self.sim_weight > 0)):
-                    samples[i] = gen.sample(batch, logits=gen.scores(batch, first))
+            grads = {i: torch.is_grad_enabled() and (i in picks or self.sim_weight > 0) for i in gens}
+            grouped = None
+            if self.group_generators and len(gens) == 2 and len(set(grads.values())) == 1:
+                with torch.set_grad_enabled(grads[1]):  # one pass of both (one random draw for both)
+                    grouped = sample_grouped(list(gens.values()), batch)
+            if grouped is not None:
+                samples = dict(zip(gens, grouped))
+            else:
+                first = shared_first_aggregate(list(gens.values()), batch)
+                for i, gen in gens.items():
+                    with torch.set_grad_enabled(grads[i]):
+                        samples[i] = gen.sample(batch, logits=gen.scores(batch, first))
             for i in set(picks) - {0}:
                 views[i] = gens[i].make_view(batch, samples[i])
         else:
