@@ -22,7 +22,7 @@ from torch_geometric.transforms import BaseTransform
 from ..errors import ConfigError, DataError, TrainingError
 from .ops import NODE_ATTRS, RowBatchNorm, as_batch, isolate_nodes, keep_nodes, unbatch
 __all__ = ["OPERATIONS", "FixedView", "GeneratedView", "GeometryKeepingGenerator",
-           "MoleculeViewGenerator", "NodeScorer", "ViewDecision", "ViewGenerator", "gumbel_hard", "sample_grouped",
+           "MoleculeViewGenerator", "NodeScorer", "ViewDecision", "ViewGenerator", "sample_grouped",
            "shared_first_aggregate"]
 
 
@@ -85,22 +85,12 @@ def shared_first_aggregate(gens, data) -> torch.Tensor | None:
     return scorers[0].first_aggregate(data)
 
 
-def gumbel_hard(logits: torch.Tensor, tau: float, gumbels: torch.Tensor | None = None) -> torch.Tensor:
-    """``F.gumbel_softmax(logits, tau, hard=True)`` over the last dimension, the same operations,
-    with the Gumbel noise ``gumbels`` given (``None``: drawn as it draws it)."""
-    if gumbels is None:
-        gumbels = -torch.empty_like(logits).exponential_().log()
-    soft = ((logits + gumbels) / tau).softmax(-1)
-    hard = torch.zeros_like(logits).scatter_(-1, soft.max(-1, keepdim=True)[1], 1.0)
-    return hard - soft.detach() + soft
-
-
-def sample_grouped(gens, data, gumbels: torch.Tensor | None = None) -> list[torch.Tensor] | None:
+def sample_grouped(gens, data) -> list[torch.Tensor] | None:
     """The samples of several generators of one setting on ``data`` from one grouped pass (their
     scorers as one network of stacked channels, e.g.
-    :func:`autogcl.models.mol_gin.grouped_scores`), one Gumbel draw for all (``gumbels``:
-    ``nodes x generators x operations``, drawn when ``None``) and one forced-keep pass; ``None``
-    where they cannot be grouped. Given the same noise, equal to each generator's own
+    :func:`autogcl.models.mol_gin.grouped_scores`), one Gumbel draw for all (``F.gumbel_softmax``
+    of the ``nodes x generators x operations`` logits) and one forced-keep pass; ``None`` where
+    they cannot be grouped. Given the same noise, equal to each generator's own
     :meth:`ViewGenerator.sample` to float rounding; the random stream is not that of separate
     draws."""
     g0 = gens[0]
@@ -112,7 +102,7 @@ def sample_grouped(gens, data, gumbels: torch.Tensor | None = None) -> list[torc
     if logits is None:
         return None
     n, k, ops = logits.shape
-    flat = gumbel_hard(logits, g0.tau, gumbels).view(n * k, ops)
+    flat = F.gumbel_softmax(logits, tau=g0.tau, hard=True).view(n * k, ops)
     # every (graph, generator) pair a group of its own: row i * k + j is node i of generator j
     groups = (data.batch.view(-1, 1) * k + torch.arange(k, device=data.batch.device)).view(-1)
     flat = flat.index_add(0, *g0._forced_keep(flat.detach(), logits[..., KEEP].detach().reshape(-1), groups,

@@ -9,7 +9,8 @@ import pytest
 import torch
 from torch_geometric.data import Batch
 
-from autogcl.augment.learnable import KEEP, MoleculeViewGenerator, gumbel_hard, sample_grouped
+import autogcl.augment.learnable as learnable
+from autogcl.augment.learnable import KEEP, MoleculeViewGenerator, sample_grouped
 from autogcl.data.molecules import VOCAB, smiles_to_graph
 from autogcl.models.mol_gin import MolNodeScorer, grouped_scores
 from autogcl.models.norm import sync
@@ -80,6 +81,16 @@ def test_one_row_batch_normalises_with_the_running_statistics():
     assert all(torch.equal(a, b) for a, b in zip(state(gens).values(), state(generators()).values()))
 
 
+def gumbel_hard(logits, tau, gumbels=None):
+    """``F.gumbel_softmax(logits, tau, hard=True)`` over the last dimension, the same operations,
+    with the Gumbel noise given (``None``: drawn as torch draws it)."""
+    if gumbels is None:
+        gumbels = -torch.empty_like(logits).exponential_().log()
+    soft = ((logits + gumbels) / tau).softmax(-1)
+    hard = torch.zeros_like(logits).scatter_(-1, soft.max(-1, keepdim=True)[1], 1.0)
+    return hard - soft.detach() + soft
+
+
 def separate_sample(gen, data, gumbels):
     """ViewGenerator.sample with the Gumbel noise given (the same operations)."""
     logits = gen.scores(data)
@@ -89,14 +100,17 @@ def separate_sample(gen, data, gumbels):
 
 
 @pytest.mark.parametrize("drop_all", [False, True])
-def test_grouped_samples_equal_each_generators_own_draw(drop_all):
+def test_grouped_samples_equal_each_generators_own_draw(drop_all, monkeypatch):
     data = batch()
     gens, copies = generators(1), generators(1)
     torch.manual_seed(5)
     gumbels = -torch.empty(data.num_nodes, 2, 3).exponential_().log()
     if drop_all:  # generator 2 drops every atom: the forced keep keeps one in every molecule
         gumbels[:, 1, 1] += 100.0
-    got = sample_grouped(gens, data, gumbels)
+    # the grouped draw is one F.gumbel_softmax of nodes x generators x operations: given this noise
+    monkeypatch.setattr(learnable.F, "gumbel_softmax", lambda logits, tau=1.0, hard=True: gumbel_hard(logits, tau, gumbels))
+    got = sample_grouped(gens, data)
+    monkeypatch.undo()
     want = [separate_sample(c, data, gumbels[:, j]) for j, c in enumerate(copies)]
     for g, w in zip(got, want):
         assert torch.equal(g.detach(), w.detach())  # one-hot rows: exactly the same choices
