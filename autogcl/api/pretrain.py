@@ -67,7 +67,8 @@ def _naive(p: MoleculePretrainer, model: ContrastModel):
     params = list(model.parameters()) + list(gens[0].parameters()) + list(gens[1].parameters())
     return NaiveStrategy(model, gens[0], gens[1], adam(params, lr=p.lr), tau=p.temperature, cl_variant=p.cl_variant,
                          sim_kind=SIM_COSINE if p.sim_loss == "none" else p.sim_loss,
-                         sim_weight=0.0 if p.sim_loss == "none" else 1.0, view_sampling=p.view_sampling)
+                         sim_weight=0.0 if p.sim_loss == "none" else 1.0, view_sampling=p.view_sampling,
+                         measure_sim=False)  # a generator whose view no loss needs is not run
 
 
 def _graphcl(p: MoleculePretrainer, model: ContrastModel):

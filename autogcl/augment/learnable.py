@@ -22,7 +22,8 @@ from torch_geometric.transforms import BaseTransform
 from ..errors import ConfigError, DataError, TrainingError
 from .ops import NODE_ATTRS, RowBatchNorm, as_batch, isolate_nodes, keep_nodes, unbatch
 __all__ = ["OPERATIONS", "FixedView", "GeneratedView", "GeometryKeepingGenerator",
-           "MoleculeViewGenerator", "NodeScorer", "ViewDecision", "ViewGenerator", "shared_first_aggregate"]
+           "MoleculeViewGenerator", "NodeScorer", "ViewDecision", "ViewGenerator", "sample_grouped",
+           "shared_first_aggregate"]
 
 
 KEEP, DROP, MASK = 0, 1, 2
@@ -82,6 +83,32 @@ def shared_first_aggregate(gens, data) -> torch.Tensor | None:
     if len(scorers) < 2 or not all(type(s) is NodeScorer for s in scorers):
         return None
     return scorers[0].first_aggregate(data)
+
+
+def sample_grouped(gens, data) -> list[torch.Tensor] | None:
+    """The samples of several generators of one setting on ``data`` from one grouped pass (their
+    scorers as one network of stacked channels, e.g.
+    :func:`autogcl.models.mol_gin.grouped_scores`), one Gumbel draw for all (``F.gumbel_softmax``
+    of the ``nodes x generators x operations`` logits) and one forced-keep pass; ``None`` where
+    they cannot be grouped. Given the same noise, equal to each generator's own
+    :meth:`ViewGenerator.sample` to float rounding; the random stream is not that of separate
+    draws."""
+    g0 = gens[0]
+    grouped = getattr(type(g0.scorer), "grouped", None)
+    if grouped is None or any(type(g) is not type(g0) or type(g.scorer) is not type(g0.scorer) or g.tau != g0.tau
+                              or g.add_mask != g0.add_mask for g in gens):
+        return None
+    logits = grouped([g.scorer for g in gens], data)  # nodes x generators x operations
+    if logits is None:
+        return None
+    n, k, ops = logits.shape
+    flat = F.gumbel_softmax(logits, tau=g0.tau, hard=True).view(n * k, ops)
+    # every (graph, generator) pair a group of its own: row i * k + j is node i of generator j
+    groups = (data.batch.view(-1, 1) * k + torch.arange(k, device=data.batch.device)).view(-1)
+    flat = flat.index_add(0, *g0._forced_keep(flat.detach(), logits[..., KEEP].detach().reshape(-1), groups,
+                                              int(data.num_graphs) * k))
+    sample = flat.view(n, k, ops)
+    return [sample[:, j] for j in range(k)]
 
 
 class ViewGenerator(nn.Module):

@@ -245,6 +245,75 @@ class MolNodeScorer(nn.Module):
     def forward(self, data) -> torch.Tensor:
         return self.out(F.relu(self.gnn(data)))
 
+    @staticmethod
+    def grouped(scorers, data) -> torch.Tensor | None:
+        """Several scorers' logits in one pass (:func:`grouped_scores`)."""
+        return grouped_scores(scorers, data)
+
+
+def grouped_scores(scorers, data) -> torch.Tensor | None:
+    """The logits of several :class:`MolNodeScorer` of one shape on one batch in a single pass of
+    stacked channels (``nodes x len(scorers) x ops``), or ``None`` where they cannot be grouped
+    (shapes, BatchNorm settings, dropout or a data-parallel synced BatchNorm differ). Each
+    layer's weights are stacked block-diagonally at every call, so every scorer keeps its own
+    parameters, buffers and state dict, and gets the gradients its own pass would give; the
+    BatchNorm running statistics are updated as by its own pass. Equal to each scorer's own
+    logits to float rounding (a block-diagonal product adds exact zeros to the same terms)."""
+    gnns = [s.gnn for s in scorers]
+    g0 = gnns[0]
+    if len(scorers) < 2 or any(type(s) is not MolNodeScorer for s in scorers):
+        return None
+    bns = [bn for g in gnns for bn in g.bns]
+    if any(g.dim != g0.dim or len(g.convs) != len(g0.convs) or g.dropout > 0 or g.vocab != g0.vocab for g in gnns) \
+            or any(s.out.out_features != scorers[0].out.out_features for s in scorers) \
+            or any(type(bn) is not SegmentBatchNorm or bn.synced or bn.momentum is None or not bn.track_running_stats or not bn.affine
+                   or bn.eps != g0.bns[0].eps or bn.momentum != g0.bns[0].momentum or bn.training != g0.training
+                   for bn in bns):
+        return None
+    x = data.x
+
+    def stack(tensors):
+        return torch.cat(tensors, -1)
+
+    h = stack([g.atoms.atom.weight for g in gnns]).index_select(0, x[:, 0]) \
+        + stack([g.atoms.chirality.weight for g in gnns]).index_select(0, x[:, 1])
+    structure = bond_structure(data.edge_index, data.edge_attr, h.shape[0], g0.vocab, h.dtype)
+    last = len(g0.convs) - 1
+    for i in range(last + 1):
+        convs = [g.convs[i] for g in gnns]
+        table = torch.cat([stack([c.bond.weight for c in convs]), stack([c.direction.weight for c in convs])])
+        agg = structure.add_neighbour_sum(torch.addmm(h, structure.counts, table), h)
+        h = F.relu(_block_linear([c.mlp[0] for c in convs], agg))
+        h = _grouped_batch_norm([g.bns[i] for g in gnns], _block_linear([c.mlp[2] for c in convs], h))
+        if i < last:
+            h = F.relu(h)
+    logits = _block_linear([s.out for s in scorers], F.relu(h))
+    return logits.view(logits.shape[0], len(scorers), -1)
+
+
+def _block_linear(layers, x: torch.Tensor) -> torch.Tensor:
+    """``nn.Linear`` layers applied side by side to the consecutive column blocks of ``x``."""
+    weight = torch.block_diag(*[layer.weight for layer in layers])
+    return torch.addmm(torch.cat([layer.bias for layer in layers]), x, weight.t())
+
+
+def _grouped_batch_norm(bns, h: torch.Tensor) -> torch.Tensor:
+    """BatchNorm layers of one setting applied side by side to the column blocks of ``h``, each
+    updating its own running statistics (as :class:`SegmentBatchNorm` without segments)."""
+    bn0 = bns[0]
+    stats = bn0.training and h.shape[0] > 1  # one row: the running statistics, unchanged (RowBatchNorm)
+    mean = torch.cat([bn.running_mean for bn in bns])
+    var = torch.cat([bn.running_var for bn in bns])
+    out = F.batch_norm(h, mean, var, torch.cat([bn.weight for bn in bns]), torch.cat([bn.bias for bn in bns]),
+                       stats, bn0.momentum if stats else 0.0, bn0.eps)
+    if stats:
+        with torch.no_grad():
+            for bn, m, v in zip(bns, mean.split(bn0.num_features), var.split(bn0.num_features)):
+                bn.num_batches_tracked.add_(1)
+                bn.running_mean.copy_(m)
+                bn.running_var.copy_(v)
+    return out
+
 
 ENCODER_FORMAT = "autogcl-molecule-encoder-1"
 

@@ -22,7 +22,7 @@ from ..choices import (
 import torch
 from torch import nn
 
-from ..augment.learnable import ViewGenerator, shared_first_aggregate
+from ..augment.learnable import ViewGenerator, sample_grouped, shared_first_aggregate
 from ..errors import ConfigError
 from ..losses import cl_kwargs, nt_xent, similarity_loss
 from .loop import Strategy, optimizer_covers
@@ -65,14 +65,21 @@ class NaiveStrategy(Strategy):
             :class:`autogcl.augment.FixedView`) leaves L_sim out of the step.
         view_sampling: ``"replacement"`` (released: two draws from {x, x1, x2} with
             replacement) or ``"generated"`` (always x1 and x2).
+        measure_sim: run both generators on every batch, so that L_sim is measured on every
+            step even where no loss needs it (the released loop). ``False`` runs only the
+            generators whose views are contrasted (both when ``sim_weight`` > 0): a step that
+            contrasts x with x1 never runs x2's generator, and ``sim_loss`` is then the mean
+            over the steps that ran both (fewer random draws: another random stream).
     """
 
     terms = ("loss", "cl_loss", "sim_loss")
 
     def __init__(self, model: nn.Module, gen1: nn.Module, gen2: nn.Module, optimizer,
                  tau: float = 0.5, cl_variant: str = CL_SIMCLR, sim_kind: str = SIM_COSINE,
-                 sim_weight: float = 0.0, view_sampling: str = SAMPLE_REPLACEMENT, encode=None):
+                 sim_weight: float = 0.0, view_sampling: str = SAMPLE_REPLACEMENT, encode=None,
+                 measure_sim: bool = True):
         self.model, self.gen1, self.gen2, self.opt = model, gen1, gen2, optimizer
+        self.measure_sim = measure_sim
         require_optimized(optimizer, model=model, gen1=gen1, gen2=gen2)
         self.encode = encode or model
         self.tau, self.cl_variant, self.sim_kind, self.sim_weight = tau, cl_variant, sim_kind, sim_weight
@@ -86,6 +93,10 @@ class NaiveStrategy(Strategy):
     forward_module = None
     gather = None
     view_gen = None
+    #: where both generators run with the same autograd setting and their scorers can be grouped
+    #: (:func:`autogcl.augment.learnable.sample_grouped`: molecule scorers), run them as one network
+    #: with one Gumbel draw (another random stream than two draws; ``False``: one pass each)
+    group_generators = True
 
     def modules(self) -> dict:
         return {"model": self.model, "gen1": self.gen1, "gen2": self.gen2}
@@ -111,23 +122,33 @@ class NaiveStrategy(Strategy):
     def losses(self, batch, picks: list[int]) -> dict:
         """The forward pass of a step contrasting views ``picks``: ``cl_loss``, ``sim_loss`` and
         ``loss`` (what is minimised), with their graphs."""
-        # both generators always score and draw (in this order, so the random stream is that of
-        # gen1(batch), gen2(batch)) so that L_sim is measured on every batch; their first GIN
-        # layers share one neighbour sum. A generator whose view is not contrasted, when L_sim
+        # both generators score and draw (in this order, so the random stream is that of
+        # gen1(batch), gen2(batch)) so that L_sim is measured on every batch (``measure_sim``;
+        # else only those whose view is contrasted, or both when L_sim is in the loss); their first
+        # GIN layers share one neighbour sum. A generator whose view is not contrasted, when L_sim
         # is not in the loss, runs without autograd and its view is never built: nothing of it
         # reaches the loss. A view drawn twice is encoded once: the loss and gradients are the
         # same as encoding it twice; only the BatchNorm running statistics get one update
         # instead of two.
-        gens = {1: self.gen1, 2: self.gen2}
+        gens = {i: g for i, g in ((1, self.gen1), (2, self.gen2))
+                if self.measure_sim or self.sim_weight > 0 or i in picks}
         views: dict[int, object] = {0: batch}
-        samples: dict[int, torch.Tensor] = {}
+        samples: dict[int, torch.Tensor | None] = {}
         # the fast path needs ViewGenerator's own forward (scores -> sample -> apply); a subclass
         # that overrides forward, or a generator of your own, is called as ``gen(batch)``
         if all(isinstance(g, ViewGenerator) and type(g).forward is ViewGenerator.forward for g in gens.values()):
-            first = shared_first_aggregate(list(gens.values()), batch)
-            for i, gen in gens.items():
-                with torch.set_grad_enabled(torch.is_grad_enabled() and (i in picks or self.sim_weight > 0)):
-                    samples[i] = gen.sample(batch, logits=gen.scores(batch, first))
+            grads = {i: torch.is_grad_enabled() and (i in picks or self.sim_weight > 0) for i in gens}
+            grouped = None
+            if self.group_generators and len(gens) == 2 and len(set(grads.values())) == 1:
+                with torch.set_grad_enabled(grads[1]):  # one pass of both (one random draw for both)
+                    grouped = sample_grouped(list(gens.values()), batch)
+            if grouped is not None:
+                samples = dict(zip(gens, grouped))
+            else:
+                first = shared_first_aggregate(list(gens.values()), batch)
+                for i, gen in gens.items():
+                    with torch.set_grad_enabled(grads[i]):
+                        samples[i] = gen.sample(batch, logits=gen.scores(batch, first))
             for i in set(picks) - {0}:
                 views[i] = gens[i].make_view(batch, samples[i])
         else:
@@ -139,7 +160,7 @@ class NaiveStrategy(Strategy):
             z1, z2 = encode_two(self.model, self.encode, views[picks[0]], views[picks[1]])
         cl = nt_xent(z1, z2, self.tau, **cl_kwargs(self.cl_variant, "autogcl"), gather=self.gather)
         loss = cl
-        if samples[1] is None or samples[2] is None:  # a fixed augmentation as a view: no L_sim
+        if samples.get(1) is None or samples.get(2) is None:  # a fixed augmentation, or a generator not run: no L_sim
             return {"cl_loss": cl, "loss": loss}
         sim = similarity_loss(samples[1], samples[2], self.sim_kind)
         if self.sim_weight > 0:

