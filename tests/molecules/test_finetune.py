@@ -205,6 +205,21 @@ def test_regression_round_trips_through_save_and_load(bbbp, tmp_path):
     np.testing.assert_allclose(values, (raw * std + mean).numpy(), rtol=1e-5, atol=1e-5)
 
 
+def test_the_readout_is_an_option_of_the_recipe_and_round_trips(bbbp, tmp_path):
+    smiles, _ = bbbp
+    atoms = heavy_atoms(smiles)
+    pred = MoleculeEncoder(dim=8, num_layers=1).finetune(smiles, atoms, epochs=1, readout="sum", seed=0,
+                                                         progress=False)
+    assert pred.hparams["readout"] == "sum" and pred.model.encoder.readout == "sum"
+    back = MoleculePredictor.load(pred.save(tmp_path / "sum.pt"))
+    assert back.model.encoder.readout == "sum"
+    assert np.array_equal(back.predict(smiles)[0], pred.predict(smiles)[0])
+    default = MoleculeEncoder(dim=8, num_layers=1).finetune(smiles, atoms, epochs=1, seed=0, progress=False)
+    assert default.model.encoder.readout == "mean"  # the pre-trained encoders' pooling
+    with pytest.raises(ConfigError, match="unknown readout 'max'; choose from mean, sum"):
+        MoleculeEncoder(dim=8, num_layers=1).finetune(smiles, atoms, epochs=1, readout="max", progress=False)
+
+
 def _batches(smiles):
     from torch_geometric.loader import DataLoader
 
