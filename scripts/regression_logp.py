@@ -98,6 +98,9 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
 
     runs = [r for r in RUNS if args.random_split or r[1] != "random"]
+    git = {"cwd": REPO, "capture_output": True, "text": True}  # the code that runs: HEAD now, and any edits
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], **git).stdout.strip()
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], **git).stdout.strip()
     t0 = time.perf_counter()
     if args.jobs > 1:
         with ProcessPoolExecutor(min(args.jobs, len(runs))) as pool:
@@ -111,10 +114,6 @@ def main(argv=None) -> int:
     for r in results.values():
         r.pop("target", None)
     head = results.pop("pretrained")
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True,
-                            text=True).stdout.strip()
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=REPO, capture_output=True,
-                           text=True).stdout.strip()
     record = {
         "what": f"Crippen logP (RDKit) of the {args.dataset} molecules, fine-tuned from {args.encoder}",
         "command": "OMP_NUM_THREADS=1 python scripts/regression_logp.py " + " ".join(argv or sys.argv[1:]),
