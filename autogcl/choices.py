@@ -45,6 +45,11 @@ FINETUNE_SELECTIONS = ("last", "val")
 #: how fine-tuning splits the molecules it is given: not at all, by Bemis-Murcko scaffold (the
 #: transfer protocol), or at random (seeded)
 FINETUNE_SPLITS = ("none", "scaffold", "random")
+#: how a fine-tuned molecule predictor pools its atoms' representations into the molecule's:
+#: their mean (Hu et al. 2020, the pre-trained encoders'; independent of the molecule's size) or
+#: their sum (grows with the molecule: suits size-additive targets such as logP or molar mass)
+READOUT_MEAN, READOUT_SUM = "mean", "sum"
+READOUTS = (READOUT_MEAN, READOUT_SUM)
 #: the regression protocol's selections: the validation RMSE, and the lowest test RMSE over
 #: epochs (the analogue of classification's test_max, named for what it is)
 REGRESSION_SELECTIONS = ("val", "test_min")
@@ -74,6 +79,10 @@ AUG_NODE_DROP, AUG_EDGE_PERT, AUG_SUBGRAPH, AUG_ATTR_MASK, AUG_RANDOM4 = AUGMENT
 CL_SIMCLR = CL_VARIANTS[0]
 SIM_COSINE, SIM_MSE = SIM_LOSSES[1:]
 SPLIT_VAL_FOLD = SEMI_SPLITS[0]
+#: where ``fit(log_dir=...)`` and ``--log-dir`` send every epoch's scalars: TensorBoard event
+#: files, or an MLflow tracking store (``autogcl.train.tracking``)
+TRACK_TENSORBOARD, TRACK_MLFLOW = "tensorboard", "mlflow"
+TRACKERS = (TRACK_TENSORBOARD, TRACK_MLFLOW)
 #: forward-pass precisions (``--precision``)
 FP32, BF16 = "fp32", "bf16"
 PRECISIONS = (FP32, BF16)

@@ -21,7 +21,7 @@ log = logging.getLogger("autogcl")
 
 #: RunOptions each command takes, with per-command defaults
 SWEEP = ("seeds", "first_seed", "out", "resume", "restart_damaged", "device", "precision", "compile", "data_root",
-         "download", "no_progress", "log_dir",
+         "download", "no_progress", "log_dir", "tracking",
          "executor", "ray_address", "cpus_per_unit", "gpus_per_unit")
 
 #: the commands and their one-line help; a command's options (and the modules they come from)
@@ -235,7 +235,8 @@ def add_visualize(sub) -> None:
         "dataset is drawn with a graph layout. With --run UNIT_DIR, the saved generators of a "
         "finished unsupervised unit are drawn instead (no training).")
     add_options(v, ViewsConfig)
-    _run_options(v, ("data_root", "download", "out", "resume", "restart_damaged", "no_progress", "log_dir", "device", "run",
+    _run_options(v, ("data_root", "download", "out", "resume", "restart_damaged", "no_progress", "log_dir", "tracking", "device",
+                     "run",
                      "examples"), out=None)
     v.set_defaults(func=cmd_views)
 
@@ -389,8 +390,8 @@ def add_transfer(sub) -> None:
         "--resume continues an interrupted run. The run folder ends with encoder.pt, the file "
         "`autogcl transfer finetune --checkpoint` takes.")
     add_options(pre, PretrainConfig)
-    _run_options(pre, ("workers", "data_root", "out", "resume", "restart_damaged", "no_progress", "device", "precision",
-                       "compile", "executor",
+    _run_options(pre, ("workers", "data_root", "out", "resume", "restart_damaged", "no_progress", "log_dir",
+                       "tracking", "device", "precision", "compile", "executor",
                        "ray_address", "cpus_per_unit", "gpus_per_unit"), out=None)
     pre.set_defaults(func=cmd_pretrain)
 

@@ -10,7 +10,7 @@ resume, ...), which never change a unit's result.
 
 from __future__ import annotations
 
-from .choices import EXECUTORS, FP32, PRECISIONS, RAY, SERIAL
+from .choices import EXECUTORS, FP32, PRECISIONS, RAY, SERIAL, TRACK_TENSORBOARD, TRACKERS
 import argparse
 import os
 from dataclasses import MISSING, asdict, dataclass, field, fields
@@ -182,7 +182,11 @@ class RunOptions(Config):
     no_progress: bool = option(False, "no progress bars")
     log_dir: str | None = option(None, "write every training run's per-epoch losses, evaluations and throughput as "
                                  "TensorBoard scalars, one folder per run (seed, fold) under this folder; needs "
-                                 "pip install 'autogcl[tensorboard]'", type=str, metavar="DIR")
+                                 "pip install 'autogcl[tensorboard]'; with --tracking mlflow, the MLflow tracking "
+                                 "store (a URI, or a folder: a local file store), one run per training run",
+                                 type=str, metavar="DIR")
+    tracking: str = option(TRACK_TENSORBOARD, "where --log-dir's scalars go: TensorBoard event files, or an MLflow "
+                           "tracking store (pip install 'autogcl[mlflow]')", choices=TRACKERS)
     jobs: int | None = option(None, "processes for the SVM's fits (default: every core, as many as memory allows; "
                               "with --executor ray at most the unit's CPUs)", type=int, low=1)
     fold_limit: int | None = option(None, "run only the first N folds (quick checks)", type=int, low=1)
@@ -228,17 +232,22 @@ class RunOptions(Config):
                               "share a GPU): Ray hides the GPUs from units that ask for none")
 
     def export_log_dir(self) -> None:
-        """Give ``--log-dir`` to every Trainer of the run, in this process and the ones it starts
-        (child processes, a local Ray cluster), through :data:`autogcl.train.tracking.LOG_DIR_ENV`;
-        TensorBoard being missing is an error now, not after the first epoch."""
+        """Give ``--log-dir`` and ``--tracking`` to every Trainer of the run, in this process and
+        the ones it starts (child processes, a local Ray cluster), through
+        :data:`autogcl.train.tracking.LOG_DIR_ENV` and ``TRACKING_ENV``; TensorBoard or MLflow
+        being missing is an error now, not after the first epoch."""
         if self.log_dir is None:
+            if self.tracking != TRACK_TENSORBOARD:
+                raise ConfigError(f"--tracking {self.tracking} needs --log-dir (the tracking store: a URI, or a folder)")
             return
-        from .train.tracking import LOG_DIR_ENV, _summary_writer
+        from .train.tracking import LOG_DIR_ENV, TRACKING_ENV, check_tracking, mlflow_uri
 
         if not str(self.log_dir).strip():
             raise ConfigError("--log-dir is an empty string; name a folder")
-        _summary_writer()
-        os.environ[LOG_DIR_ENV] = str(Path(self.log_dir).resolve())
+        check_tracking(self.tracking)
+        given = str(self.log_dir)  # a URI as it is, a folder made absolute (children may start elsewhere)
+        os.environ[LOG_DIR_ENV] = given if mlflow_uri(given) == given else str(Path(given).resolve())
+        os.environ[TRACKING_ENV] = self.tracking
 
     def make_executor(self):
         """The executor these options ask for (:mod:`autogcl.executors`)."""

@@ -36,13 +36,14 @@ from torch_geometric.loader import DataLoader
 
 from . import __version__
 from .atomic import atomic_save
+from .choices import READOUT_MEAN
 from .data.molecules import VOCAB, featurize, iter_smiles, label_task, smiles_to_graph
 from .devices import resolve_device
 from .errors import ConfigError, DataError
 from .eval.metrics import regression_scores, roc_auc
 from .models.embed import embed as _embed
 from .models.embed import module_device
-from .models.mol_gin import ENCODER_FORMAT, MolEncoder, MolPredictor, load_encoder, save_encoder
+from .models.mol_gin import ENCODER_FORMAT, MolEncoder, MolPredictor, check_readout, load_encoder, save_encoder
 
 __all__ = ["DEFAULT_ENCODER", "MoleculeEncoder", "MoleculePredictor", "Molecules", "SkippedSmiles",
            "as_molecules", "from_smiles", "pretrained_encoders", "resolve_encoder", "smiles_to_graph"]
@@ -360,7 +361,7 @@ class MoleculeEncoder(nn.Module):
     def finetune(self, data, y=None, *, tasks: Sequence[str] | None = None, task: str | None = None,
                  preset: str | None = None, epochs: int | None = None, batch_size: int | None = None,
                  lr: float | None = None, weight_decay: float | None = None, dropout: float | None = None,
-                 split=None, frac: tuple[float, float, float] | None = None, selection: str | None = None,
+                 readout: str | None = None, split=None, frac: tuple[float, float, float] | None = None, selection: str | None = None,
                  evaluate=None, from_scratch: bool = False, seed: int = 0, device="auto",
                  checkpoint: str | Path | None = None, progress: bool | None = None,
                  desc: str = "fine-tuning") -> MoleculePredictor:
@@ -377,7 +378,9 @@ class MoleculeEncoder(nn.Module):
 
         The recipe's options (``None``: the preset's value, else the default in brackets):
         ``epochs`` (30), ``batch_size`` (32), ``lr`` (0.001, Adam), ``weight_decay`` (0),
-        ``dropout`` (0.5, inside the GIN), ``split`` (``"none"``: train on every molecule;
+        ``dropout`` (0.5, inside the GIN), ``readout`` (``"mean"``: the mean of the atoms'
+        representations, as the encoders were pre-trained; ``"sum"``: their sum, which grows with
+        the molecule, for size-additive targets such as logP; ``autogcl.choices.READOUTS``), ``split`` (``"none"``: train on every molecule;
         ``"scaffold"``: Bemis-Murcko scaffolds, as the transfer protocol; ``"random"``,
         drawn from ``seed``; or a dict of index lists ``{"train", "valid", "test"}``),
         ``frac`` ((0.8, 0.1, 0.1), the split's fractions) and ``selection`` (``"last"``: the
@@ -402,7 +405,7 @@ class MoleculeEncoder(nn.Module):
         from .train.optim import adam
 
         opts = _recipe(preset, epochs=epochs, batch_size=batch_size, lr=lr, weight_decay=weight_decay,
-                       dropout=dropout, split=split, frac=frac, selection=selection)
+                       dropout=dropout, readout=readout, split=split, frac=frac, selection=selection)
         graphs, labels, smiles, mols = _labeled(data, y)
         num_tasks = int(labels.shape[1])
         if tasks is None:
@@ -429,7 +432,7 @@ class MoleculeEncoder(nn.Module):
             MolEncoder(cfg["vocab"], cfg["dim"], cfg["num_layers"])
         pred = MoleculePredictor(num_tasks, cfg["dim"], cfg["num_layers"], cfg["vocab"], opts["dropout"], tasks,
                                  meta={"encoder": self.meta, "encoder_source": getattr(self, "source", None)},
-                                 task=task, scaling=scaling)
+                                 task=task, scaling=scaling, readout=opts["readout"])
         if not from_scratch:
             pred.model.encoder.load_state_dict(self.encoder.state_dict())
         opt = adam(pred.model.parameters(), lr=opts["lr"], weight_decay=opts["weight_decay"])
@@ -499,6 +502,7 @@ def _recipe(preset: str | None, **given) -> dict:
         raise ConfigError(f"lr must be positive and weight_decay at least 0, got {opts['lr']}, {opts['weight_decay']}")
     if not 0 <= opts["dropout"] < 1:
         raise ConfigError(f"dropout must lie in [0, 1), got {opts['dropout']}")
+    check_readout(opts["readout"])
     if opts["selection"] not in FINETUNE_SELECTIONS:
         raise ConfigError(f"unknown selection {opts['selection']!r}; choose from {', '.join(FINETUNE_SELECTIONS)}")
     frac = tuple(float(f) for f in opts["frac"])
@@ -510,6 +514,7 @@ def _recipe(preset: str | None, **given) -> dict:
 
 #: the fine-tuning options where neither the call nor a preset gives them
 FINETUNE_DEFAULTS = {"epochs": 30, "batch_size": 32, "lr": 0.001, "weight_decay": 0.0, "dropout": 0.5,
+                     "readout": READOUT_MEAN,
                      "split": "none", "frac": (0.8, 0.1, 0.1), "selection": "last"}
 
 
@@ -630,7 +635,7 @@ class MoleculePredictor(nn.Module):
 
     def __init__(self, num_tasks: int, dim: int = 300, num_layers: int = 5, vocab: dict | None = None,
                  dropout: float = 0.5, tasks: Sequence[str] | None = None, meta: dict | None = None,
-                 task: str = "classification", scaling: dict | None = None):
+                 task: str = "classification", scaling: dict | None = None, readout: str = READOUT_MEAN):
         super().__init__()
         from .choices import TASKS
 
@@ -643,11 +648,11 @@ class MoleculePredictor(nn.Module):
             if any(len(scaling.get(k, ())) != num_tasks for k in ("mean", "std")):
                 raise ConfigError(f"scaling needs a mean and a std per task ({num_tasks}), got {scaling}")
             scaling = {k: [float(v) for v in scaling[k]] for k in ("mean", "std")}
-        self.model = MolPredictor(num_tasks, vocab or VOCAB, dim, num_layers, dropout)
+        self.model = MolPredictor(num_tasks, vocab or VOCAB, dim, num_layers, dropout, readout)
         self.tasks = [str(t) for t in tasks] if tasks is not None else [f"task{i}" for i in range(num_tasks)]
         self.task, self.scaling = task, (scaling if task == "regression" else None)
         self.hparams = {"num_tasks": num_tasks, "dim": dim, "num_layers": num_layers, "vocab": dict(vocab or VOCAB),
-                        "dropout": dropout, "task": task}
+                        "dropout": dropout, "task": task, "readout": readout}
         self.meta = dict(meta or {})
         self.history: list[dict] = []
         self.selected_epoch: int | None = None
@@ -731,7 +736,7 @@ class MoleculePredictor(nn.Module):
             hp = dict(blob["hparams"])
             pred = cls(int(hp["num_tasks"]), int(hp["dim"]), int(hp["num_layers"]), hp["vocab"],
                        float(hp.get("dropout", 0.5)), blob.get("tasks"), blob.get("meta"),
-                       blob.get("task", "classification"), blob.get("scaling"))
+                       blob.get("task", "classification"), blob.get("scaling"), hp.get("readout", READOUT_MEAN))
         except (KeyError, TypeError, ValueError, ConfigError) as exc:
             raise DataError(f"{path}: damaged predictor record ({type(exc).__name__}: {exc})") from None
         pred.hparams.update(hp)

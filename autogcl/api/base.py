@@ -475,12 +475,13 @@ class Estimator(nn.Module):
                     "weights (fit it first, or autogcl.load a trained one)", type(self).__name__)
 
     @staticmethod
-    def _tracker(log_dir, desc: str):
-        """The tracker of ``fit(log_dir=...)`` (TensorBoard scalars in ``log_dir``), or ``None``
-        (then ``$AUTOGCL_LOG_DIR`` may still give one: :class:`autogcl.train.Trainer`)."""
-        from ..train.tracking import tracker_for
+    def _tracker(log_dir, desc: str, tracking: str | None = None):
+        """The tracker of ``fit(log_dir=..., tracking=...)`` (TensorBoard scalars in ``log_dir``,
+        or the metrics of an MLflow run in the store ``log_dir``), or ``None`` (then
+        ``$AUTOGCL_LOG_DIR`` may still give one: :class:`autogcl.train.Trainer`)."""
+        from ..train.tracking import fit_tracker
 
-        return None if log_dir is None else tracker_for(log_dir, desc)
+        return fit_tracker(log_dir, desc, tracking)
 
     @staticmethod
     def _check_checkpoint(checkpoint) -> None:

@@ -75,7 +75,7 @@ class ContrastiveLearner(Estimator):
     # ------------------------------------------------------------------ training
     def fit(self, data, epochs: int = 30, batch_size: int | None = None, device="auto", seed: int | None = None,
             progress: bool | None = None, evaluate=None, checkpoint: str | Path | None = None,
-            log_dir: str | Path | None = None) -> list[dict]:
+            log_dir: str | Path | None = None, tracking: str | None = None) -> list[dict]:
         """Train contrastively on ``data`` (labels unused: graphs with and without ``y`` mix
         freely) and return one row per epoch: ``epoch``, the loss terms, ``time_s`` and
         whatever ``evaluate(epoch)`` returns.
@@ -94,7 +94,10 @@ class ContrastiveLearner(Estimator):
         a notebook's log, each epoch is a ``logging`` INFO line of ``autogcl.train.loop``, shown
         once logging is configured: ``logging.basicConfig(level=logging.INFO)``).
         ``log_dir``: a folder to write TensorBoard scalars to (losses, evaluations, epoch time,
-        graphs/s; ``pip install 'autogcl[tensorboard]'``)."""
+        graphs/s; ``pip install 'autogcl[tensorboard]'``), or with ``tracking="mlflow"`` an
+        MLflow tracking store (a URI, or a folder for a local file store) to log the same
+        scalars to as the metrics of a run (``pip install 'autogcl[mlflow]'``);
+        ``autogcl.choices.TRACKERS``."""
         if not isinstance(epochs, int) or epochs < 0:
             raise ConfigError(f"epochs must be an int of at least 0, got {epochs!r}")
         self._check_checkpoint(checkpoint)
@@ -117,7 +120,7 @@ class ContrastiveLearner(Estimator):
             self._strategy = self.make_strategy()
         loader = self.loader(data, size, shuffle=True, generator=gen, device=dev)
         done = len(self.history)
-        tracker = self._tracker(log_dir, type(self).__name__)
+        tracker = self._tracker(log_dir, type(self).__name__, tracking)
         trainer = Trainer(self._strategy, device=dev, checkpoint=checkpoint, loader_gen=gen,
                           desc=type(self).__name__, show_progress=progress, tracker=tracker)
         try:

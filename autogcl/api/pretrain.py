@@ -50,6 +50,7 @@ from ..models.mol_gin import MolEncoder, MolNodeScorer
 from ..train import GraphCLStrategy, NaiveStrategy, distributed
 from ..train.optim import adam
 from ..train.pretrain import ChunkedTrainer
+from ..train.tracking import fit_tracker
 
 __all__ = ["MoleculePretrainer", "pretrain_molecules"]
 
@@ -141,7 +142,8 @@ class MoleculePretrainer:
 
     def fit(self, corpus: str | Path, checkpoint_dir: str | Path | None = None, *, device="cpu",
             workers: int | None = None, show_progress: bool | None = None, max_steps: int | None = None,
-            on_epoch: Callable[[list[dict], MolEncoder], None] | None = None):
+            on_epoch: Callable[[list[dict], MolEncoder], None] | None = None, log_dir: str | Path | None = None,
+            tracking: str | None = None):
         """Pre-train on the SMILES file ``corpus`` (a CSV with a SMILES column, or ``.smi``;
         ``.gz`` ok) and return the encoder (:class:`autogcl.molecules.MoleculeEncoder`, on
         ``device``, in eval mode).
@@ -152,14 +154,15 @@ class MoleculePretrainer:
         (``stopped_early``). ``on_epoch(history, encoder)`` runs after every epoch (on rank 0
         of a data-parallel run), with the encoder being trained. SIGTERM or SIGINT stops the
         fit before its next step with :class:`autogcl.errors.Preempted` (the checkpoint of the
-        last finished chunk is kept)."""
+        last finished chunk is kept). ``log_dir``, ``tracking``: every epoch's loss terms, time
+        and molecules/s as TensorBoard scalars or MLflow metrics (as :meth:`autogcl.AutoGCL.fit`)."""
         corpus = Path(corpus).expanduser()
         if not corpus.is_file():
             raise DataError(f"{corpus}: no such SMILES file")
         if checkpoint_dir is None:
             with tempfile.TemporaryDirectory(prefix="autogcl-pretrain-") as tmp:
                 return self.fit(corpus, tmp, device=device, workers=workers, show_progress=show_progress,
-                                max_steps=max_steps, on_epoch=on_epoch)
+                                max_steps=max_steps, on_epoch=on_epoch, log_dir=log_dir, tracking=tracking)
         checkpoint = Path(checkpoint_dir) / CHECKPOINT
         checkpoint.parent.mkdir(parents=True, exist_ok=True)
         ctx = distributed.init(device) if distributed.launched() else None
@@ -168,26 +171,32 @@ class MoleculePretrainer:
             distributed.check_batch(self.batch_size, ctx)
             engine = Engine(str(ctx.device), engine.precision, engine.compile)
         main = ctx is None or ctx.is_main
-        reader = MoleculeCorpus(corpus, self.smiles_col, self.max_molecules, self.chunk_size, workers=workers,
-                                progress=show_progress is not False and main)
-        if ctx is not None and not main:
-            ctx.barrier()  # rank 0 featurises the corpus first; the others then read its cache
-        chunks = reader.prepare()
-        if ctx is not None and main:
-            ctx.barrier()
-        self.corpus_summary = reader.summary()
-        loader_gen = seeding.seed_everything(self.seed)
-        strategy = self.build_strategy()
-        if ctx is not None:
-            strategy.to(engine)
-            distributed.wrap(strategy, ctx, seed=self.seed)
-            torch.manual_seed(distributed.rank_seed(self.seed, ctx))  # each process its own noise
-        trainer = ChunkedTrainer(strategy, len(chunks), reader.load, self.batch_size, checkpoint, loader_gen,
-                                 device=None if ctx is not None else engine, show_progress=show_progress,
-                                 desc=f"pretrain {self.method}", dist=ctx)
-        encoder = strategy.model.encoder
-        self.history, self.stopped_early = trainer.fit(
-            self.epochs, max_steps=max_steps, on_epoch=None if on_epoch is None else lambda rows: on_epoch(rows, encoder))
+        tracker = fit_tracker(log_dir, type(self).__name__, tracking) if main else None  # a bad one fails now
+        try:
+            reader = MoleculeCorpus(corpus, self.smiles_col, self.max_molecules, self.chunk_size, workers=workers,
+                                    progress=show_progress is not False and main)
+            if ctx is not None and not main:
+                ctx.barrier()  # rank 0 featurises the corpus first; the others then read its cache
+            chunks = reader.prepare()
+            if ctx is not None and main:
+                ctx.barrier()
+            self.corpus_summary = reader.summary()
+            loader_gen = seeding.seed_everything(self.seed)
+            strategy = self.build_strategy()
+            if ctx is not None:
+                strategy.to(engine)
+                distributed.wrap(strategy, ctx, seed=self.seed)
+                torch.manual_seed(distributed.rank_seed(self.seed, ctx))  # each process its own noise
+            trainer = ChunkedTrainer(strategy, len(chunks), reader.load, self.batch_size, checkpoint, loader_gen,
+                                     device=None if ctx is not None else engine, show_progress=show_progress,
+                                     desc=f"pretrain {self.method}", dist=ctx, tracker=tracker)
+            encoder = strategy.model.encoder
+            self.history, self.stopped_early = trainer.fit(
+                self.epochs, max_steps=max_steps,
+                on_epoch=None if on_epoch is None else lambda rows: on_epoch(rows, encoder))
+        finally:
+            if tracker is not None:
+                tracker.close()
         return self._result(encoder)
 
     def _result(self, trained: MolEncoder):

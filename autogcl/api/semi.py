@@ -216,12 +216,14 @@ class SemiSupervised(Estimator):
     # ------------------------------------------------------------------ training
     def fit(self, data, labels=None, epochs: int = 30, pretrain_epochs: int = 30, batch_size: int | None = None,
             device="auto", seed: int | torch.Generator | None = None, progress: bool | None = None, evaluate=None,
-            checkpoint: str | Path | None = None, desc: str | None = None, log_dir=None) -> list[dict]:
+            checkpoint: str | Path | None = None, desc: str | None = None, log_dir=None,
+            tracking: str | None = None) -> list[dict]:
         """Train on ``data`` (a PyG dataset, a list of ``Data``, a ``Batch`` or a
         ``DataLoader``) whose unlabeled graphs carry no label, and return one row per epoch
         (``phase`` "pretrain" for the strategies with pre-training, then "train").
 
-        ``log_dir``: a folder for TensorBoard scalars of both phases (as :meth:`autogcl.AutoGCL.fit`).
+        ``log_dir``, ``tracking``: TensorBoard scalars (or MLflow metrics) of both phases (as
+        :meth:`autogcl.AutoGCL.fit`).
         ``labels``: one class index per graph (-1 for unlabeled) instead of the graphs' ``y``.
         ``pretrain_epochs``: the ``naive`` and ``graphcl`` strategies' pre-training.
         ``batch_size``: default the model's (``batch_size``), or a DataLoader's own; an epoch's
@@ -272,7 +274,7 @@ class SemiSupervised(Estimator):
         name = desc or type(self).__name__
         ckpt = None if checkpoint is None else Path(checkpoint)
         rows = []
-        tracker = self._tracker(log_dir, type(self).__name__)  # TensorBoard scalars, both phases (tags by phase)
+        tracker = self._tracker(log_dir, type(self).__name__, tracking)  # TensorBoard scalars, both phases (tags by phase)
         try:
             if pre is not None and pretrain_epochs:
                 pre_ckpt = None if ckpt is None else ckpt.with_name(f"{ckpt.stem}-pretrain{ckpt.suffix}")

@@ -19,8 +19,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 from torch.utils.weak import WeakIdKeyDictionary
-from torch_geometric.nn import MessagePassing, global_mean_pool
+from torch_geometric.nn import MessagePassing, global_add_pool, global_mean_pool
 
+from ..choices import READOUT_MEAN, READOUT_SUM, READOUTS
 from ..errors import ConfigError
 from .embed import embed
 from .norm import SegmentBatchNorm
@@ -200,18 +201,32 @@ class MolGNN(nn.Module):
         return h
 
 
+#: the pooling of each readout of :data:`autogcl.choices.READOUTS`
+POOLS = {READOUT_MEAN: global_mean_pool, READOUT_SUM: global_add_pool}
+
+
+def check_readout(readout: str) -> str:
+    """``readout`` if it is one of :data:`autogcl.choices.READOUTS`, else a :class:`ConfigError`."""
+    if readout not in READOUTS:
+        raise ConfigError(f"unknown readout {readout!r}; choose from {', '.join(READOUTS)}")
+    return readout
+
+
 class MolEncoder(nn.Module):
-    """Graph embedding: mean pool of :class:`MolGNN` node representations (``out_dim``)."""
+    """Graph embedding: mean pool (or, ``readout="sum"``, sum) of :class:`MolGNN` node
+    representations (``out_dim``). The readout has no weights: an encoder file fits either."""
 
     segment_norm = True  #: reads two views in one batch (``ContrastModel.encode_pair``)
 
-    def __init__(self, vocab, dim: int = 300, num_layers: int = 5, dropout: float = 0.0):
+    def __init__(self, vocab, dim: int = 300, num_layers: int = 5, dropout: float = 0.0,
+                 readout: str = READOUT_MEAN):
         super().__init__()
         self.gnn = MolGNN(vocab, dim, num_layers, dropout)
         self.out_dim = dim
+        self.readout = check_readout(readout)
 
     def forward(self, data) -> torch.Tensor:
-        return global_mean_pool(self.gnn(data), data.batch, size=int(data.num_graphs))
+        return POOLS[self.readout](self.gnn(data), data.batch, size=int(data.num_graphs))
 
     def embed(self, loader) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Graph embeddings (eval mode) and labels of every graph the loader yields."""
@@ -222,11 +237,13 @@ class MolEncoder(nn.Module):
 
 
 class MolPredictor(nn.Module):
-    """Fine-tuning model: encoder (dropout inside the GNN) and one linear logit per task."""
+    """Fine-tuning model: encoder (dropout inside the GNN, ``readout`` pooling) and one linear
+    output per task."""
 
-    def __init__(self, num_tasks: int, vocab, dim: int = 300, num_layers: int = 5, dropout: float = 0.5):
+    def __init__(self, num_tasks: int, vocab, dim: int = 300, num_layers: int = 5, dropout: float = 0.5,
+                 readout: str = READOUT_MEAN):
         super().__init__()
-        self.encoder = MolEncoder(vocab, dim, num_layers, dropout)
+        self.encoder = MolEncoder(vocab, dim, num_layers, dropout, readout)
         self.head = nn.Linear(dim, num_tasks)
 
     def forward(self, data) -> torch.Tensor:

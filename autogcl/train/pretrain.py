@@ -22,6 +22,7 @@ from . import checkpoints
 from ..data.batching import GraphLoader
 from ..errors import Preempted
 from .loop import Strategy
+from .tracking import tracker_for
 
 log = logging.getLogger(__name__)
 
@@ -51,11 +52,14 @@ class ChunkedTrainer:
     strategy already wrapped by :func:`autogcl.train.distributed.wrap`): every process reads
     the same chunks in the same order and trains on its share of each batch; rank 0 writes
     the checkpoints, which hold every process's random state, so a run whose processes were
-    killed resumes with the numbers of an unbroken one."""
+    killed resumes with the numbers of an unbroken one.
+
+    ``tracker``: where every epoch's row goes (:mod:`autogcl.train.tracking`: loss terms,
+    epoch time, molecules/s; rank 0 only); ``None``: ``--log-dir``'s, if the run has one."""
 
     def __init__(self, strategy: Strategy, num_chunks: int, load_chunk: Callable[[int], object],
                  batch_size: int, checkpoint: Path, loader_gen: torch.Generator, device=None,
-                 show_progress: bool | None = None, desc: str = "pretrain", dist=None):
+                 show_progress: bool | None = None, desc: str = "pretrain", dist=None, tracker=None):
         self.strategy, self.num_chunks, self.load_chunk = strategy, num_chunks, load_chunk
         self.batch_size, self.checkpoint, self.loader_gen = batch_size, Path(checkpoint), loader_gen
         if device is not None:
@@ -63,6 +67,7 @@ class ChunkedTrainer:
         self.dist = dist
         main = dist is None or dist.is_main
         self.show_progress, self.desc = (show_progress if main else False), desc
+        self.tracker = tracker
 
     def _restore_process_state(self, state: dict) -> None:
         """This process's own random state, and the shared view draws, from a checkpoint."""
@@ -107,14 +112,20 @@ class ChunkedTrainer:
                 guard.enter_context(preempt.deferring())
             else:  # every process stops at the same step (torchrun's processes)
                 guard.enter_context(preempt.collective(self.dist.largest))
+            main = self.dist is None or self.dist.is_main  # rank 0 speaks for a data-parallel run
+            tracker = self.tracker
+            if tracker is None and main:  # --log-dir's shared folder (the caller closes its own tracker)
+                tracker = tracker_for(None, self.desc)
+                if tracker is not None:
+                    guard.callback(tracker.close)
             try:
-                return self._fit(epochs, max_steps, on_epoch)
+                return self._fit(epochs, max_steps, on_epoch, tracker if main else None)
             except Preempted as exc:
                 state = torch.load(self.checkpoint, map_location="cpu", weights_only=True)
                 raise exc.located(state["epoch"] - 1, self.checkpoint,
                                   f"{self.desc}, at chunk {state['pos'] + 1} of epoch {state['epoch']}") from None
 
-    def _fit(self, epochs, max_steps, on_epoch):
+    def _fit(self, epochs, max_steps, on_epoch, tracker=None):
         from tqdm.auto import tqdm
 
         strat, dist = self.strategy, self.dist
@@ -187,6 +198,8 @@ class ChunkedTrainer:
                    **{k: v / max(acc["molecules"], 1) for k, v in acc["sums"].items()},
                    "peak_rss_mb": peak_rss_mb()}
             rows.append(row)
+            if tracker is not None:
+                tracker.epoch(row, acc["molecules"])
             log.info("pretrain epoch %d: %s", epoch, {k: round(v, 4) for k, v in row.items() if isinstance(v, float)})
             epochs_bar.update(1)
             epochs_bar.set_postfix(loss=f"{row.get('loss', float('nan')):.3f}")

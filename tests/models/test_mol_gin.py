@@ -9,7 +9,7 @@ from torch_geometric.data import Batch
 from autogcl.augment import MoleculeViewGenerator
 from autogcl.augment.random import attr_mask
 from autogcl.data.molecules import VOCAB, smiles_to_graph
-from autogcl.errors import DataError
+from autogcl.errors import ConfigError, DataError
 from autogcl.models.mol_gin import (
     MolEncoder,
     MolNodeScorer,
@@ -30,6 +30,17 @@ def test_shapes_and_pooling():
     assert z.shape == (4, 16) and torch.isfinite(z).all()
     pred = MolPredictor(num_tasks=5, vocab=VOCAB, dim=16, num_layers=2)
     assert pred(b).shape == (4, 5)
+
+
+def test_the_sum_readout_is_the_mean_times_the_atoms():
+    b = mol_batch()
+    mean = MolEncoder(VOCAB, dim=16, num_layers=2).eval()
+    total = MolEncoder(VOCAB, dim=16, num_layers=2, readout="sum").eval()
+    total.load_state_dict(mean.state_dict())  # no weights of its own: any encoder file fits
+    atoms = torch.bincount(b.batch).float().view(-1, 1)
+    torch.testing.assert_close(total(b), mean(b) * atoms, rtol=1e-5, atol=1e-6)
+    with pytest.raises(ConfigError, match="unknown readout 'max'"):
+        MolPredictor(1, VOCAB, dim=8, num_layers=1, readout="max")
 
 
 def test_generator_views_carry_gradients_to_the_generator():

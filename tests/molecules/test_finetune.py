@@ -205,6 +205,21 @@ def test_regression_round_trips_through_save_and_load(bbbp, tmp_path):
     np.testing.assert_allclose(values, (raw * std + mean).numpy(), rtol=1e-5, atol=1e-5)
 
 
+def test_the_readout_is_an_option_of_the_recipe_and_round_trips(bbbp, tmp_path):
+    smiles, _ = bbbp
+    atoms = heavy_atoms(smiles)
+    pred = MoleculeEncoder(dim=8, num_layers=1).finetune(smiles, atoms, epochs=1, readout="sum", seed=0,
+                                                         progress=False)
+    assert pred.hparams["readout"] == "sum" and pred.model.encoder.readout == "sum"
+    back = MoleculePredictor.load(pred.save(tmp_path / "sum.pt"))
+    assert back.model.encoder.readout == "sum"
+    assert np.array_equal(back.predict(smiles)[0], pred.predict(smiles)[0])
+    default = MoleculeEncoder(dim=8, num_layers=1).finetune(smiles, atoms, epochs=1, seed=0, progress=False)
+    assert default.model.encoder.readout == "mean"  # the pre-trained encoders' pooling
+    with pytest.raises(ConfigError, match="unknown readout 'max'; choose from mean, sum"):
+        MoleculeEncoder(dim=8, num_layers=1).finetune(smiles, atoms, epochs=1, readout="max", progress=False)
+
+
 def _batches(smiles):
     from torch_geometric.loader import DataLoader
 
@@ -305,6 +320,10 @@ def test_a_csv_path_is_read_not_parsed_as_a_smiles(encoder, slice_csv, tmp_path)
 # ------------------------------------------------------------------ the docs' regression run
 
 
+def sizes(run: dict) -> str:
+    return " / ".join(str(run["split_sizes"][k]) for k in ("train", "valid", "test"))
+
+
 def test_regression_logp_script_writes_the_record_the_docs_show(data_root, tmp_path):
     import importlib.util
 
@@ -326,5 +345,10 @@ def test_regression_logp_script_writes_the_record_the_docs_show(data_root, tmp_p
     assert record["target"] == "Crippen MolLogP" and record["epochs"] == 1 and record["selected_epoch"] == 1
     assert sum(record["split_sizes"].values()) == record["molecules"] and set(record["test"]) == {"rmse", "mae", "r2"}
     assert record["test"]["r2"] == record["history"][0]["test_r2"]
+    scratch = record["from_scratch"]  # the same recipe, seed and split from random weights
+    assert scratch["from_scratch"] and scratch["split_sizes"] == record["split_sizes"]
+    assert scratch["test"]["r2"] != record["test"]["r2"] and "random_split" not in record
+    assert record["runtime"]["device"] == "cpu" and record["torch_threads"] == 1 and record["code_commit"]
     block = regression_block(tmp_path)
     assert f"{record['test']['r2']:.3f}" in block and "regression_logp.json" in block
+    assert f"| random weights (no pre-training) | {sizes(scratch)} |" in block
