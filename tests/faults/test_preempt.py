@@ -24,8 +24,39 @@ def kill_self(sig):
     return lambda: os.kill(os.getpid(), sig)
 
 
+@pytest.fixture
+def handled():
+    """``handled(sig)``: ``sig`` gets Python's default handling for the test. A suite started in
+    the background of a non-interactive shell inherits SIGINT ignored, and a fit leaves an ignored
+    signal ignored (as ``nohup`` asks; tested below), so a test of a handled signal sets it first."""
+    old = {}
+
+    def set_default(sig):
+        old.setdefault(sig, signal.getsignal(sig))
+        signal.signal(sig, signal.default_int_handler if sig == signal.SIGINT else signal.SIG_DFL)
+
+    yield set_default
+    for sig, h in old.items():
+        signal.signal(sig, h)
+
+
+def test_an_ignored_signal_stays_ignored(data_root):
+    """SIGINT ignored by whoever started the process (a background job): a fit is not stopped
+    by it, and ends with the numbers of an undisturbed fit."""
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        ref, ref_rows = small_fit(data_root, epochs=3)
+        model, rows = small_fit(data_root, epochs=3, at=(2, 1), action=kill_self(signal.SIGINT))
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, old)
+    assert untimed(rows) == untimed(ref_rows) and same_weights(weights(model), weights(ref))
+
+
 @pytest.mark.parametrize("sig, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
-def test_signal_mid_epoch_keeps_the_last_epoch_and_resume_matches_an_unbroken_fit(data_root, tmp_path, sig, code):
+def test_signal_mid_epoch_keeps_the_last_epoch_and_resume_matches_an_unbroken_fit(data_root, tmp_path, sig, code,
+                                                                                  handled):
+    handled(sig)
     ref, ref_rows = small_fit(data_root)
     ckpt = tmp_path / "ckpt.pt"
     with pytest.raises(Preempted) as info:  # the signal arrives inside epoch 3's second step
