@@ -4,7 +4,6 @@ interrupted fit continues from its checkpoint folder; bad options are ConfigErro
 
 from __future__ import annotations
 
-import gzip
 
 import pytest
 import torch
@@ -13,15 +12,6 @@ from autogcl.api.pretrain import MoleculePretrainer, pretrain_molecules
 from autogcl.errors import ConfigError, DataError
 
 SMALL = {"epochs": 2, "batch_size": 16, "chunk_size": 40, "dim": 16, "num_layers": 2, "gen_hidden": 8}
-
-
-@pytest.fixture
-def corpus(data_root, tmp_path):
-    with gzip.open(data_root / "pretrain" / "moses_train.csv.gz", "rt") as f:
-        lines = [next(f) for _ in range(81)]  # header + 80 SMILES: 2 chunks
-    p = tmp_path / "slice.csv"
-    p.write_text("".join(lines))
-    return p
 
 
 def test_the_defaults_are_the_commands():

@@ -109,18 +109,7 @@ def test_semi_supervised_fit_writes_both_phases(tmp_path):
 # ------------------------------------------------------------------ molecule pre-training
 
 
-@pytest.fixture
-def corpus(data_root, tmp_path):
-    import gzip
-
-    with gzip.open(data_root / "pretrain" / "moses_train.csv.gz", "rt") as f:
-        lines = [next(f) for _ in range(81)]  # header + 80 SMILES: 2 chunks
-    p = tmp_path / "slice.csv"
-    p.write_text("".join(lines))
-    return p
-
-
-SMALL_PRETRAIN = {"epochs": 2, "batch_size": 16, "chunk_size": 40, "dim": 16, "num_layers": 2, "gen_hidden": 8}
+from .test_pretrain import SMALL as SMALL_PRETRAIN  # noqa: E402  (the corpus fixture: tests/api/conftest.py)
 
 
 def test_transfer_pretrain_log_dir_writes_loss_and_throughput_per_epoch(corpus, tmp_path, monkeypatch):
