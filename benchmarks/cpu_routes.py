@@ -1,0 +1,378 @@
+"""Routes to a faster CPU pre-training step at width 8 that were measured and not kept: each is
+a prototype here (not in the library), timed against the library's own (eager) step in one
+process, the two alternating window by window.
+
+    python benchmarks/cpu_routes.py --data-root ../shared/data [--routes compile onednn padded]
+        [--windows 6 --steps 30] [--tag cpu-shared] [--note ...]
+
+Writes ``docs/results/perf/cpu_routes_<tag>.json`` (the shape ``scripts/docs.py`` renders): per
+route the median process CPU milliseconds of a step with it and without it, and the median of
+the paired window ratios (``cpu_step_ms_vs_eager``: below 1 is faster), every window kept.
+Steps: transfer pre-training (batch 256, the first ``--molecules`` MOSES molecules), width 8,
+the method's own view draws, batching included, 1 torch thread.
+
+Routes:
+
+* ``compile``: ``torch.compile(dynamic=True)`` (inductor, C++ on the CPU) of each molecule GIN
+  layer's dense part (the MLP, the two views' BatchNorms, ReLU) in the encoder's pass over two
+  views; the sparse neighbour sum stays eager (the compiler does not take sparse tensors).
+  ``warmup_s``: the wall seconds of the first steps, compilation included (inductor's cache in
+  a fresh folder, so the compilation is a cold one).
+* ``onednn``: the products with a result narrower than 16 columns by oneDNN's dense linear
+  kernel (``mkldnn._linear_pointwise``, faster than MKL's on one fixed shape), rows padded to a
+  multiple of 256 (oneDNN builds a kernel per shape).
+* ``wgrad``: the weight gradient of the GIN MLPs' first layer (8 to 16) as ``x.T @ grad`` (a
+  result of 16 columns) instead of ``grad.T @ x`` (8 columns), by giving ``addmm`` the weight's
+  transpose as a contiguous copy.
+* ``fused``: the bond messages folded into the first MLP layer: ``(I + A)(x W1.T) + counts
+  (T W1.T) + b1`` instead of ``(x + counts T + A x) W1.T + b1`` (``A`` the adjacency, ``T`` the
+  stacked bond tables), so that the bond-message product and its gradient have 16-column
+  results instead of 8 (the sparse sum then reads 16 columns).
+* ``segbn``: the encoder's BatchNorm over two views as one autograd operation (each segment's
+  ``native_batch_norm`` writing into one output, and its backward into one gradient) instead of
+  split, one BatchNorm per view and cat.
+* ``padded``: those products with the narrow side padded with zeros to 16 columns (MKL is
+  several times slower on a result with 8 columns than with 16), and the weight gradient in
+  the orientation with the wider result.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(REPO))
+
+
+def _narrow_function(product):
+    """An autograd linear whose products with a narrow result go through ``product(a, w, bias)``
+    (``a @ w.T + bias``), the weight gradient in the orientation with the wider result."""
+    import torch
+    import torch.nn.functional as F
+
+    class Narrow(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, weight, bias):
+            ctx.save_for_backward(x, weight)
+            return product(x, weight, bias) if weight.shape[0] < 16 else F.linear(x, weight, bias)
+
+        @staticmethod
+        def backward(ctx, grad):
+            x, weight = ctx.saved_tensors
+            grad = grad.contiguous()
+            gx = product(grad, weight.t(), None) if weight.shape[1] < 16 else grad @ weight
+            gw = (x.t() @ grad).t() if weight.shape[1] < weight.shape[0] else grad.t() @ x
+            return gx, gw, grad.sum(0)
+
+    def linear(x, weight, bias):
+        return Narrow.apply(x, weight, bias) if min(weight.shape) < 16 else F.linear(x, weight, bias)
+
+    return linear
+
+
+def _onednn(x, weight, bias):
+    import torch
+    import torch.nn.functional as F
+
+    n = x.shape[0]
+    pad = -n % 256
+    x = F.pad(x, (0, 0, 0, pad)) if pad else x.contiguous()
+    out = torch.ops.mkldnn._linear_pointwise(x, weight.contiguous(), bias, "none", [], "")
+    return out[:n] if pad else out
+
+
+def _padded(x, weight, bias):
+    import torch
+    import torch.nn.functional as F
+
+    k = weight.shape[0]
+    w = F.pad(weight, (0, 0, 0, 16 - k))
+    out = F.linear(x, w, None if bias is None else F.pad(bias, (0, 16 - k)))
+    return out[:, :k].contiguous()
+
+
+def _conv_forward(linear):
+    """``BondGINConv.forward`` with its MLP's two products by ``linear``."""
+    import torch
+    import torch.nn.functional as F
+
+    from autogcl.models import mol_gin
+
+    def forward(self, x, edge_index, edge_attr, structure=None):
+        structure = structure or mol_gin.bond_structure(edge_index, edge_attr, x.shape[0], self.vocab, x.dtype)
+        agg = torch.addmm(x, structure.counts, torch.cat([self.bond.weight, self.direction.weight]))
+        agg = structure.add_neighbour_sum(agg, x)
+        first, last = self.mlp[0], self.mlp[2]
+        return linear(F.relu(linear(agg, first.weight, first.bias)), last.weight, last.bias)
+
+    return forward
+
+
+def _compiled_gnn_forward():
+    """``MolGNN.forward`` with each layer's dense part compiled, on a batch of two views."""
+    import torch
+    import torch.nn.functional as F
+
+    from autogcl.models import mol_gin
+
+    eager = mol_gin.MolGNN.forward
+
+    def dense(agg, w1, b1, w2, b2, bn_w, bn_b, mean, var, n0: int, relu: bool):
+        h = F.linear(F.relu(F.linear(agg, w1, b1)), w2, b2)
+        h = torch.cat([F.batch_norm(h[:n0], mean, var, bn_w, bn_b, True, 0.1, 1e-5),
+                       F.batch_norm(h[n0:], mean, var, bn_w, bn_b, True, 0.1, 1e-5)])
+        return F.relu(h) if relu else h
+
+    compiled = torch.compile(dense, dynamic=True)
+
+    def forward(self, data):
+        segments = getattr(data, "_segments", None)
+        if segments is None or len(segments) != 2 or self.dropout > 0:
+            return eager(self, data)
+        h = self.atoms(data)
+        structure = mol_gin.bond_structure(data.edge_index, data.edge_attr, h.shape[0], self.vocab, h.dtype)
+        last = len(self.convs) - 1
+        for i, (conv, bn) in enumerate(zip(self.convs, self.bns)):
+            agg = torch.addmm(h, structure.counts, torch.cat([conv.bond.weight, conv.direction.weight]))
+            agg = structure.add_neighbour_sum(agg, h)
+            h = compiled(agg, conv.mlp[0].weight, conv.mlp[0].bias, conv.mlp[2].weight, conv.mlp[2].bias,
+                         bn.weight, bn.bias, bn.running_mean, bn.running_var, segments[0], i < last)
+        return h
+
+    return forward
+
+
+def _wgrad_forward():
+    import torch
+    import torch.nn.functional as F
+
+    from autogcl.models import mol_gin
+
+    def forward(self, x, edge_index, edge_attr, structure=None):
+        structure = structure or mol_gin.bond_structure(edge_index, edge_attr, x.shape[0], self.vocab, x.dtype)
+        agg = torch.addmm(x, structure.counts, torch.cat([self.bond.weight, self.direction.weight]))
+        agg = structure.add_neighbour_sum(agg, x)
+        first, last = self.mlp[0], self.mlp[2]
+        h = F.relu(torch.addmm(first.bias, agg, first.weight.t().contiguous()))
+        return torch.addmm(last.bias, h, last.weight.t())
+
+    return forward
+
+
+def _fused_forward():
+    import torch
+    import torch.nn.functional as F
+
+    from autogcl.models import mol_gin
+
+    def forward(self, x, edge_index, edge_attr, structure=None):
+        structure = structure or mol_gin.bond_structure(edge_index, edge_attr, x.shape[0], self.vocab, x.dtype)
+        first, last = self.mlp[0], self.mlp[2]
+        w1 = first.weight.t().contiguous()  # contiguous: the weight gradient as x.T @ grad (16 columns)
+        xw = x @ w1
+        table = torch.cat([self.bond.weight, self.direction.weight])
+        base = torch.addmm(first.bias, structure.counts, table @ w1) + xw
+        h = F.relu(structure.add_neighbour_sum(base, xw))
+        return torch.addmm(last.bias, h, last.weight.t())
+
+    return forward
+
+
+def _segment_norm_forward():
+    """``SegmentBatchNorm.forward`` with two or more segments as one autograd operation."""
+    import torch
+    from torch.ops import aten
+
+    from autogcl.models import norm
+
+    class Segments(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, weight, bias, mean, var, sizes, momentum, eps):
+            out, stats, start = torch.empty_like(x), [], 0
+            for n in sizes:
+                part = slice(start, start + n)
+                m, inv = x.new_empty(x.shape[1]), x.new_empty(x.shape[1])
+                aten.native_batch_norm.out(x[part], weight, bias, mean, var, True, momentum, eps, out=out[part],
+                                           save_mean=m, save_invstd=inv)
+                stats += [m, inv]
+                start += n
+            ctx.save_for_backward(x, weight, mean, var, *stats)
+            ctx.sizes, ctx.eps = sizes, eps
+            return out
+
+        @staticmethod
+        def backward(ctx, grad):
+            x, weight, mean, var, *stats = ctx.saved_tensors
+            grad, gx, gw, gb, start = grad.contiguous(), torch.empty_like(x), 0.0, 0.0, 0
+            for i, n in enumerate(ctx.sizes):
+                part = slice(start, start + n)
+                a, w, b = aten.native_batch_norm_backward(grad[part], x[part], weight, mean, var, stats[2 * i],
+                                                          stats[2 * i + 1], True, ctx.eps, [True, True, True])
+                gx[part] = a
+                gw, gb, start = gw + w, gb + b, start + n
+            return gx, gw, gb, None, None, None, None, None
+
+    eager = norm.SegmentBatchNorm.forward
+
+    def forward(self, x, segments=None):
+        if segments is None or len(segments) == 1 or not self.training or self.synced or min(segments) < 2 \
+                or self.momentum is None:
+            return eager(self, x, segments)
+        self.num_batches_tracked.add_(len(segments))
+        return Segments.apply(x, self.weight, self.bias, self.running_mean, self.running_var, tuple(segments),
+                              self.momentum, self.eps)
+
+    return forward
+
+
+def route_patch(name: str):
+    """``(module, attribute, replacement)`` of a route."""
+    from autogcl.models import mol_gin
+
+    if name == "compile":
+        return mol_gin.MolGNN, "forward", _compiled_gnn_forward()
+    if name == "onednn":
+        return mol_gin.BondGINConv, "forward", _conv_forward(_narrow_function(_onednn))
+    if name == "wgrad":
+        return mol_gin.BondGINConv, "forward", _wgrad_forward()
+    if name == "fused":
+        return mol_gin.BondGINConv, "forward", _fused_forward()
+    if name == "segbn":
+        from autogcl.models import norm
+
+        return norm.SegmentBatchNorm, "forward", _segment_norm_forward()
+    if name == "padded":
+        return mol_gin.BondGINConv, "forward", _conv_forward(_narrow_function(_padded))
+    raise SystemExit(f"unknown route {name}")
+
+
+def _difference(strategy, batch, owner, attr, eager, patched) -> dict:
+    """How far a step's loss and gradients with the route are from the eager step's, on one
+    batch contrasting the two generated views (the same random draws)."""
+    import torch
+
+    got = []
+    for fn in (eager, patched):
+        setattr(owner, attr, fn)
+        strategy.opt.zero_grad()
+        torch.manual_seed(1)
+        loss = strategy.losses(batch, [1, 2])["loss"]
+        loss.backward()
+        got.append((loss.detach(), [p.grad.clone() for m in strategy.modules().values() for p in m.parameters()
+                                    if p.grad is not None]))
+    strategy.opt.zero_grad()
+    (l0, g0), (l1, g1) = got
+    return {"loss_abs_diff": float((l0 - l1).abs()),
+            "grad_max_abs_diff": max(float((a - b).abs().max()) for a, b in zip(g0, g1)),
+            "grad_max_abs": max(float(a.abs().max()) for a in g0)}
+
+
+def measure(args, name: str) -> tuple[dict, list[dict]]:
+    import engine
+
+    spec = {"molecules": args.molecules, "data_root": args.data_root, "corpus": args.corpus, "device": "cpu",
+            "chunk_file": None, "width": 8}
+    ds = engine._chunk(spec)
+    strategy, gen, device = engine._pretrain_strategy(spec)
+    it = engine._endless(engine._loader(ds, 256, gen, device)[0], device)
+    owner, attr, patched = route_patch(name)
+    eager = owner.__dict__[attr]
+    for i in range(10):
+        strategy.step(next(it), 1, i)
+    setattr(owner, attr, patched)
+    diff = _difference(strategy, next(it), owner, attr, eager, patched)
+    t0 = time.perf_counter()
+    for i in range(10):
+        strategy.step(next(it), 1, i)
+    warmup = time.perf_counter() - t0
+    windows = []
+    for w in range(args.windows):
+        for on in ((True, False) if w % 2 == 0 else (False, True)):
+            setattr(owner, attr, patched if on else eager)
+            c0 = time.process_time()
+            for i in range(args.steps):
+                strategy.step(next(it), 1, i)
+            windows.append({"route": name, "window": w, "with_route": on,
+                            "cpu_step_ms": 1000 * (time.process_time() - c0) / args.steps})
+    setattr(owner, attr, eager)
+    on = [x["cpu_step_ms"] for x in windows if x["with_route"]]
+    off = [x["cpu_step_ms"] for x in windows if not x["with_route"]]
+    row = {"route": name, "windows": args.windows, "steps_per_window": args.steps,
+           "cpu_step_ms_eager": statistics.median(off), "cpu_step_ms_route": statistics.median(on),
+           "cpu_step_ms_vs_eager": statistics.median(a / b for a, b in zip(on, off)),
+           "warmup_s": warmup, **diff}
+    return row, windows
+
+
+def _commit() -> str | None:
+    """The checkout's commit (the library's code the eager steps ran), ``+`` when autogcl/ has
+    uncommitted changes."""
+    import subprocess
+
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,
+                              check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "autogcl"], cwd=REPO, capture_output=True,
+                               text=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return head + ("+" if dirty else "")
+
+
+ROUTES = ("compile", "onednn", "padded", "wgrad", "fused", "segbn")
+
+
+def main() -> int:
+    import engine
+
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--data-root", default=None)
+    p.add_argument("--corpus", default="")
+    p.add_argument("--molecules", type=int, default=10_000)
+    p.add_argument("--routes", nargs="+", default=list(ROUTES), choices=list(ROUTES))
+    p.add_argument("--windows", type=int, default=6, help="paired windows per route")
+    p.add_argument("--steps", type=int, default=30, help="steps per window")
+    p.add_argument("--tag", default="cpu")
+    p.add_argument("--note", default="")
+    p.add_argument("--out", default=str(REPO / "docs" / "results" / "perf"))
+    args = p.parse_args()
+    import torch
+
+    torch.set_num_threads(1)
+    args.threads, args.device = 1, "cpu"
+    rows, windows = [], []
+    for name in args.routes:
+        row, win = measure(args, name)
+        engine.show(row)
+        rows.append(row)
+        windows += win
+    note = ("width 8, batch 256, 1 thread; each route timed in one process against the library's eager step, "
+            "their windows alternating; cpu_step_ms: process CPU time per step (batching included); "
+            "warmup_s: wall seconds of the first 10 steps with the route (compilation included); "
+            "loss_abs_diff, grad_max_abs_diff: the route's step against the eager one on one batch contrasting "
+            "both generated views, with the same draws (grad_max_abs: the largest gradient entry, for scale)")
+    doc = {"benchmark": "cpu_routes", "command": "python benchmarks/cpu_routes.py " + " ".join(sys.argv[1:]),
+           "machine": engine.machine(args), "device": "cpu", "threads": 1, "torch": torch.__version__,
+           "date": time.strftime("%Y-%m-%d %H:%M"), "commit": _commit(), "note": note + (f"; {args.note}" if args.note else ""),
+           "rows": rows, "windows": windows}
+    out = Path(args.out) / f"cpu_routes_{args.tag}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(doc, indent=1) + "\n")
+    print(f"wrote {out}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    # a cold compilation: inductor's on-disk cache of an earlier run would hide its cost
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="cpu_routes_inductor_")
+    raise SystemExit(main())
