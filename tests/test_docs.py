@@ -244,3 +244,14 @@ def test_generated_tables_name_the_commit_of_their_runs(checkout):
     (folder / "provenance.json").write_text(json.dumps({"commit": "abc1234", "devices": ["cpu"]}), encoding="utf-8")
     readme = regenerate(checkout)["README.md"][1]
     assert "`abc1234` (1 run folder)" in readme and "commit not recorded (5 run folders" in readme
+
+
+def test_a_single_run_shows_no_spread():
+    """A cell of one run shows its score and says it has no ± (a std over one run is 0 and means
+    nothing); two runs show mean ± std; an undefined selection still says why."""
+    from docsgen.tables import _one_or_spread
+
+    assert _one_or_spread({"mean": 62.8956, "std": 0.0, "values": [62.8956]}) == "62.90 (1 run: no ±)"
+    assert _one_or_spread({"mean": 70.0, "std": 1.5, "values": [68.5, 71.5]}) == "70.00 ± 1.50"
+    assert _one_or_spread({"mean": float("nan"), "std": 0.0, "values": [float("nan")]}) == "not scored (NaN)"
+    assert _one_or_spread({"undefined": "no validation split", "values": [1.0]}).startswith("- (no validation")

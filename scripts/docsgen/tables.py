@@ -72,15 +72,23 @@ def commits_line(folders) -> str:
 
 def _cell_values(cell: Cell, root: Path) -> tuple[str, str, str, str]:
     """(count, val, test_max, source) of a cell; "not run" naming the folder when it has no run."""
-    from autogcl.protocols.report import _ms
-
     hit = cell.found(root)
     if hit is None:
         return "-", "not run", "not run", f"not run: `{cell.runs[0]}`"
     folder, s = hit
     n = cell.count(s)
     count = f"{n} of {cell.seeds}" if cell.seeds and n < cell.seeds else str(n)
-    return count, _ms(s["val"]), _ms(s["test_max"]), f"`{folder}`"
+    return count, _one_or_spread(s["val"]), _one_or_spread(s["test_max"]), f"`{folder}`"
+
+
+def _one_or_spread(d: dict) -> str:
+    """``mean ± std`` (:func:`autogcl.protocols.report._ms`), or, for a single run, its score and
+    "1 run: no ±" (a std over one run is no spread)."""
+    from autogcl.protocols.report import _ms
+
+    if len(d.get("values") or ()) == 1 and not d.get("undefined") and d["mean"] == d["mean"]:
+        return f"{d['mean']:.2f} (1 run: no ±)"
+    return _ms(d)
 
 
 def cells_table(cells, head: tuple[str, str], unit: str) -> Callable[[Path], str]:
