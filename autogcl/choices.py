@@ -46,10 +46,12 @@ FINETUNE_SELECTIONS = ("last", "val")
 #: transfer protocol), or at random (seeded)
 FINETUNE_SPLITS = ("none", "scaffold", "random")
 #: how a fine-tuned molecule predictor pools its atoms' representations into the molecule's:
-#: their mean (Hu et al. 2020, the pre-trained encoders'; independent of the molecule's size) or
-#: their sum (grows with the molecule: suits size-additive targets such as logP or molar mass)
-READOUT_MEAN, READOUT_SUM = "mean", "sum"
-READOUTS = (READOUT_MEAN, READOUT_SUM)
+#: their mean (Hu et al. 2020, the pre-trained encoders'; independent of the molecule's size),
+#: their sum (grows with the molecule: suits size-additive targets such as logP or molar mass),
+#: or their sum divided by a constant, the training molecules' mean atom count (grows with the
+#: molecule as the sum does, on the scale of the mean: size-additive targets, trained stably)
+READOUT_MEAN, READOUT_SUM, READOUT_SCALED_SUM = "mean", "sum", "scaled_sum"
+READOUTS = (READOUT_MEAN, READOUT_SUM, READOUT_SCALED_SUM)
 #: the regression protocol's selections: the validation RMSE, and the lowest test RMSE over
 #: epochs (the analogue of classification's test_max, named for what it is)
 REGRESSION_SELECTIONS = ("val", "test_min")

@@ -36,7 +36,7 @@ from torch_geometric.loader import DataLoader
 
 from . import __version__
 from .atomic import atomic_save
-from .choices import READOUT_MEAN
+from .choices import READOUT_MEAN, READOUT_SCALED_SUM
 from .data.molecules import VOCAB, featurize, iter_smiles, label_task, smiles_to_graph
 from .devices import resolve_device
 from .errors import ConfigError, DataError
@@ -380,7 +380,10 @@ class MoleculeEncoder(nn.Module):
         ``epochs`` (30), ``batch_size`` (32), ``lr`` (0.001, Adam), ``weight_decay`` (0),
         ``dropout`` (0.5, inside the GIN), ``readout`` (``"mean"``: the mean of the atoms'
         representations, as the encoders were pre-trained; ``"sum"``: their sum, which grows with
-        the molecule, for size-additive targets such as logP; ``autogcl.choices.READOUTS``), ``split`` (``"none"``: train on every molecule;
+        the molecule, for size-additive targets such as logP; ``"scaled_sum"``: their sum divided
+        by the training molecules' mean atom count, saved with the predictor, which grows with
+        the molecule as the sum does on the scale of the mean; ``autogcl.choices.READOUTS``),
+        ``split`` (``"none"``: train on every molecule;
         ``"scaffold"``: Bemis-Murcko scaffolds, as the transfer protocol; ``"random"``,
         drawn from ``seed``; or a dict of index lists ``{"train", "valid", "test"}``),
         ``frac`` ((0.8, 0.1, 0.1), the split's fractions) and ``selection`` (``"last"``: the
@@ -422,6 +425,10 @@ class MoleculeEncoder(nn.Module):
             raise ConfigError("selection='val' needs a validation part: give split='scaffold', 'random' or a dict "
                               "with 'valid' (or selection='last')")
         scaling = _scaling(labels[train]) if task == "regression" else None
+        store = GraphStore.from_dataset(graphs, name="molecules")
+        # the scaled sum's constant: the training molecules' mean atom count (a fixed number, saved)
+        readout_scale = float(store.node_counts()[torch.as_tensor(train, dtype=torch.long)].double().mean()) \
+            if opts["readout"] == READOUT_SCALED_SUM else None
 
         gen = seed_everything(seed)
         cfg = self.config
@@ -432,12 +439,11 @@ class MoleculeEncoder(nn.Module):
             MolEncoder(cfg["vocab"], cfg["dim"], cfg["num_layers"])
         pred = MoleculePredictor(num_tasks, cfg["dim"], cfg["num_layers"], cfg["vocab"], opts["dropout"], tasks,
                                  meta={"encoder": self.meta, "encoder_source": getattr(self, "source", None)},
-                                 task=task, scaling=scaling, readout=opts["readout"])
+                                 task=task, scaling=scaling, readout=opts["readout"], readout_scale=readout_scale)
         if not from_scratch:
             pred.model.encoder.load_state_dict(self.encoder.state_dict())
         opt = adam(pred.model.parameters(), lr=opts["lr"], weight_decay=opts["weight_decay"])
         engine = engine_of(device)
-        store = GraphStore.from_dataset(graphs, name="molecules")
         if y is not None or getattr(graphs, "_data", None) is None:  # labels as checked here, one row per graph
             store = store.with_graph_values("y", torch.from_numpy(labels.astype(np.float32)))
         store = store.to(resolve_device(engine))
@@ -635,7 +641,8 @@ class MoleculePredictor(nn.Module):
 
     def __init__(self, num_tasks: int, dim: int = 300, num_layers: int = 5, vocab: dict | None = None,
                  dropout: float = 0.5, tasks: Sequence[str] | None = None, meta: dict | None = None,
-                 task: str = "classification", scaling: dict | None = None, readout: str = READOUT_MEAN):
+                 task: str = "classification", scaling: dict | None = None, readout: str = READOUT_MEAN,
+                 readout_scale: float | None = None):
         super().__init__()
         from .choices import TASKS
 
@@ -648,11 +655,12 @@ class MoleculePredictor(nn.Module):
             if any(len(scaling.get(k, ())) != num_tasks for k in ("mean", "std")):
                 raise ConfigError(f"scaling needs a mean and a std per task ({num_tasks}), got {scaling}")
             scaling = {k: [float(v) for v in scaling[k]] for k in ("mean", "std")}
-        self.model = MolPredictor(num_tasks, vocab or VOCAB, dim, num_layers, dropout, readout)
+        self.model = MolPredictor(num_tasks, vocab or VOCAB, dim, num_layers, dropout, readout, readout_scale)
         self.tasks = [str(t) for t in tasks] if tasks is not None else [f"task{i}" for i in range(num_tasks)]
         self.task, self.scaling = task, (scaling if task == "regression" else None)
         self.hparams = {"num_tasks": num_tasks, "dim": dim, "num_layers": num_layers, "vocab": dict(vocab or VOCAB),
-                        "dropout": dropout, "task": task, "readout": readout}
+                        "dropout": dropout, "task": task, "readout": readout,
+                        "readout_scale": self.model.encoder.readout_scale}
         self.meta = dict(meta or {})
         self.history: list[dict] = []
         self.selected_epoch: int | None = None
@@ -736,7 +744,8 @@ class MoleculePredictor(nn.Module):
             hp = dict(blob["hparams"])
             pred = cls(int(hp["num_tasks"]), int(hp["dim"]), int(hp["num_layers"]), hp["vocab"],
                        float(hp.get("dropout", 0.5)), blob.get("tasks"), blob.get("meta"),
-                       blob.get("task", "classification"), blob.get("scaling"), hp.get("readout", READOUT_MEAN))
+                       blob.get("task", "classification"), blob.get("scaling"), hp.get("readout", READOUT_MEAN),
+                       hp.get("readout_scale"))
         except (KeyError, TypeError, ValueError, ConfigError) as exc:
             raise DataError(f"{path}: damaged predictor record ({type(exc).__name__}: {exc})") from None
         pred.hparams.update(hp)

@@ -220,6 +220,47 @@ def test_the_readout_is_an_option_of_the_recipe_and_round_trips(bbbp, tmp_path):
         MoleculeEncoder(dim=8, num_layers=1).finetune(smiles, atoms, epochs=1, readout="max", progress=False)
 
 
+def test_the_scaled_sum_readout_keeps_the_training_atom_count_and_round_trips(bbbp, tmp_path):
+    smiles, _ = bbbp
+    atoms = heavy_atoms(smiles)
+    split = {"train": list(range(0, 80, 2)), "valid": list(range(1, 80, 2))}
+    pred = MoleculeEncoder(dim=8, num_layers=1).finetune(smiles, atoms, epochs=1, readout="scaled_sum", split=split,
+                                                         seed=0, progress=False)
+    # the divisor: the mean atom count of the training part (hydrogens are not atoms of the graph)
+    train_atoms = np.mean([atoms[i] for i in split["train"]])
+    assert pred.hparams["readout_scale"] == pytest.approx(train_atoms, rel=1e-12)
+    assert pred.model.encoder.readout_scale == pred.hparams["readout_scale"]
+    back = MoleculePredictor.load(pred.save(tmp_path / "scaled.pt"))
+    assert back.model.encoder.readout == "scaled_sum" and back.hparams["readout_scale"] == pred.hparams["readout_scale"]
+    assert np.array_equal(back.predict(smiles)[0], pred.predict(smiles)[0])
+
+
+def test_a_size_additive_target_is_learned_with_the_scaled_sum_and_not_with_the_mean(bbbp):
+    """Every molecule X and its doubled copy X.X (two disconnected copies): the mean readout
+    gives both the same embedding, so it cannot tell their atom counts (n and 2n) apart; the
+    scaled sum can, also on held-out molecules."""
+    from rdkit import Chem
+
+    base = [s for s in bbbp[0] if "." not in s]
+
+    def doubled(part):
+        mols = part + [f"{s}.{s}" for s in part]
+        return mols, heavy_atoms(mols)
+
+    train, held_out = doubled(base[::2]), doubled(base[1::2])
+    assert Chem.MolFromSmiles(train[0][len(base[::2])]).GetNumHeavyAtoms() == 2 * train[1][0]
+    scores = {}
+    for readout in ("scaled_sum", "mean"):
+        pred = MoleculeEncoder(dim=16, num_layers=2).finetune(*train, epochs=40, batch_size=16, dropout=0.0, lr=0.01,
+                                                              readout=readout, seed=0, progress=False)
+        scores[readout] = pred.score(*held_out)["r2"]
+        if readout == "mean":  # X and X.X: one prediction (to float rounding)
+            values = pred.predict(held_out[0])[0][:, 0]
+            half = len(values) // 2
+            np.testing.assert_allclose(values[:half], values[half:], rtol=1e-4, atol=1e-4)
+    assert scores["scaled_sum"] > 0.7 and scores["mean"] < 0.3, scores
+
+
 def _batches(smiles):
     from torch_geometric.loader import DataLoader
 
