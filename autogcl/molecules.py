@@ -36,7 +36,7 @@ from torch_geometric.loader import DataLoader
 
 from . import __version__
 from .atomic import atomic_save
-from .choices import READOUT_MEAN, READOUT_SCALED_SUM
+from .choices import BN_RUNNING, BN_SETTLED, LR_CONSTANT, LR_COSINE, READOUT_MEAN, READOUT_SCALED_SUM
 from .data.molecules import VOCAB, featurize, iter_smiles, label_task, smiles_to_graph
 from .devices import resolve_device
 from .errors import ConfigError, DataError
@@ -362,7 +362,7 @@ class MoleculeEncoder(nn.Module):
                  preset: str | None = None, epochs: int | None = None, batch_size: int | None = None,
                  lr: float | None = None, weight_decay: float | None = None, dropout: float | None = None,
                  readout: str | None = None, split=None, frac: tuple[float, float, float] | None = None, selection: str | None = None,
-                 evaluate=None, from_scratch: bool = False, seed: int = 0, device="auto",
+                 lr_schedule: str | None = None, bn_stats: str | None = None, evaluate=None, from_scratch: bool = False, seed: int = 0, device="auto",
                  checkpoint: str | Path | None = None, progress: bool | None = None,
                  desc: str = "fine-tuning") -> MoleculePredictor:
         """A :class:`MoleculePredictor` fine-tuned from this encoder (which is not changed): the
@@ -386,9 +386,14 @@ class MoleculeEncoder(nn.Module):
         ``split`` (``"none"``: train on every molecule;
         ``"scaffold"``: Bemis-Murcko scaffolds, as the transfer protocol; ``"random"``,
         drawn from ``seed``; or a dict of index lists ``{"train", "valid", "test"}``),
-        ``frac`` ((0.8, 0.1, 0.1), the split's fractions) and ``selection`` (``"last"``: the
+        ``frac`` ((0.8, 0.1, 0.1), the split's fractions), ``selection`` (``"last"``: the
         last epoch's weights; ``"val"``: those of the epoch with the best validation score,
-        ROC-AUC or, for regression, the lowest RMSE). ``preset="paper"`` is the transfer
+        ROC-AUC or, for regression, the lowest RMSE), ``lr_schedule`` (``"constant"``; ``"cosine"``:
+        ``lr * (1 + cos(pi * (epoch - 1) / epochs)) / 2`` in each epoch;
+        ``autogcl.choices.LR_SCHEDULES``) and ``bn_stats`` (``"running"``: the BatchNorms predict
+        with the running averages training leaves; ``"settled"``: with the statistics of the
+        current weights over the training molecules, set before every scoring and after the
+        fit; ``autogcl.choices.BN_STATS``). ``preset="paper"`` is the transfer
         protocol of the AutoGCL paper's Table 4 (``autogcl.choices.FINETUNE_PRESETS``: 100
         epochs, batch 32, lr 0.001, dropout 0.5, scaffold split 80/10/10, val selection);
         options given here override it.
@@ -402,13 +407,15 @@ class MoleculeEncoder(nn.Module):
         resume from. ``device``: ``"auto"``, ``"cpu"``, ``"cuda[:N]"`` or an
         :class:`autogcl.devices.Engine`."""
         from .data.batching import GraphLoader, GraphStore
+        from .models.norm import settle_batchnorm
         from .devices import engine_of
         from .seeding import seed_everything
         from .train import FinetuneStrategy, Trainer
         from .train.optim import adam
 
         opts = _recipe(preset, epochs=epochs, batch_size=batch_size, lr=lr, weight_decay=weight_decay,
-                       dropout=dropout, readout=readout, split=split, frac=frac, selection=selection)
+                       dropout=dropout, readout=readout, split=split, frac=frac, selection=selection,
+                       lr_schedule=lr_schedule, bn_stats=bn_stats)
         graphs, labels, smiles, mols = _labeled(data, y)
         num_tasks = int(labels.shape[1])
         if tasks is None:
@@ -458,8 +465,18 @@ class MoleculeEncoder(nn.Module):
         # a resumed fit keeps the same model (a resumed fit replaces extra["best"] by the checkpoint's)
         extra = {"best": {"epoch": None, key: -math.inf if task == "classification" else math.inf, "state": None}}
 
+        settle = None
+        if opts["bn_stats"] == BN_SETTLED:  # the BatchNorm statistics of the current weights over the training part
+            settle_loader = GraphLoader(store, batch_size=256, indices=torch.as_tensor(train, dtype=torch.long),
+                                        generator=torch.Generator())  # draws nothing from the fit's generators
+
+            def settle():
+                settle_batchnorm(pred.model, settle_loader)
+
         def scores(epoch):
             t0 = time.perf_counter()
+            if settle is not None:
+                settle()
             row, counts = {}, {}
             for part, part_loader in scored.items():
                 values, counts[part] = pred._scores(part_loader)
@@ -474,27 +491,33 @@ class MoleculeEncoder(nn.Module):
                 row.update(evaluate(pred, epoch) or {})
             return row
 
-        strategy = FinetuneStrategy(pred.model, opt, task, scaling)
+        base_lr, total = opts["lr"], opts["epochs"]
+        lr_at = (lambda epoch: base_lr * 0.5 * (1.0 + math.cos(math.pi * (epoch - 1) / total))) \
+            if opts["lr_schedule"] == LR_COSINE else None
+        strategy = FinetuneStrategy(pred.model, opt, task, scaling, lr_at)
         trainer = Trainer(strategy, device=engine, checkpoint=checkpoint, loader_gen=gen, ckpt_every=10,
                           ckpt_on_report=False, desc=desc, show_progress=progress)
         pred.history = trainer.fit(loader, opts["epochs"], evaluate=scores if scored or evaluate else None,
                                    extra=extra)
         best = extra["best"]
         if opts["selection"] == "val" and best["state"] is not None:
-            pred.model.load_state_dict(best["state"])
+            pred.model.load_state_dict(best["state"])  # settled before it was scored, where settled
+        elif settle is not None:
+            settle()
         pred.selected_epoch = best["epoch"] if opts["selection"] == "val" and best["state"] is not None \
             else pred.history[-1]["epoch"]
         pred.hparams.update(epochs=opts["epochs"], batch_size=size, lr=opts["lr"], weight_decay=opts["weight_decay"],
                             seed=seed, molecules=len(labels), skipped=len(mols.skipped) if mols is not None else 0,
                             split=opts["split"] if isinstance(opts["split"], str) else "given",
                             split_sizes={k: len(v) for k, v in parts.items()}, selection=opts["selection"],
-                            selected_epoch=pred.selected_epoch, from_scratch=bool(from_scratch))
+                            selected_epoch=pred.selected_epoch, from_scratch=bool(from_scratch),
+                            lr_schedule=opts["lr_schedule"], bn_stats=opts["bn_stats"])
         return pred
 
 
 def _recipe(preset: str | None, **given) -> dict:
     """The fine-tuning options: those given, else the preset's, else the defaults."""
-    from .choices import FINETUNE_PRESETS, FINETUNE_SELECTIONS
+    from .choices import BN_STATS, FINETUNE_PRESETS, FINETUNE_SELECTIONS, LR_SCHEDULES
 
     if preset is not None and preset not in FINETUNE_PRESETS:
         raise ConfigError(f"unknown preset {preset!r}; choose from {', '.join(FINETUNE_PRESETS)}")
@@ -509,6 +532,9 @@ def _recipe(preset: str | None, **given) -> dict:
     if not 0 <= opts["dropout"] < 1:
         raise ConfigError(f"dropout must lie in [0, 1), got {opts['dropout']}")
     check_readout(opts["readout"])
+    for key, names in (("lr_schedule", LR_SCHEDULES), ("bn_stats", BN_STATS)):
+        if opts[key] not in names:
+            raise ConfigError(f"unknown {key} {opts[key]!r}; choose from {', '.join(names)}")
     if opts["selection"] not in FINETUNE_SELECTIONS:
         raise ConfigError(f"unknown selection {opts['selection']!r}; choose from {', '.join(FINETUNE_SELECTIONS)}")
     frac = tuple(float(f) for f in opts["frac"])
@@ -520,7 +546,7 @@ def _recipe(preset: str | None, **given) -> dict:
 
 #: the fine-tuning options where neither the call nor a preset gives them
 FINETUNE_DEFAULTS = {"epochs": 30, "batch_size": 32, "lr": 0.001, "weight_decay": 0.0, "dropout": 0.5,
-                     "readout": READOUT_MEAN,
+                     "readout": READOUT_MEAN, "lr_schedule": LR_CONSTANT, "bn_stats": BN_RUNNING,
                      "split": "none", "frac": (0.8, 0.1, 0.1), "selection": "last"}
 
 

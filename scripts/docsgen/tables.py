@@ -198,7 +198,11 @@ def regression_block(root: Path) -> str:
         rows.append(f"| {name} | {sizes['train']} / {sizes['valid']} / {sizes['test']} | {r['split']} | "
                     f"{d['epochs']} ({r['selected_epoch']}) | {t['r2']:.3f} | {t['rmse']:.3f} | {t['mae']:.3f} | "
                     f"{v['r2']:.3f} | {r['train_time_s']:.0f} s |")
-    settings = f"dropout {d.get('dropout', 0.5)}, lr {d.get('lr', 0.001)}, {d.get('readout', 'mean')} readout"
+    readout = d.get("readout", "mean")
+    if d.get("readout_scale"):
+        readout += f" (divided by {d['readout_scale']:.1f}, the training molecules' mean atom count)"
+    settings = (f"dropout {d.get('dropout', 0.5)}, lr {d.get('lr', 0.001)} ({d.get('lr_schedule', 'constant')}), "
+                f"{readout} readout, {d.get('bn_stats', 'running')} BatchNorm statistics")
     return "\n".join([
         f"Target: {d['target']} of {d['dataset']} (std {d['target_std']:.2f}); {settings}; selection: "
         f"{d['selection']}; {d.get('jobs', 1)} run(s) at a time, {d['torch_threads']} torch thread each, on "

@@ -261,6 +261,41 @@ def test_a_size_additive_target_is_learned_with_the_scaled_sum_and_not_with_the_
     assert scores["scaled_sum"] > 0.7 and scores["mean"] < 0.3, scores
 
 
+def test_a_cosine_learning_rate_and_settled_batchnorm_statistics(bbbp, monkeypatch):
+    from autogcl.data.batching import GraphLoader, GraphStore
+    from autogcl.models.norm import settle_batchnorm
+    from autogcl.molecules import from_smiles
+    from autogcl.train.finetune import FinetuneStrategy
+
+    smiles, _ = bbbp
+    rates, train_epoch = [], FinetuneStrategy.train_epoch
+
+    def recorded(self, data, epoch):
+        out = train_epoch(self, data, epoch)
+        rates.append(self.opt.param_groups[0]["lr"])
+        return out
+
+    monkeypatch.setattr(FinetuneStrategy, "train_epoch", recorded)
+    pred = MoleculeEncoder(dim=8, num_layers=2).finetune(smiles, logp(smiles), epochs=4, lr=0.01, lr_schedule="cosine",
+                                                         bn_stats="settled", seed=0, progress=False)
+    assert rates == pytest.approx([0.01, 0.01 * (1 + 0.5 ** 0.5) / 2, 0.005, 0.01 * (1 - 0.5 ** 0.5) / 2], rel=1e-12)
+    assert pred.hparams["lr_schedule"] == "cosine" and pred.hparams["bn_stats"] == "settled"
+    # the BatchNorms hold the statistics of the final weights over the training molecules, in
+    # batches of 256 (a later layer reads the earlier ones normalised per batch: batches matter)
+    kept = {k: v.clone() for k, v in pred.model.state_dict().items() if "running" in k}
+    store = GraphStore.from_dataset(from_smiles(smiles).graphs)
+    settle_batchnorm(pred.model, GraphLoader(store, batch_size=256, generator=torch.Generator()))
+    assert all(torch.equal(v, kept[k]) for k, v in pred.model.state_dict().items() if "running" in k)
+    running = MoleculeEncoder(dim=8, num_layers=2).finetune(smiles, logp(smiles), epochs=4, lr=0.01, seed=0,
+                                                            progress=False)
+    assert running.hparams["lr_schedule"] == "constant" and running.hparams["bn_stats"] == "running"
+    assert rates[4:] == [0.01] * 4
+    assert not torch.allclose(running.model.encoder.gnn.bns[0].running_mean, kept["encoder.gnn.bns.0.running_mean"])
+    for key, bad in (("lr_schedule", "step"), ("bn_stats", "batch")):
+        with pytest.raises(ConfigError, match=f"unknown {key} '{bad}'; choose from"):
+            MoleculeEncoder(dim=8, num_layers=1).finetune(smiles, logp(smiles), epochs=1, progress=False, **{key: bad})
+
+
 def _batches(smiles):
     from torch_geometric.loader import DataLoader
 
