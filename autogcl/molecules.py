@@ -413,9 +413,10 @@ class MoleculeEncoder(nn.Module):
         from .train import FinetuneStrategy, Trainer
         from .train.optim import adam
 
-        opts = _recipe(preset, epochs=epochs, batch_size=batch_size, lr=lr, weight_decay=weight_decay,
-                       dropout=dropout, readout=readout, split=split, frac=frac, selection=selection,
-                       lr_schedule=lr_schedule, bn_stats=bn_stats)
+        given = {"epochs": epochs, "batch_size": batch_size, "lr": lr, "weight_decay": weight_decay,
+                 "dropout": dropout, "readout": readout, "split": split, "frac": frac, "selection": selection,
+                 "lr_schedule": lr_schedule, "bn_stats": bn_stats}
+        opts = _recipe(preset, **given)
         graphs, labels, smiles, mols = _labeled(data, y)
         num_tasks = int(labels.shape[1])
         if tasks is None:
@@ -428,6 +429,8 @@ class MoleculeEncoder(nn.Module):
             raise DataError("every label is missing (NaN)" + (" in the training part" if len(parts) > 1 else "")
                             + ": nothing to fine-tune on")
         task = _task(labels, task, mols)
+        if task == "regression":  # the regression defaults (which leave the split alone)
+            opts = _recipe(preset, regression=True, **given)
         if opts["selection"] == "val" and "valid" not in parts:
             raise ConfigError("selection='val' needs a validation part: give split='scaffold', 'random' or a dict "
                               "with 'valid' (or selection='last')")
@@ -515,13 +518,15 @@ class MoleculeEncoder(nn.Module):
         return pred
 
 
-def _recipe(preset: str | None, **given) -> dict:
-    """The fine-tuning options: those given, else the preset's, else the defaults."""
+def _recipe(preset: str | None, regression: bool = False, **given) -> dict:
+    """The fine-tuning options: those given, else the preset's, else the defaults (for a
+    regression, :data:`REGRESSION_DEFAULTS` over :data:`FINETUNE_DEFAULTS`)."""
     from .choices import BN_STATS, FINETUNE_PRESETS, FINETUNE_SELECTIONS, LR_SCHEDULES
 
     if preset is not None and preset not in FINETUNE_PRESETS:
         raise ConfigError(f"unknown preset {preset!r}; choose from {', '.join(FINETUNE_PRESETS)}")
-    base = {**FINETUNE_DEFAULTS, **(FINETUNE_PRESETS[preset] if preset else {})}
+    base = {**FINETUNE_DEFAULTS, **(REGRESSION_DEFAULTS if regression else {}),
+            **(FINETUNE_PRESETS[preset] if preset else {})}
     opts = {k: (base[k] if v is None else v) for k, v in given.items()}
     if not isinstance(opts["epochs"], int) or opts["epochs"] < 1:
         raise ConfigError(f"epochs must be an int of at least 1, got {opts['epochs']!r}")
@@ -548,6 +553,9 @@ def _recipe(preset: str | None, **given) -> dict:
 FINETUNE_DEFAULTS = {"epochs": 30, "batch_size": 32, "lr": 0.001, "weight_decay": 0.0, "dropout": 0.5,
                      "readout": READOUT_MEAN, "lr_schedule": LR_CONSTANT, "bn_stats": BN_RUNNING,
                      "split": "none", "frac": (0.8, 0.1, 0.1), "selection": "last"}
+#: the options a regression takes where neither the call nor a preset gives them (the others:
+#: :data:`FINETUNE_DEFAULTS`)
+REGRESSION_DEFAULTS: dict = {}
 
 
 def _labeled(data, y):
