@@ -252,7 +252,8 @@ def test_a_size_additive_target_is_learned_with_the_scaled_sum_and_not_with_the_
     scores = {}
     for readout in ("scaled_sum", "mean"):
         pred = MoleculeEncoder(dim=16, num_layers=2).finetune(*train, epochs=40, batch_size=16, dropout=0.0, lr=0.01,
-                                                              readout=readout, seed=0, progress=False)
+                                                              lr_schedule="constant", readout=readout, seed=0,
+                                                              progress=False)
         scores[readout] = pred.score(*held_out)["r2"]
         if readout == "mean":  # X and X.X: one prediction (to float rounding)
             values = pred.predict(held_out[0])[0][:, 0]
@@ -294,6 +295,23 @@ def test_a_cosine_learning_rate_and_settled_batchnorm_statistics(bbbp, monkeypat
     for key, bad in (("lr_schedule", "step"), ("bn_stats", "batch")):
         with pytest.raises(ConfigError, match=f"unknown {key} '{bad}'; choose from"):
             MoleculeEncoder(dim=8, num_layers=1).finetune(smiles, logp(smiles), epochs=1, progress=False, **{key: bad})
+
+
+def test_a_regression_has_defaults_of_its_own_and_classification_keeps_its_own(bbbp):
+    from autogcl.molecules import FINETUNE_DEFAULTS, REGRESSION_DEFAULTS
+
+    smiles, y = bbbp
+    small = MoleculeEncoder(dim=8, num_layers=1)
+    reg = small.finetune(smiles, logp(smiles), epochs=1, seed=0, progress=False)
+    assert (reg.task, reg.hparams["dropout"], reg.hparams["lr_schedule"]) == ("regression", 0.0, "cosine")
+    assert REGRESSION_DEFAULTS == {"dropout": 0.0, "lr_schedule": "cosine"}
+    cls = small.finetune(smiles, y, epochs=1, seed=0, progress=False)
+    assert (cls.task, cls.hparams["dropout"], cls.hparams["lr_schedule"]) == ("classification", 0.5, "constant")
+    assert FINETUNE_DEFAULTS["dropout"] == 0.5 and FINETUNE_DEFAULTS["lr_schedule"] == "constant"
+    given = small.finetune(smiles, logp(smiles), epochs=1, dropout=0.2, lr_schedule="constant", progress=False)
+    assert (given.hparams["dropout"], given.hparams["lr_schedule"]) == (0.2, "constant")  # given values win
+    paper = small.finetune(smiles, logp(smiles), preset="paper", epochs=1, split="random", progress=False)
+    assert paper.hparams["dropout"] == 0.5 and paper.hparams["split"] == "random"  # and so do a preset's
 
 
 def _batches(smiles):
