@@ -362,7 +362,8 @@ class MoleculeEncoder(nn.Module):
                  preset: str | None = None, epochs: int | None = None, batch_size: int | None = None,
                  lr: float | None = None, weight_decay: float | None = None, dropout: float | None = None,
                  readout: str | None = None, split=None, frac: tuple[float, float, float] | None = None, selection: str | None = None,
-                 lr_schedule: str | None = None, bn_stats: str | None = None, evaluate=None, from_scratch: bool = False, seed: int = 0, device="auto",
+                 lr_schedule: str | None = None, bn_stats: str | None = None, evaluate=None,
+                 from_scratch: bool = False, seed: int = 0, device="auto",
                  checkpoint: str | Path | None = None, progress: bool | None = None,
                  desc: str = "fine-tuning") -> MoleculePredictor:
         """A :class:`MoleculePredictor` fine-tuned from this encoder (which is not changed): the
@@ -407,8 +408,8 @@ class MoleculeEncoder(nn.Module):
         resume from. ``device``: ``"auto"``, ``"cpu"``, ``"cuda[:N]"`` or an
         :class:`autogcl.devices.Engine`."""
         from .data.batching import GraphLoader, GraphStore
-        from .models.norm import settle_batchnorm
         from .devices import engine_of
+        from .models.norm import settle_batchnorm
         from .seeding import seed_everything
         from .train import FinetuneStrategy, Trainer
         from .train.optim import adam

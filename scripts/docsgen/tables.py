@@ -229,7 +229,7 @@ def regression_pilots(root: Path) -> list[str]:
         s, val = p["settings"], [r["val_r2"] for r in p["history"]]
         best = max(range(len(val)), key=lambda i: val[i])
         rows.append(f"| {s['readout']} | {s['dropout']} | {s['lr']} | {s['lr_schedule']} | {s['bn_stats']} | "
-                    f"{p['epochs']} | {val[best]:.3f} ({p['history'][best]['epoch']}) | {sum(val[-3:]) / 3:.3f} | "
+                    f"{p['epochs']} | {val[best]:.3f} ({p['history'][best]['epoch']}) | {sum(val[-3:]) / len(val[-3:]):.3f} | "
                     f"{p['history'][-1]['loss']:.3f} |")
     return ["", "The settings tried first (pre-trained encoder, scaffold split, seed 0; validation scores only, the "
             "test part unread), in the order they were run:", "",

@@ -446,3 +446,24 @@ def test_regression_logp_script_writes_the_record_the_docs_show(data_root, tmp_p
     block = regression_block(tmp_path)
     assert f"{record['test']['r2']:.3f}" in block and "regression_logp.json" in block
     assert f"| random weights (no pre-training) | {sizes(scratch)} |" in block
+
+
+def test_regression_pilots_keep_no_test_score_and_the_docs_list_them(tmp_path):
+    from tests.conftest import REPO
+
+    sys.path.insert(0, str(REPO / "scripts"))
+    import regression_pilots
+    from docsgen.tables import regression_pilots as rows_of
+
+    pilot = {"name": "p", "epochs": 2, "settings": {"readout": "scaled_sum", "dropout": 0.0, "lr": 0.001,
+                                                    "lr_schedule": "cosine", "bn_stats": "running"},
+             "history": [{"epoch": 1, "loss": 0.5, "val_r2": 0.25, "val_rmse": 2.0, "test_r2": 0.9},
+                         {"epoch": 2, "loss": 0.25, "val_r2": 0.5, "val_rmse": 1.5, "test_r2": 0.1}]}
+    (tmp_path / "p.json").write_text(json.dumps(pilot))
+    out = tmp_path / "docs" / "results" / "regression_logp_pilots.json"
+    regression_pilots.collect([str(tmp_path / "p.json")], out)
+    kept = json.loads(out.read_text())["pilots"][0]["history"]
+    assert all("test_r2" not in r for r in kept) and kept[1]["val_r2"] == 0.5
+    lines = rows_of(tmp_path)
+    assert "| scaled_sum | 0.0 | 0.001 | cosine | running | 2 | 0.500 (2) | 0.375 | 0.250 |" in lines
+    assert rows_of(tmp_path / "nothing") == []
