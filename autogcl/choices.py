@@ -30,10 +30,12 @@ SEMI_STRATEGIES = ("joint", "naive", "graphcl", "supervised", "graphcl_aug", "au
 #: the classifiers of the semi-supervised estimator: a GIN encoder with a two-layer head, or
 #: the ResGCN of the paper's protocol
 CLASSIFIERS = ("gin", "resgcn")
-#: the BatchNorm statistics a semi-supervised classifier predicts with: ``settled`` (those of
-#: its current weights over the training graphs, recomputed before every evaluation and after
-#: fit) or ``running`` (the running averages training leaves, as the published protocol)
-BN_STATS = ("settled", "running")
+#: the BatchNorm statistics a semi-supervised classifier (or a fine-tuned molecule predictor,
+#: ``MoleculeEncoder.finetune(bn_stats=)``) predicts with: ``settled`` (those of its current
+#: weights over the training graphs, recomputed before every evaluation and after fit) or
+#: ``running`` (the running averages training leaves, as the published protocols)
+BN_SETTLED, BN_RUNNING = "settled", "running"
+BN_STATS = (BN_SETTLED, BN_RUNNING)
 #: datasets of large graphs whose semi-supervised batches hold 64 graphs (the others 128)
 SMALL_BATCH = ("DD", "COLLAB", "REDDIT-BINARY", "REDDIT-MULTI-5K", "github_stargazers")
 #: molecule fine-tuning tasks (``autogcl.MoleculeEncoder.finetune``, ``transfer finetune --task``):
@@ -46,10 +48,16 @@ FINETUNE_SELECTIONS = ("last", "val")
 #: transfer protocol), or at random (seeded)
 FINETUNE_SPLITS = ("none", "scaffold", "random")
 #: how a fine-tuned molecule predictor pools its atoms' representations into the molecule's:
-#: their mean (Hu et al. 2020, the pre-trained encoders'; independent of the molecule's size) or
-#: their sum (grows with the molecule: suits size-additive targets such as logP or molar mass)
-READOUT_MEAN, READOUT_SUM = "mean", "sum"
-READOUTS = (READOUT_MEAN, READOUT_SUM)
+#: their mean (Hu et al. 2020, the pre-trained encoders'; independent of the molecule's size),
+#: their sum (grows with the molecule: suits size-additive targets such as logP or molar mass),
+#: or their sum divided by a constant, the training molecules' mean atom count (grows with the
+#: molecule as the sum does, on the scale of the mean: size-additive targets, trained stably)
+READOUT_MEAN, READOUT_SUM, READOUT_SCALED_SUM = "mean", "sum", "scaled_sum"
+READOUTS = (READOUT_MEAN, READOUT_SUM, READOUT_SCALED_SUM)
+#: the learning rate of molecule fine-tuning over the epochs: constant (the transfer protocol),
+#: or a cosine decay from ``lr`` at the first epoch towards 0 after the last
+LR_CONSTANT, LR_COSINE = "constant", "cosine"
+LR_SCHEDULES = (LR_CONSTANT, LR_COSINE)
 #: the regression protocol's selections: the validation RMSE, and the lowest test RMSE over
 #: epochs (the analogue of classification's test_max, named for what it is)
 REGRESSION_SELECTIONS = ("val", "test_min")

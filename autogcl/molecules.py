@@ -36,7 +36,7 @@ from torch_geometric.loader import DataLoader
 
 from . import __version__
 from .atomic import atomic_save
-from .choices import READOUT_MEAN
+from .choices import BN_RUNNING, BN_SETTLED, LR_CONSTANT, LR_COSINE, READOUT_MEAN, READOUT_SCALED_SUM
 from .data.molecules import VOCAB, featurize, iter_smiles, label_task, smiles_to_graph
 from .devices import resolve_device
 from .errors import ConfigError, DataError
@@ -362,7 +362,8 @@ class MoleculeEncoder(nn.Module):
                  preset: str | None = None, epochs: int | None = None, batch_size: int | None = None,
                  lr: float | None = None, weight_decay: float | None = None, dropout: float | None = None,
                  readout: str | None = None, split=None, frac: tuple[float, float, float] | None = None, selection: str | None = None,
-                 evaluate=None, from_scratch: bool = False, seed: int = 0, device="auto",
+                 lr_schedule: str | None = None, bn_stats: str | None = None, evaluate=None,
+                 from_scratch: bool = False, seed: int = 0, device="auto",
                  checkpoint: str | Path | None = None, progress: bool | None = None,
                  desc: str = "fine-tuning") -> MoleculePredictor:
         """A :class:`MoleculePredictor` fine-tuned from this encoder (which is not changed): the
@@ -378,14 +379,22 @@ class MoleculeEncoder(nn.Module):
 
         The recipe's options (``None``: the preset's value, else the default in brackets):
         ``epochs`` (30), ``batch_size`` (32), ``lr`` (0.001, Adam), ``weight_decay`` (0),
-        ``dropout`` (0.5, inside the GIN), ``readout`` (``"mean"``: the mean of the atoms'
+        ``dropout`` (0.5, inside the GIN; 0 for a regression), ``readout`` (``"mean"``: the mean of the atoms'
         representations, as the encoders were pre-trained; ``"sum"``: their sum, which grows with
-        the molecule, for size-additive targets such as logP; ``autogcl.choices.READOUTS``), ``split`` (``"none"``: train on every molecule;
+        the molecule, for size-additive targets such as logP; ``"scaled_sum"``: their sum divided
+        by the training molecules' mean atom count, saved with the predictor, which grows with
+        the molecule as the sum does on the scale of the mean; ``autogcl.choices.READOUTS``),
+        ``split`` (``"none"``: train on every molecule;
         ``"scaffold"``: Bemis-Murcko scaffolds, as the transfer protocol; ``"random"``,
         drawn from ``seed``; or a dict of index lists ``{"train", "valid", "test"}``),
-        ``frac`` ((0.8, 0.1, 0.1), the split's fractions) and ``selection`` (``"last"``: the
+        ``frac`` ((0.8, 0.1, 0.1), the split's fractions), ``selection`` (``"last"``: the
         last epoch's weights; ``"val"``: those of the epoch with the best validation score,
-        ROC-AUC or, for regression, the lowest RMSE). ``preset="paper"`` is the transfer
+        ROC-AUC or, for regression, the lowest RMSE), ``lr_schedule`` (``"constant"``; ``"cosine"``,
+        the default of a regression: ``lr * (1 + cos(pi * (epoch - 1) / epochs)) / 2`` in each epoch;
+        ``autogcl.choices.LR_SCHEDULES``) and ``bn_stats`` (``"running"``: the BatchNorms predict
+        with the running averages training leaves; ``"settled"``: with the statistics of the
+        current weights over the training molecules, set before every scoring and after the
+        fit; ``autogcl.choices.BN_STATS``). ``preset="paper"`` is the transfer
         protocol of the AutoGCL paper's Table 4 (``autogcl.choices.FINETUNE_PRESETS``: 100
         epochs, batch 32, lr 0.001, dropout 0.5, scaffold split 80/10/10, val selection);
         options given here override it.
@@ -400,12 +409,15 @@ class MoleculeEncoder(nn.Module):
         :class:`autogcl.devices.Engine`."""
         from .data.batching import GraphLoader, GraphStore
         from .devices import engine_of
+        from .models.norm import settle_batchnorm
         from .seeding import seed_everything
         from .train import FinetuneStrategy, Trainer
         from .train.optim import adam
 
-        opts = _recipe(preset, epochs=epochs, batch_size=batch_size, lr=lr, weight_decay=weight_decay,
-                       dropout=dropout, readout=readout, split=split, frac=frac, selection=selection)
+        given = {"epochs": epochs, "batch_size": batch_size, "lr": lr, "weight_decay": weight_decay,
+                 "dropout": dropout, "readout": readout, "split": split, "frac": frac, "selection": selection,
+                 "lr_schedule": lr_schedule, "bn_stats": bn_stats}
+        opts = _recipe(preset, **given)
         graphs, labels, smiles, mols = _labeled(data, y)
         num_tasks = int(labels.shape[1])
         if tasks is None:
@@ -418,10 +430,16 @@ class MoleculeEncoder(nn.Module):
             raise DataError("every label is missing (NaN)" + (" in the training part" if len(parts) > 1 else "")
                             + ": nothing to fine-tune on")
         task = _task(labels, task, mols)
+        if task == "regression":  # the regression defaults (which leave the split alone)
+            opts = _recipe(preset, regression=True, **given)
         if opts["selection"] == "val" and "valid" not in parts:
             raise ConfigError("selection='val' needs a validation part: give split='scaffold', 'random' or a dict "
                               "with 'valid' (or selection='last')")
         scaling = _scaling(labels[train]) if task == "regression" else None
+        store = GraphStore.from_dataset(graphs, name="molecules")
+        # the scaled sum's constant: the training molecules' mean atom count (a fixed number, saved)
+        readout_scale = float(store.node_counts()[torch.as_tensor(train, dtype=torch.long)].double().mean()) \
+            if opts["readout"] == READOUT_SCALED_SUM else None
 
         gen = seed_everything(seed)
         cfg = self.config
@@ -432,12 +450,11 @@ class MoleculeEncoder(nn.Module):
             MolEncoder(cfg["vocab"], cfg["dim"], cfg["num_layers"])
         pred = MoleculePredictor(num_tasks, cfg["dim"], cfg["num_layers"], cfg["vocab"], opts["dropout"], tasks,
                                  meta={"encoder": self.meta, "encoder_source": getattr(self, "source", None)},
-                                 task=task, scaling=scaling, readout=opts["readout"])
+                                 task=task, scaling=scaling, readout=opts["readout"], readout_scale=readout_scale)
         if not from_scratch:
             pred.model.encoder.load_state_dict(self.encoder.state_dict())
         opt = adam(pred.model.parameters(), lr=opts["lr"], weight_decay=opts["weight_decay"])
         engine = engine_of(device)
-        store = GraphStore.from_dataset(graphs, name="molecules")
         if y is not None or getattr(graphs, "_data", None) is None:  # labels as checked here, one row per graph
             store = store.with_graph_values("y", torch.from_numpy(labels.astype(np.float32)))
         store = store.to(resolve_device(engine))
@@ -452,8 +469,18 @@ class MoleculeEncoder(nn.Module):
         # a resumed fit keeps the same model (a resumed fit replaces extra["best"] by the checkpoint's)
         extra = {"best": {"epoch": None, key: -math.inf if task == "classification" else math.inf, "state": None}}
 
+        settle = None
+        if opts["bn_stats"] == BN_SETTLED:  # the BatchNorm statistics of the current weights over the training part
+            settle_loader = GraphLoader(store, batch_size=256, indices=torch.as_tensor(train, dtype=torch.long),
+                                        generator=torch.Generator())  # draws nothing from the fit's generators
+
+            def settle():
+                settle_batchnorm(pred.model, settle_loader)
+
         def scores(epoch):
             t0 = time.perf_counter()
+            if settle is not None:
+                settle()
             row, counts = {}, {}
             for part, part_loader in scored.items():
                 values, counts[part] = pred._scores(part_loader)
@@ -468,31 +495,39 @@ class MoleculeEncoder(nn.Module):
                 row.update(evaluate(pred, epoch) or {})
             return row
 
-        strategy = FinetuneStrategy(pred.model, opt, task, scaling)
+        base_lr, total = opts["lr"], opts["epochs"]
+        lr_at = (lambda epoch: base_lr * 0.5 * (1.0 + math.cos(math.pi * (epoch - 1) / total))) \
+            if opts["lr_schedule"] == LR_COSINE else None
+        strategy = FinetuneStrategy(pred.model, opt, task, scaling, lr_at)
         trainer = Trainer(strategy, device=engine, checkpoint=checkpoint, loader_gen=gen, ckpt_every=10,
                           ckpt_on_report=False, desc=desc, show_progress=progress)
         pred.history = trainer.fit(loader, opts["epochs"], evaluate=scores if scored or evaluate else None,
                                    extra=extra)
         best = extra["best"]
         if opts["selection"] == "val" and best["state"] is not None:
-            pred.model.load_state_dict(best["state"])
+            pred.model.load_state_dict(best["state"])  # settled before it was scored, where settled
+        elif settle is not None:
+            settle()
         pred.selected_epoch = best["epoch"] if opts["selection"] == "val" and best["state"] is not None \
             else pred.history[-1]["epoch"]
         pred.hparams.update(epochs=opts["epochs"], batch_size=size, lr=opts["lr"], weight_decay=opts["weight_decay"],
                             seed=seed, molecules=len(labels), skipped=len(mols.skipped) if mols is not None else 0,
                             split=opts["split"] if isinstance(opts["split"], str) else "given",
                             split_sizes={k: len(v) for k, v in parts.items()}, selection=opts["selection"],
-                            selected_epoch=pred.selected_epoch, from_scratch=bool(from_scratch))
+                            selected_epoch=pred.selected_epoch, from_scratch=bool(from_scratch),
+                            lr_schedule=opts["lr_schedule"], bn_stats=opts["bn_stats"])
         return pred
 
 
-def _recipe(preset: str | None, **given) -> dict:
-    """The fine-tuning options: those given, else the preset's, else the defaults."""
-    from .choices import FINETUNE_PRESETS, FINETUNE_SELECTIONS
+def _recipe(preset: str | None, regression: bool = False, **given) -> dict:
+    """The fine-tuning options: those given, else the preset's, else the defaults (for a
+    regression, :data:`REGRESSION_DEFAULTS` over :data:`FINETUNE_DEFAULTS`)."""
+    from .choices import BN_STATS, FINETUNE_PRESETS, FINETUNE_SELECTIONS, LR_SCHEDULES
 
     if preset is not None and preset not in FINETUNE_PRESETS:
         raise ConfigError(f"unknown preset {preset!r}; choose from {', '.join(FINETUNE_PRESETS)}")
-    base = {**FINETUNE_DEFAULTS, **(FINETUNE_PRESETS[preset] if preset else {})}
+    base = {**FINETUNE_DEFAULTS, **(REGRESSION_DEFAULTS if regression else {}),
+            **(FINETUNE_PRESETS[preset] if preset else {})}
     opts = {k: (base[k] if v is None else v) for k, v in given.items()}
     if not isinstance(opts["epochs"], int) or opts["epochs"] < 1:
         raise ConfigError(f"epochs must be an int of at least 1, got {opts['epochs']!r}")
@@ -503,6 +538,9 @@ def _recipe(preset: str | None, **given) -> dict:
     if not 0 <= opts["dropout"] < 1:
         raise ConfigError(f"dropout must lie in [0, 1), got {opts['dropout']}")
     check_readout(opts["readout"])
+    for key, names in (("lr_schedule", LR_SCHEDULES), ("bn_stats", BN_STATS)):
+        if opts[key] not in names:
+            raise ConfigError(f"unknown {key} {opts[key]!r}; choose from {', '.join(names)}")
     if opts["selection"] not in FINETUNE_SELECTIONS:
         raise ConfigError(f"unknown selection {opts['selection']!r}; choose from {', '.join(FINETUNE_SELECTIONS)}")
     frac = tuple(float(f) for f in opts["frac"])
@@ -514,8 +552,13 @@ def _recipe(preset: str | None, **given) -> dict:
 
 #: the fine-tuning options where neither the call nor a preset gives them
 FINETUNE_DEFAULTS = {"epochs": 30, "batch_size": 32, "lr": 0.001, "weight_decay": 0.0, "dropout": 0.5,
-                     "readout": READOUT_MEAN,
+                     "readout": READOUT_MEAN, "lr_schedule": LR_CONSTANT, "bn_stats": BN_RUNNING,
                      "split": "none", "frac": (0.8, 0.1, 0.1), "selection": "last"}
+#: the options a regression takes where neither the call nor a preset gives them (the others:
+#: :data:`FINETUNE_DEFAULTS`): no dropout and a cosine decay of the learning rate, chosen on the
+#: validation part of a logP regression (``docs/results/regression_logp_pilots.json``), where
+#: dropout 0.5 at a constant rate made the validation R² jump between epochs
+REGRESSION_DEFAULTS = {"dropout": 0.0, "lr_schedule": LR_COSINE}
 
 
 def _labeled(data, y):
@@ -635,7 +678,8 @@ class MoleculePredictor(nn.Module):
 
     def __init__(self, num_tasks: int, dim: int = 300, num_layers: int = 5, vocab: dict | None = None,
                  dropout: float = 0.5, tasks: Sequence[str] | None = None, meta: dict | None = None,
-                 task: str = "classification", scaling: dict | None = None, readout: str = READOUT_MEAN):
+                 task: str = "classification", scaling: dict | None = None, readout: str = READOUT_MEAN,
+                 readout_scale: float | None = None):
         super().__init__()
         from .choices import TASKS
 
@@ -648,11 +692,12 @@ class MoleculePredictor(nn.Module):
             if any(len(scaling.get(k, ())) != num_tasks for k in ("mean", "std")):
                 raise ConfigError(f"scaling needs a mean and a std per task ({num_tasks}), got {scaling}")
             scaling = {k: [float(v) for v in scaling[k]] for k in ("mean", "std")}
-        self.model = MolPredictor(num_tasks, vocab or VOCAB, dim, num_layers, dropout, readout)
+        self.model = MolPredictor(num_tasks, vocab or VOCAB, dim, num_layers, dropout, readout, readout_scale)
         self.tasks = [str(t) for t in tasks] if tasks is not None else [f"task{i}" for i in range(num_tasks)]
         self.task, self.scaling = task, (scaling if task == "regression" else None)
         self.hparams = {"num_tasks": num_tasks, "dim": dim, "num_layers": num_layers, "vocab": dict(vocab or VOCAB),
-                        "dropout": dropout, "task": task, "readout": readout}
+                        "dropout": dropout, "task": task, "readout": readout,
+                        "readout_scale": self.model.encoder.readout_scale}
         self.meta = dict(meta or {})
         self.history: list[dict] = []
         self.selected_epoch: int | None = None
@@ -736,7 +781,8 @@ class MoleculePredictor(nn.Module):
             hp = dict(blob["hparams"])
             pred = cls(int(hp["num_tasks"]), int(hp["dim"]), int(hp["num_layers"]), hp["vocab"],
                        float(hp.get("dropout", 0.5)), blob.get("tasks"), blob.get("meta"),
-                       blob.get("task", "classification"), blob.get("scaling"), hp.get("readout", READOUT_MEAN))
+                       blob.get("task", "classification"), blob.get("scaling"), hp.get("readout", READOUT_MEAN),
+                       hp.get("readout_scale"))
         except (KeyError, TypeError, ValueError, ConfigError) as exc:
             raise DataError(f"{path}: damaged predictor record ({type(exc).__name__}: {exc})") from None
         pred.hparams.update(hp)

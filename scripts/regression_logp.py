@@ -49,6 +49,8 @@ RUNS = (("pretrained", "scaffold", False), ("from_scratch", "scaffold", True), (
 SPLITS = {"scaffold": "scaffold 80/10/10 (Bemis-Murcko; test scaffolds unseen in training)",
           "random": "random 80/10/10 (seeded; test molecules may share scaffolds with training)"}
 METRICS = ("rmse", "mae", "r2")
+#: the recipe's settings a record states (those given, else ``finetune``'s defaults)
+SETTINGS = ("dropout", "lr", "lr_schedule", "bn_stats", "readout", "readout_scale", "batch_size", "weight_decay")
 
 
 def read_target(data_root: str, dataset: str, smiles_col: str) -> tuple[list[str], list[float]]:
@@ -69,8 +71,9 @@ def fit_one(args, split: str, from_scratch: bool) -> dict:
     encoder = autogcl.MoleculeEncoder.load(args.encoder)
     t0 = time.perf_counter()
     pred = encoder.finetune(smiles, target, tasks=["logP"], task="regression", epochs=args.epochs, split=split,
-                            dropout=args.dropout, lr=args.lr, readout=args.readout, from_scratch=from_scratch,
-                            selection="val", seed=args.seed, device="cpu", progress=False)
+                            dropout=args.dropout, lr=args.lr, readout=args.readout, lr_schedule=args.lr_schedule,
+                            bn_stats=args.bn_stats, from_scratch=from_scratch, selection="val", seed=args.seed,
+                            device="cpu", progress=False)
     seconds = time.perf_counter() - t0
     best = next(r for r in pred.history if r["epoch"] == pred.selected_epoch)
     return {"split": SPLITS[split], "from_scratch": from_scratch, "molecules": pred.hparams["molecules"],
@@ -78,7 +81,8 @@ def fit_one(args, split: str, from_scratch: bool) -> dict:
             "test": {k: best[f"test_{k}"] for k in METRICS}, "valid": {k: best[f"val_{k}"] for k in METRICS},
             "history": [{k: r[k] for k in ("epoch", "loss", "val_rmse", "val_r2", "test_rmse", "test_r2")}
                         for r in pred.history],
-            "train_time_s": seconds, "target": target}
+            "train_time_s": seconds, "target": target,
+            "settings": {k: pred.hparams[k] for k in SETTINGS}}
 
 
 def main(argv=None) -> int:
@@ -88,9 +92,11 @@ def main(argv=None) -> int:
     p.add_argument("--smiles-col", default="smiles")
     p.add_argument("--encoder", default=DEFAULT_ENCODER)
     p.add_argument("--epochs", type=int, default=10)
-    p.add_argument("--dropout", type=float, default=0.5, help="dropout inside the GIN (the recipe's default: 0.5)")
-    p.add_argument("--lr", type=float, default=0.001, help="Adam's learning rate (the recipe's default)")
-    p.add_argument("--readout", default="mean", help="the predictor's pooling (autogcl.choices.READOUTS)")
+    p.add_argument("--dropout", type=float, help="dropout inside the GIN (default: the recipe's)")
+    p.add_argument("--lr", type=float, help="Adam's learning rate (default: the recipe's)")
+    p.add_argument("--lr-schedule", help="constant or cosine (autogcl.choices.LR_SCHEDULES; default: the recipe's)")
+    p.add_argument("--bn-stats", help="running or settled (autogcl.choices.BN_STATS; default: the recipe's)")
+    p.add_argument("--readout", help="the predictor's pooling (autogcl.choices.READOUTS; default: the recipe's)")
     p.add_argument("--random-split", action="store_true", help="also fine-tune on a random split")
     p.add_argument("--jobs", type=int, default=1, help="runs at a time, each a process with one torch thread")
     p.add_argument("--seed", type=int, default=0)
@@ -114,12 +120,15 @@ def main(argv=None) -> int:
     for r in results.values():
         r.pop("target", None)
     head = results.pop("pretrained")
+    settings = head.pop("settings")  # the same recipe in every run (readout_scale: of its own training part)
+    for r in results.values():
+        r["readout_scale"] = r.pop("settings")["readout_scale"]
     record = {
         "what": f"Crippen logP (RDKit) of the {args.dataset} molecules, fine-tuned from {args.encoder}",
         "command": "OMP_NUM_THREADS=1 python scripts/regression_logp.py " + " ".join(argv or sys.argv[1:]),
         "dataset": args.dataset, "target": "Crippen MolLogP", "target_mean": float(y.mean()),
         "target_std": float(y.std()), "encoder": args.encoder, "epochs": args.epochs, "seed": args.seed,
-        "dropout": args.dropout, "lr": args.lr, "readout": args.readout, "selection": "lowest validation RMSE",
+        **settings, "selection": "lowest validation RMSE",
         **head, **results,
         "wall_time_s": wall, "jobs": min(args.jobs, len(runs)), "runtime": autogcl.runtime_info("cpu"),
         "torch_threads": 1, "code_commit": commit + ("+uncommitted" if dirty else ""),

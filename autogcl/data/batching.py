@@ -152,6 +152,11 @@ class GraphStore:
                 slices[key] = torch.tensor([0, size])
         return cls(data, slices, len(graphs), label)
 
+    def node_counts(self) -> Tensor:
+        """How many nodes each graph has (int64, on the CPU)."""
+        ptr = self._segs[self._node_seg].ptr_cpu
+        return ptr[1:] - ptr[:-1]
+
     def subset(self, idx: Tensor) -> GraphStore:
         """A store of the graphs ``idx`` only (in that order), its tensors copied."""
         idx = torch.as_tensor(idx, dtype=torch.long).cpu().view(-1)

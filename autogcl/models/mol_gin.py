@@ -12,6 +12,8 @@ straight-through one-hot sample); the encoder then uses
 
 from __future__ import annotations
 
+import math
+import numbers
 import warnings
 from typing import NamedTuple
 
@@ -21,7 +23,7 @@ from torch import nn
 from torch.utils.weak import WeakIdKeyDictionary
 from torch_geometric.nn import MessagePassing, global_add_pool, global_mean_pool
 
-from ..choices import READOUT_MEAN, READOUT_SUM, READOUTS
+from ..choices import READOUT_MEAN, READOUT_SCALED_SUM, READOUT_SUM, READOUTS
 from ..errors import ConfigError
 from .embed import embed
 from .norm import SegmentBatchNorm
@@ -201,8 +203,9 @@ class MolGNN(nn.Module):
         return h
 
 
-#: the pooling of each readout of :data:`autogcl.choices.READOUTS`
-POOLS = {READOUT_MEAN: global_mean_pool, READOUT_SUM: global_add_pool}
+#: the pooling of each readout of :data:`autogcl.choices.READOUTS` (the scaled sum divides the
+#: sum by the readout's scale)
+POOLS = {READOUT_MEAN: global_mean_pool, READOUT_SUM: global_add_pool, READOUT_SCALED_SUM: global_add_pool}
 
 
 def check_readout(readout: str) -> str:
@@ -212,21 +215,35 @@ def check_readout(readout: str) -> str:
     return readout
 
 
+def readout_scale_of(readout: str, scale: float | None) -> float | None:
+    """The scaled sum's divisor (a positive number, else a :class:`ConfigError`); ``None`` for
+    the other readouts, which have none."""
+    if check_readout(readout) != READOUT_SCALED_SUM:
+        return None
+    if not (isinstance(scale, numbers.Real) and math.isfinite(scale) and scale > 0):
+        raise ConfigError(f"readout {READOUT_SCALED_SUM!r} needs a positive scale (e.g. the training molecules' "
+                          f"mean atom count), got {scale!r}")
+    return float(scale)
+
+
 class MolEncoder(nn.Module):
-    """Graph embedding: mean pool (or, ``readout="sum"``, sum) of :class:`MolGNN` node
-    representations (``out_dim``). The readout has no weights: an encoder file fits either."""
+    """Graph embedding: mean pool (or, ``readout="sum"``, sum; ``"scaled_sum"``, sum divided by
+    ``readout_scale``) of :class:`MolGNN` node representations (``out_dim``). The readout has no
+    weights: an encoder file fits any."""
 
     segment_norm = True  #: reads two views in one batch (``ContrastModel.encode_pair``)
 
     def __init__(self, vocab, dim: int = 300, num_layers: int = 5, dropout: float = 0.0,
-                 readout: str = READOUT_MEAN):
+                 readout: str = READOUT_MEAN, readout_scale: float | None = None):
         super().__init__()
         self.gnn = MolGNN(vocab, dim, num_layers, dropout)
         self.out_dim = dim
-        self.readout = check_readout(readout)
+        self.readout_scale = readout_scale_of(readout, readout_scale)
+        self.readout = readout
 
     def forward(self, data) -> torch.Tensor:
-        return POOLS[self.readout](self.gnn(data), data.batch, size=int(data.num_graphs))
+        pooled = POOLS[self.readout](self.gnn(data), data.batch, size=int(data.num_graphs))
+        return pooled / self.readout_scale if self.readout_scale is not None else pooled
 
     def embed(self, loader) -> tuple[torch.Tensor, torch.Tensor | None]:
         """Graph embeddings (eval mode) and labels of every graph the loader yields."""
@@ -237,13 +254,13 @@ class MolEncoder(nn.Module):
 
 
 class MolPredictor(nn.Module):
-    """Fine-tuning model: encoder (dropout inside the GNN, ``readout`` pooling) and one linear
-    output per task."""
+    """Fine-tuning model: encoder (dropout inside the GNN, ``readout`` pooling, ``readout_scale``
+    for the scaled sum) and one linear output per task."""
 
     def __init__(self, num_tasks: int, vocab, dim: int = 300, num_layers: int = 5, dropout: float = 0.5,
-                 readout: str = READOUT_MEAN):
+                 readout: str = READOUT_MEAN, readout_scale: float | None = None):
         super().__init__()
-        self.encoder = MolEncoder(vocab, dim, num_layers, dropout, readout)
+        self.encoder = MolEncoder(vocab, dim, num_layers, dropout, readout, readout_scale)
         self.head = nn.Linear(dim, num_tasks)
 
     def forward(self, data) -> torch.Tensor:

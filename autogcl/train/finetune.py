@@ -19,10 +19,17 @@ class FinetuneStrategy(Strategy):
     terms = ("loss",)
     loss_name = "fine-tuning"
 
-    def __init__(self, model, optimizer, task: str = "classification", scaling: dict | None = None):
+    def __init__(self, model, optimizer, task: str = "classification", scaling: dict | None = None, lr_at=None):
         self.model, self.opt, self.task = model, optimizer, task
         self.scaling = scaling
+        self.lr_at = lr_at  # epoch -> learning rate, set before each epoch (None: the optimizer's own)
         self._scale = None  # (mean, std) tensors on the batches' device
+
+    def train_epoch(self, data, epoch: int) -> dict:
+        if self.lr_at is not None:  # a function of the epoch alone: a resumed fit continues it exactly
+            for group in self.opt.param_groups:
+                group["lr"] = self.lr_at(epoch)
+        return super().train_epoch(data, epoch)
 
     def _standardised(self, y: torch.Tensor) -> torch.Tensor:
         if self._scale is None or self._scale[0].device != y.device:

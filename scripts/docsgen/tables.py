@@ -206,7 +206,11 @@ def regression_block(root: Path) -> str:
         rows.append(f"| {name} | {sizes['train']} / {sizes['valid']} / {sizes['test']} | {r['split']} | "
                     f"{d['epochs']} ({r['selected_epoch']}) | {t['r2']:.3f} | {t['rmse']:.3f} | {t['mae']:.3f} | "
                     f"{v['r2']:.3f} | {r['train_time_s']:.0f} s |")
-    settings = f"dropout {d.get('dropout', 0.5)}, lr {d.get('lr', 0.001)}, {d.get('readout', 'mean')} readout"
+    readout = d.get("readout", "mean")
+    if d.get("readout_scale"):
+        readout += f" (divided by {d['readout_scale']:.1f}, the training molecules' mean atom count)"
+    settings = (f"dropout {d.get('dropout', 0.5)}, lr {d.get('lr', 0.001)} ({d.get('lr_schedule', 'constant')}), "
+                f"{readout} readout, {d.get('bn_stats', 'running')} BatchNorm statistics")
     return "\n".join([
         f"Target: {d['target']} of {d['dataset']} (std {d['target_std']:.2f}); {settings}; selection: "
         f"{d['selection']}; {d.get('jobs', 1)} run(s) at a time, {d['torch_threads']} torch thread each, on "
@@ -217,7 +221,31 @@ def regression_block(root: Path) -> str:
         "|---|---|---|---|---|---|---|---|---|",
         *rows,
         "",
-        f"From `{RESULTS}/regression_logp.json`, made by `{d['command']}`."])
+        f"From `{RESULTS}/regression_logp.json`, made by `{d['command']}`.",
+        *regression_pilots(root)])
+
+
+def regression_pilots(root: Path) -> list[str]:
+    """The settings tried before the regression run, with their validation scores only
+    (``docs/results/regression_logp_pilots.json``, ``scripts/regression_pilots.py``): empty
+    when there is no such file."""
+    f = Path(root) / RESULTS / "regression_logp_pilots.json"
+    if not f.is_file():
+        return []
+    rows = []
+    for p in json.loads(f.read_text(encoding="utf-8"))["pilots"]:
+        s, val = p["settings"], [r["val_r2"] for r in p["history"]]
+        best = max(range(len(val)), key=lambda i: val[i])
+        rows.append(f"| {s['readout']} | {s['dropout']} | {s['lr']} | {s['lr_schedule']} | {s['bn_stats']} | "
+                    f"{p['epochs']} | {val[best]:.3f} ({p['history'][best]['epoch']}) | {sum(val[-3:]) / len(val[-3:]):.3f} | "
+                    f"{p['history'][-1]['loss']:.3f} |")
+    return ["", "The settings tried first (pre-trained encoder, scaffold split, seed 0; validation scores only, the "
+            "test part unread), in the order they were run:", "",
+            "| readout | dropout | lr | schedule | BatchNorm statistics | epochs | best valid R² (epoch) "
+            "| valid R², mean of the last 3 epochs | last training loss (standardised) |",
+            "|---|---|---|---|---|---|---|---|---|", *rows, "",
+            f"From `{RESULTS}/regression_logp_pilots.json` (`python scripts/regression_pilots.py`; each pilot's "
+            "command is in the file)."]
 
 
 TABLES = (
@@ -244,7 +272,8 @@ TABLES = (
           (f"{RESULTS}/summaries/unsupervised", f"{RESULTS}/summaries/lossforms/unsupervised"),
           "python scripts/compare_runs.py docs/results/summaries/unsupervised "
           "docs/results/summaries/lossforms/unsupervised --labels paper,released", ""),
-    Table("regression-logp", "docs/api.md", regression_block, (f"{RESULTS}/regression_logp.json",),
+    Table("regression-logp", "docs/api.md", regression_block,
+          (f"{RESULTS}/regression_logp.json", f"{RESULTS}/regression_logp_pilots.json"),
           "OMP_NUM_THREADS=1 python scripts/regression_logp.py", ""),
     Table("views-mnist", "docs/tutorial.md", views_block, (f"{RESULTS}/views_MNIST",),
           "OMP_NUM_THREADS=1 autogcl visualize views --data-root ../shared/data --seed S", "Figure (views on MNIST)"),

@@ -43,6 +43,37 @@ def test_the_sum_readout_is_the_mean_times_the_atoms():
         MolPredictor(1, VOCAB, dim=8, num_layers=1, readout="max")
 
 
+class _GivenNodes(torch.nn.Module):
+    """Stands in for the GIN: each atom's representation is the batch's ``h`` row."""
+
+    def forward(self, data):
+        return data.h
+
+
+def test_the_scaled_sum_readout_is_the_sum_over_the_scale_on_a_hand_built_batch():
+    h = torch.tensor([[1.0, 2.0], [3.0, -4.0], [5.0, 6.0], [0.5, 0.25], [-1.0, 7.0]])
+    b = Batch(h=h, batch=torch.tensor([0, 0, 1, 1, 1]), ptr=torch.tensor([0, 2, 5]))
+    enc = MolEncoder(VOCAB, dim=2, num_layers=1, readout="scaled_sum", readout_scale=4.0)
+    enc.gnn = _GivenNodes()
+    # sums (4, -2) and (4.5, 13.25), divided by 4: exact in binary floating point
+    assert torch.equal(enc(b), torch.tensor([[1.0, -0.5], [1.125, 3.3125]]))
+    enc.readout, enc.readout_scale = "mean", None
+    assert torch.equal(enc(b), torch.tensor([[2.0, -1.0], [1.5, 13.25 / 3]]))
+
+
+def test_the_scaled_sum_needs_a_positive_scale_and_fits_any_encoder_file():
+    b = mol_batch()
+    mean = MolEncoder(VOCAB, dim=16, num_layers=2).eval()
+    scaled = MolEncoder(VOCAB, dim=16, num_layers=2, readout="scaled_sum", readout_scale=2.5).eval()
+    scaled.load_state_dict(mean.state_dict())  # no weights of its own
+    atoms = torch.bincount(b.batch).float().view(-1, 1)
+    torch.testing.assert_close(scaled(b), mean(b) * atoms / 2.5, rtol=1e-5, atol=1e-6)
+    assert MolEncoder(VOCAB, dim=8, num_layers=1, readout="mean", readout_scale=3.0).readout_scale is None
+    for bad in (None, 0.0, -1.0, float("nan"), float("inf"), "3"):
+        with pytest.raises(ConfigError, match="readout 'scaled_sum' needs a positive scale"):
+            MolPredictor(1, VOCAB, dim=8, num_layers=1, readout="scaled_sum", readout_scale=bad)
+
+
 def test_generator_views_carry_gradients_to_the_generator():
     torch.manual_seed(0)
     b = mol_batch()

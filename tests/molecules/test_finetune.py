@@ -220,6 +220,100 @@ def test_the_readout_is_an_option_of_the_recipe_and_round_trips(bbbp, tmp_path):
         MoleculeEncoder(dim=8, num_layers=1).finetune(smiles, atoms, epochs=1, readout="max", progress=False)
 
 
+def test_the_scaled_sum_readout_keeps_the_training_atom_count_and_round_trips(bbbp, tmp_path):
+    smiles, _ = bbbp
+    atoms = heavy_atoms(smiles)
+    split = {"train": list(range(0, 80, 2)), "valid": list(range(1, 80, 2))}
+    pred = MoleculeEncoder(dim=8, num_layers=1).finetune(smiles, atoms, epochs=1, readout="scaled_sum", split=split,
+                                                         seed=0, progress=False)
+    # the divisor: the mean atom count of the training part (hydrogens are not atoms of the graph)
+    train_atoms = np.mean([atoms[i] for i in split["train"]])
+    assert pred.hparams["readout_scale"] == pytest.approx(train_atoms, rel=1e-12)
+    assert pred.model.encoder.readout_scale == pred.hparams["readout_scale"]
+    back = MoleculePredictor.load(pred.save(tmp_path / "scaled.pt"))
+    assert back.model.encoder.readout == "scaled_sum" and back.hparams["readout_scale"] == pred.hparams["readout_scale"]
+    assert np.array_equal(back.predict(smiles)[0], pred.predict(smiles)[0])
+
+
+def test_a_size_additive_target_is_learned_with_the_scaled_sum_and_not_with_the_mean(bbbp):
+    """Every molecule X and its doubled copy X.X (two disconnected copies): the mean readout
+    gives both the same embedding, so it cannot tell their atom counts (n and 2n) apart; the
+    scaled sum can, also on held-out molecules."""
+    from rdkit import Chem
+
+    base = [s for s in bbbp[0] if "." not in s]
+
+    def doubled(part):
+        mols = part + [f"{s}.{s}" for s in part]
+        return mols, heavy_atoms(mols)
+
+    train, held_out = doubled(base[::2]), doubled(base[1::2])
+    assert Chem.MolFromSmiles(train[0][len(base[::2])]).GetNumHeavyAtoms() == 2 * train[1][0]
+    scores = {}
+    for readout in ("scaled_sum", "mean"):
+        pred = MoleculeEncoder(dim=16, num_layers=2).finetune(*train, epochs=40, batch_size=16, dropout=0.0, lr=0.01,
+                                                              lr_schedule="constant", readout=readout, seed=0,
+                                                              progress=False)
+        scores[readout] = pred.score(*held_out)["r2"]
+        if readout == "mean":  # X and X.X: one prediction (to float rounding)
+            values = pred.predict(held_out[0])[0][:, 0]
+            half = len(values) // 2
+            np.testing.assert_allclose(values[:half], values[half:], rtol=1e-4, atol=1e-4)
+    assert scores["scaled_sum"] > 0.7 and scores["mean"] < 0.3, scores
+
+
+def test_a_cosine_learning_rate_and_settled_batchnorm_statistics(bbbp, monkeypatch):
+    from autogcl.data.batching import GraphLoader, GraphStore
+    from autogcl.models.norm import settle_batchnorm
+    from autogcl.molecules import from_smiles
+    from autogcl.train.finetune import FinetuneStrategy
+
+    smiles, _ = bbbp
+    rates, train_epoch = [], FinetuneStrategy.train_epoch
+
+    def recorded(self, data, epoch):
+        out = train_epoch(self, data, epoch)
+        rates.append(self.opt.param_groups[0]["lr"])
+        return out
+
+    monkeypatch.setattr(FinetuneStrategy, "train_epoch", recorded)
+    pred = MoleculeEncoder(dim=8, num_layers=2).finetune(smiles, logp(smiles), epochs=4, lr=0.01, lr_schedule="cosine",
+                                                         bn_stats="settled", seed=0, progress=False)
+    assert rates == pytest.approx([0.01, 0.01 * (1 + 0.5 ** 0.5) / 2, 0.005, 0.01 * (1 - 0.5 ** 0.5) / 2], rel=1e-12)
+    assert pred.hparams["lr_schedule"] == "cosine" and pred.hparams["bn_stats"] == "settled"
+    # the BatchNorms hold the statistics of the final weights over the training molecules, in
+    # batches of 256 (a later layer reads the earlier ones normalised per batch: batches matter)
+    kept = {k: v.clone() for k, v in pred.model.state_dict().items() if "running" in k}
+    store = GraphStore.from_dataset(from_smiles(smiles).graphs)
+    settle_batchnorm(pred.model, GraphLoader(store, batch_size=256, generator=torch.Generator()))
+    assert all(torch.equal(v, kept[k]) for k, v in pred.model.state_dict().items() if "running" in k)
+    running = MoleculeEncoder(dim=8, num_layers=2).finetune(smiles, logp(smiles), epochs=4, lr=0.01, seed=0,
+                                                            lr_schedule="constant", progress=False)
+    assert running.hparams["lr_schedule"] == "constant" and running.hparams["bn_stats"] == "running"
+    assert rates[4:] == [0.01] * 4
+    assert not torch.allclose(running.model.encoder.gnn.bns[0].running_mean, kept["encoder.gnn.bns.0.running_mean"])
+    for key, bad in (("lr_schedule", "step"), ("bn_stats", "batch")):
+        with pytest.raises(ConfigError, match=f"unknown {key} '{bad}'; choose from"):
+            MoleculeEncoder(dim=8, num_layers=1).finetune(smiles, logp(smiles), epochs=1, progress=False, **{key: bad})
+
+
+def test_a_regression_has_defaults_of_its_own_and_classification_keeps_its_own(bbbp):
+    from autogcl.molecules import FINETUNE_DEFAULTS, REGRESSION_DEFAULTS
+
+    smiles, y = bbbp
+    small = MoleculeEncoder(dim=8, num_layers=1)
+    reg = small.finetune(smiles, logp(smiles), epochs=1, seed=0, progress=False)
+    assert (reg.task, reg.hparams["dropout"], reg.hparams["lr_schedule"]) == ("regression", 0.0, "cosine")
+    assert REGRESSION_DEFAULTS == {"dropout": 0.0, "lr_schedule": "cosine"}
+    cls = small.finetune(smiles, y, epochs=1, seed=0, progress=False)
+    assert (cls.task, cls.hparams["dropout"], cls.hparams["lr_schedule"]) == ("classification", 0.5, "constant")
+    assert FINETUNE_DEFAULTS["dropout"] == 0.5 and FINETUNE_DEFAULTS["lr_schedule"] == "constant"
+    given = small.finetune(smiles, logp(smiles), epochs=1, dropout=0.2, lr_schedule="constant", progress=False)
+    assert (given.hparams["dropout"], given.hparams["lr_schedule"]) == (0.2, "constant")  # given values win
+    paper = small.finetune(smiles, logp(smiles), preset="paper", epochs=1, split="random", progress=False)
+    assert paper.hparams["dropout"] == 0.5 and paper.hparams["split"] == "random"  # and so do a preset's
+
+
 def _batches(smiles):
     from torch_geometric.loader import DataLoader
 
@@ -352,3 +446,24 @@ def test_regression_logp_script_writes_the_record_the_docs_show(data_root, tmp_p
     block = regression_block(tmp_path)
     assert f"{record['test']['r2']:.3f}" in block and "regression_logp.json" in block
     assert f"| random weights (no pre-training) | {sizes(scratch)} |" in block
+
+
+def test_regression_pilots_keep_no_test_score_and_the_docs_list_them(tmp_path):
+    from tests.conftest import REPO
+
+    sys.path.insert(0, str(REPO / "scripts"))
+    import regression_pilots
+    from docsgen.tables import regression_pilots as rows_of
+
+    pilot = {"name": "p", "epochs": 2, "settings": {"readout": "scaled_sum", "dropout": 0.0, "lr": 0.001,
+                                                    "lr_schedule": "cosine", "bn_stats": "running"},
+             "history": [{"epoch": 1, "loss": 0.5, "val_r2": 0.25, "val_rmse": 2.0, "test_r2": 0.9},
+                         {"epoch": 2, "loss": 0.25, "val_r2": 0.5, "val_rmse": 1.5, "test_r2": 0.1}]}
+    (tmp_path / "p.json").write_text(json.dumps(pilot))
+    out = tmp_path / "docs" / "results" / "regression_logp_pilots.json"
+    regression_pilots.collect([str(tmp_path / "p.json")], out)
+    kept = json.loads(out.read_text())["pilots"][0]["history"]
+    assert all("test_r2" not in r for r in kept) and kept[1]["val_r2"] == 0.5
+    lines = rows_of(tmp_path)
+    assert "| scaled_sum | 0.0 | 0.001 | cosine | running | 2 | 0.500 (2) | 0.375 | 0.250 |" in lines
+    assert rows_of(tmp_path / "nothing") == []

@@ -40,3 +40,19 @@ def test_a_non_finite_loss_names_epoch_and_batch():
     strat = FinetuneStrategy(model, torch.optim.Adam(model.parameters()))
     with pytest.raises(TrainingError, match="fine-tuning loss is nan at epoch 3, batch 0"):
         strat.train_epoch(data([[1, 0]] * 4), 3)
+
+
+def test_a_learning_rate_schedule_sets_every_epochs_rate_before_it():
+    model = Logits()
+    opt = torch.optim.SGD(model.parameters(), lr=1.0)
+    seen = []
+    strat = FinetuneStrategy(model, opt, lr_at=lambda epoch: 0.5 ** epoch)
+    step = strat.step
+    strat.step = lambda batch, epoch, i: (seen.append(opt.param_groups[0]["lr"]), step(batch, epoch, i))[1]
+    loader = data([[1, 0]] * 4)
+    for epoch in (1, 2, 5):  # a resumed fit starts at a later epoch: the rate is the epoch's own
+        strat.train_epoch(loader, epoch)
+    assert seen == [0.5, 0.25, 0.03125]
+    constant = FinetuneStrategy(model, torch.optim.SGD(model.parameters(), lr=0.125))
+    constant.train_epoch(loader, 7)
+    assert constant.opt.param_groups[0]["lr"] == 0.125  # no schedule: the optimizer's rate stays
