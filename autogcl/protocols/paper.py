@@ -273,12 +273,40 @@ def _provenance_device(folder: Path) -> str | None:
 def unit_seconds(cell: Cell, root: Path, device: str) -> tuple[float, str] | None:
     """(seconds, source): the time one unit of ``cell`` takes on ``device`` (``cpu`` or
     ``cuda``), from committed files: the mean per-unit ``train_time_s`` + ``eval_time_s`` of the
-    cell's own summaries (semi: ``time_per_fold_s``), else of its :attr:`Cell.proxy` summaries
-    times their factor. A summary's
-    device is its ``provenance.json``'s, else ``cuda`` for folders under ``summaries/gpu/``.
-    None when no committed file estimates it."""
+    cell's own summaries (semi: ``time_per_fold_s``), else the mean over the cell's committed
+    finished units that ran on ``device`` (a cell whose first units finished before its summary
+    exists: ``time_s``, or ``train_time_s`` + ``eval_time_s``), else of its :attr:`Cell.proxy`
+    summaries times their factor. A summary's device is its ``provenance.json``'s, else ``cuda``
+    for folders under ``summaries/gpu/``. None when no committed file estimates it."""
     kind = "cuda" if str(device).startswith("cuda") else "cpu"
-    for folder, factor in [(r, 1.0) for r in cell.runs] + list(cell.proxy):
+    own = _summary_seconds([(r, 1.0) for r in cell.runs], root, kind) or _units_seconds(cell, root, kind)
+    return own or _summary_seconds(list(cell.proxy), root, kind)
+
+
+def _units_seconds(cell: Cell, root: Path, kind: str) -> tuple[float, str] | None:
+    """The mean time of the committed finished units of ``cell`` that ran on ``kind``."""
+    folder = units_folder(cell.runs[0])
+    times = []
+    for unit in finished_units(Path(root) / folder):
+        try:
+            r = json.loads((unit / "result.json").read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError):
+            continue
+        dev = str((r.get("runtime") or {}).get("device", ""))
+        if ("cuda" if dev.startswith("cuda") else "cpu" if dev else None) != kind:
+            continue
+        t = r["time_s"] if "time_s" in r else r.get("train_time_s", 0.0) + r.get("eval_time_s", 0.0)
+        if t:
+            times.append(float(t))
+    if not times:
+        return None
+    return sum(times) / len(times), f"{folder} (mean of {len(times)} finished unit{'s' * (len(times) > 1)})"
+
+
+def _summary_seconds(folders, root: Path, kind: str) -> tuple[float, str] | None:
+    """The per-unit time of the first summary among ``folders`` ((folder, factor) pairs) that ran
+    on ``kind``, times its factor."""
+    for folder, factor in folders:
         f = Path(root) / folder / "summary.json"
         if not f.is_file():
             continue

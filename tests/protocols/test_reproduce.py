@@ -217,3 +217,29 @@ def test_cpu_estimates_scale_the_cpu_size_study_not_the_gpu_runs():
     bbbp = json.loads((REPO / "docs/results/summaries/sizes/transfer/no_pretrain/bbbp/summary.json").read_text())
     want = (bbbp["train_time_s"] + bbbp.get("eval_time_s", 0.0)) * MOLECULES["muv"] / MOLECULES["bbbp"]
     assert abs(cpu[0] - want) < 1e-6 * want and cpu[0] > gpu[0]
+
+
+def test_estimates_read_a_cells_committed_units_before_its_summary_exists(tmp_path):
+    """A cell whose first units finished (committed as units, no summary yet) is estimated from
+    the mean time of those units on the device asked for; units of the other device don't count,
+    and without its own files the cell falls back to its proxies (or None)."""
+    from autogcl.protocols.paper import SEMI_CELLS, units_folder, unit_seconds
+
+    dd = next(c for c in SEMI_CELLS if c.label == ("DD", "naive"))
+    units = tmp_path / units_folder(dd.runs[0]) / "seed0"
+    for fold, (dev, t) in enumerate([("cpu", 1000.0), ("cpu", 1500.0), ("cuda:0", 40.0)]):
+        (units / f"fold{fold}").mkdir(parents=True)
+        (units / f"fold{fold}" / "result.json").write_text(json.dumps({"time_s": t, "runtime": {"device": dev}}))
+    (units / ".fold3.partial").mkdir()  # an unfinished unit's checkpoint folder is not a unit
+    (units / ".fold3.partial" / "result.json").write_text(json.dumps({"time_s": 1.0, "runtime": {"device": "cpu"}}))
+    cpu, gpu = unit_seconds(dd, tmp_path, "cpu"), unit_seconds(dd, tmp_path, "cuda")
+    assert cpu[0] == 1250.0 and "mean of 2 finished units" in cpu[1] and units_folder(dd.runs[0]) in cpu[1]
+    assert gpu[0] == 40.0 and "mean of 1 finished unit)" in gpu[1]
+    # a summary of the cell's own wins over its units
+    summary = tmp_path / dd.runs[0] / "summary.json"
+    summary.parent.mkdir(parents=True)
+    summary.write_text(json.dumps({"time_per_fold_s": 900.0}))
+    (summary.parent / "provenance.json").write_text(json.dumps({"devices": ["cpu"]}))
+    assert unit_seconds(dd, tmp_path, "cpu") == (900.0, f"{dd.runs[0]}/summary.json")
+    transfer_units = [c for c in CELLS if c.protocol == "transfer" and c.proxy]
+    assert transfer_units and unit_seconds(transfer_units[0], tmp_path / "empty", "cpu") is None
