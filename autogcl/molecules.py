@@ -390,7 +390,8 @@ class MoleculeEncoder(nn.Module):
         ``frac`` ((0.8, 0.1, 0.1), the split's fractions), ``selection`` (``"last"``: the
         last epoch's weights; ``"val"``: those of the epoch with the best validation score,
         ROC-AUC or, for regression, the lowest RMSE), ``lr_schedule`` (``"constant"``; ``"cosine"``,
-        the default of a regression: ``lr * (1 + cos(pi * (epoch - 1) / epochs)) / 2`` in each epoch;
+        the default of a regression: ``lr * (1 + cos(pi * (epoch - 1) / epochs)) / 2`` in each epoch,
+        torch's ``CosineAnnealingLR(T_max=epochs)`` stepped per epoch (:func:`autogcl.train.finetune.cosine_lr`);
         ``autogcl.choices.LR_SCHEDULES``) and ``bn_stats`` (``"running"``: the BatchNorms predict
         with the running averages training leaves; ``"settled"``: with the statistics of the
         current weights over the training molecules, set before every scoring and after the
@@ -412,6 +413,7 @@ class MoleculeEncoder(nn.Module):
         from .models.norm import settle_batchnorm
         from .seeding import seed_everything
         from .train import FinetuneStrategy, Trainer
+        from .train.finetune import cosine_lr
         from .train.optim import adam
 
         given = {"epochs": epochs, "batch_size": batch_size, "lr": lr, "weight_decay": weight_decay,
@@ -495,9 +497,7 @@ class MoleculeEncoder(nn.Module):
                 row.update(evaluate(pred, epoch) or {})
             return row
 
-        base_lr, total = opts["lr"], opts["epochs"]
-        lr_at = (lambda epoch: base_lr * 0.5 * (1.0 + math.cos(math.pi * (epoch - 1) / total))) \
-            if opts["lr_schedule"] == LR_COSINE else None
+        lr_at = cosine_lr(opts["lr"], opts["epochs"]) if opts["lr_schedule"] == LR_COSINE else None
         strategy = FinetuneStrategy(pred.model, opt, task, scaling, lr_at)
         trainer = Trainer(strategy, device=engine, checkpoint=checkpoint, loader_gen=gen, ckpt_every=10,
                           ckpt_on_report=False, desc=desc, show_progress=progress)
