@@ -1,8 +1,26 @@
 """The names that options choose from, free of torch, so that building a command's parser
 (``autogcl COMMAND --help``) imports nothing heavy. The components that implement the names
-take them from here (``tests/test_choices.py`` checks that the two agree)."""
+take them from here (``tests/test_choices.py`` checks that the two agree), and check a given
+name against them with :func:`check_choice`."""
 
 from __future__ import annotations
+
+from .errors import ConfigError
+
+
+def check_choice(what: str, value, names, *, flag: str = "", also: str = ""):
+    """``value`` when it is one of ``names``, else a :class:`ConfigError` of the one form every
+    option check uses: ``unknown WHAT 'VALUE' (FLAG); choose from A, B, C (or ALSO)``, where
+    ``flag`` (e.g. ``--row``) says where the value was given and ``also`` names what else is
+    accepted besides ``names`` (e.g. ``all``); both are left out when empty."""
+    try:
+        if value in names:
+            return value
+    except TypeError:  # an unhashable value against a dict's names: not among them
+        pass
+    where = f" ({flag})" if flag else ""
+    more = f" (or {also})" if also else ""
+    raise ConfigError(f"unknown {what} {value!r}{where}; choose from {', '.join(map(str, names))}{more}")
 
 #: random augmentations (``autogcl.augment.random``), ``random4`` draws one of four per batch
 AUGMENTATIONS = ("node_drop", "edge_pert", "subgraph", "attr_mask", "none", "random4")

@@ -10,7 +10,7 @@ resume, ...), which never change a unit's result.
 
 from __future__ import annotations
 
-from .choices import EXECUTORS, FP32, PRECISIONS, RAY, SERIAL, TRACK_TENSORBOARD, TRACKERS
+from .choices import EXECUTORS, FP32, PRECISIONS, RAY, SERIAL, TRACK_TENSORBOARD, TRACKERS, check_choice
 import argparse
 import os
 from dataclasses import MISSING, asdict, dataclass, field, fields
@@ -123,11 +123,9 @@ class Config:
                 flag = f.metadata.get("flag") or "--" + f.name.replace("_", "-")
                 check_range(flag.lstrip("-"), value, bounds[0], bounds[1], low_open=bounds[2], high_open=bounds[3])
             choices, value = f.metadata.get("choices"), getattr(self, f.name)
-            if choices and value is not None and value not in choices:
-                flag = f.metadata.get("flag") or "--" + f.name.replace("_", "-")
-                what = f.metadata.get("what") or f.name.replace("_", " ")
-                raise ConfigError(f"unknown {what} {value!r} ({flag}); choose from "
-                                  f"{', '.join(map(str, choices))}")
+            if choices and value is not None:
+                check_choice(f.metadata.get("what") or f.name.replace("_", " "), value, choices,
+                             flag=f.metadata.get("flag") or "--" + f.name.replace("_", "-"))
 
     def drop_unused(self, names, why: str) -> None:
         """Options among ``names`` do not apply (``why``: e.g. "to --method graphcl"): those

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .choices import BF16, FP32, PRECISIONS
+from .choices import BF16, FP32, PRECISIONS, check_choice
 import torch
 
 from .errors import ConfigError
@@ -24,8 +24,7 @@ class Engine:
     compile: bool = False
 
     def __post_init__(self):
-        if self.precision not in PRECISIONS:
-            raise ConfigError(f"unknown precision {self.precision!r}; choose from {', '.join(PRECISIONS)}")
+        check_choice("precision", self.precision, PRECISIONS)
 
     def check(self) -> torch.device:
         """The device, with a clear error for a precision or compilation it cannot do."""

@@ -13,7 +13,7 @@ cluster; a shared file system for a multi-node one).
 
 from __future__ import annotations
 
-from .choices import EXECUTORS, RAY, SERIAL
+from .choices import EXECUTORS, RAY, SERIAL, check_choice
 import contextlib
 import logging
 from collections.abc import Callable, Iterator, Sequence
@@ -196,9 +196,7 @@ class RayExecutor:
 def make_executor(name: str = SERIAL, address: str | None = None, cpus_per_unit: float | None = None,
                   gpus_per_unit: float = 0.0):
     """The executor called ``name`` (``serial`` or ``ray``)."""
-    if name == SERIAL:
+    if check_choice("executor", name, EXECUTORS) == SERIAL:
         return SerialExecutor(cpus_per_unit)
-    if name == RAY:
-        _import_ray()
-        return RayExecutor(address, 1.0 if cpus_per_unit is None else cpus_per_unit, gpus_per_unit)
-    raise ConfigError(f"unknown executor {name!r}; choose from {', '.join(EXECUTORS)}")
+    _import_ray()
+    return RayExecutor(address, 1.0 if cpus_per_unit is None else cpus_per_unit, gpus_per_unit)

@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from .choices import CL_SIMCLR, CL_VARIANTS, SIM_COSINE, SIM_MSE
+from .choices import CL_SIMCLR, CL_VARIANTS, SIM_COSINE, SIM_MSE, check_choice
 from .errors import ConfigError
 
 SIM_KINDS = (SIM_COSINE, SIM_MSE)
@@ -57,11 +57,9 @@ def _one_way(s: torch.Tensor, offset: int, exclude_positive: bool) -> torch.Tens
 
 def cl_kwargs(variant: str, method: str) -> dict:
     """NT-Xent options of a named variant: ``simclr`` (published), ``released`` (the code)."""
-    if variant == CL_SIMCLR:
+    if check_choice("NT-Xent variant", variant, CL_VARIANTS) == CL_SIMCLR:
         return {"exclude_positive": False, "symmetric": True}
-    if variant == "released":
-        return {"exclude_positive": True, "symmetric": method == "autogcl"}
-    raise ConfigError(f"unknown NT-Xent variant {variant!r}; choose from {CL_VARIANTS}")
+    return {"exclude_positive": True, "symmetric": method == "autogcl"}  # released
 
 
 def similarity_loss(s1: torch.Tensor, s2: torch.Tensor, kind: str = SIM_COSINE) -> torch.Tensor:
@@ -70,13 +68,11 @@ def similarity_loss(s1: torch.Tensor, s2: torch.Tensor, kind: str = SIM_COSINE) 
     ``cosine`` (published): mean over nodes of cos-sim of the one-hot sample rows.
     ``mse`` (released): 1 - MSE(keep1, keep2), keep = keep (+ mask) column.
     """
-    if kind == SIM_COSINE:
+    if check_choice("similarity loss", kind, SIM_KINDS) == SIM_COSINE:
         return F.cosine_similarity(s1, s2, dim=1).mean()
-    if kind == SIM_MSE:
-        keep1 = s1[:, 0] + (s1[:, 2] if s1.shape[1] > 2 else 0)
-        keep2 = s2[:, 0] + (s2[:, 2] if s2.shape[1] > 2 else 0)
-        return 1.0 - F.mse_loss(keep1, keep2)
-    raise ConfigError(f"unknown similarity loss {kind!r}; choose from {SIM_KINDS}")
+    keep1 = s1[:, 0] + (s1[:, 2] if s1.shape[1] > 2 else 0)  # mse
+    keep2 = s2[:, 0] + (s2[:, 2] if s2.shape[1] > 2 else 0)
+    return 1.0 - F.mse_loss(keep1, keep2)
 
 
 def classification_loss(log_probs: list[torch.Tensor], y: torch.Tensor, reduce: str = "sum") -> torch.Tensor:
@@ -127,9 +123,7 @@ class SimilarityLoss(nn.Module):
 
     def __init__(self, kind: str = SIM_COSINE):
         super().__init__()
-        if kind not in SIM_KINDS:
-            raise ConfigError(f"unknown similarity loss {kind!r}; choose from {SIM_KINDS}")
-        self.kind = kind
+        self.kind = check_choice("similarity loss", kind, SIM_KINDS)
 
     def forward(self, s1: torch.Tensor, s2: torch.Tensor) -> torch.Tensor:
         return similarity_loss(s1, s2, self.kind)

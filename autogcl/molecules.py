@@ -36,7 +36,7 @@ from torch_geometric.loader import DataLoader
 
 from . import __version__
 from .atomic import atomic_save
-from .choices import BN_RUNNING, BN_SETTLED, LR_CONSTANT, LR_COSINE, READOUT_MEAN, READOUT_SCALED_SUM
+from .choices import BN_RUNNING, BN_SETTLED, LR_CONSTANT, LR_COSINE, READOUT_MEAN, READOUT_SCALED_SUM, check_choice
 from .data.molecules import VOCAB, featurize, iter_smiles, label_task, smiles_to_graph
 from .devices import resolve_device
 from .errors import ConfigError, DataError
@@ -390,7 +390,8 @@ class MoleculeEncoder(nn.Module):
         ``frac`` ((0.8, 0.1, 0.1), the split's fractions), ``selection`` (``"last"``: the
         last epoch's weights; ``"val"``: those of the epoch with the best validation score,
         ROC-AUC or, for regression, the lowest RMSE), ``lr_schedule`` (``"constant"``; ``"cosine"``,
-        the default of a regression: ``lr * (1 + cos(pi * (epoch - 1) / epochs)) / 2`` in each epoch;
+        the default of a regression: ``lr * (1 + cos(pi * (epoch - 1) / epochs)) / 2`` in each epoch,
+        torch's ``CosineAnnealingLR(T_max=epochs)`` stepped per epoch (:func:`autogcl.train.finetune.cosine_lr`);
         ``autogcl.choices.LR_SCHEDULES``) and ``bn_stats`` (``"running"``: the BatchNorms predict
         with the running averages training leaves; ``"settled"``: with the statistics of the
         current weights over the training molecules, set before every scoring and after the
@@ -412,6 +413,7 @@ class MoleculeEncoder(nn.Module):
         from .models.norm import settle_batchnorm
         from .seeding import seed_everything
         from .train import FinetuneStrategy, Trainer
+        from .train.finetune import cosine_lr
         from .train.optim import adam
 
         given = {"epochs": epochs, "batch_size": batch_size, "lr": lr, "weight_decay": weight_decay,
@@ -495,9 +497,7 @@ class MoleculeEncoder(nn.Module):
                 row.update(evaluate(pred, epoch) or {})
             return row
 
-        base_lr, total = opts["lr"], opts["epochs"]
-        lr_at = (lambda epoch: base_lr * 0.5 * (1.0 + math.cos(math.pi * (epoch - 1) / total))) \
-            if opts["lr_schedule"] == LR_COSINE else None
+        lr_at = cosine_lr(opts["lr"], opts["epochs"]) if opts["lr_schedule"] == LR_COSINE else None
         strategy = FinetuneStrategy(pred.model, opt, task, scaling, lr_at)
         trainer = Trainer(strategy, device=engine, checkpoint=checkpoint, loader_gen=gen, ckpt_every=10,
                           ckpt_on_report=False, desc=desc, show_progress=progress)
@@ -524,8 +524,8 @@ def _recipe(preset: str | None, regression: bool = False, **given) -> dict:
     regression, :data:`REGRESSION_DEFAULTS` over :data:`FINETUNE_DEFAULTS`)."""
     from .choices import BN_STATS, FINETUNE_PRESETS, FINETUNE_SELECTIONS, LR_SCHEDULES
 
-    if preset is not None and preset not in FINETUNE_PRESETS:
-        raise ConfigError(f"unknown preset {preset!r}; choose from {', '.join(FINETUNE_PRESETS)}")
+    if preset is not None:
+        check_choice("preset", preset, FINETUNE_PRESETS)
     base = {**FINETUNE_DEFAULTS, **(REGRESSION_DEFAULTS if regression else {}),
             **(FINETUNE_PRESETS[preset] if preset else {})}
     opts = {k: (base[k] if v is None else v) for k, v in given.items()}
@@ -538,11 +538,8 @@ def _recipe(preset: str | None, regression: bool = False, **given) -> dict:
     if not 0 <= opts["dropout"] < 1:
         raise ConfigError(f"dropout must lie in [0, 1), got {opts['dropout']}")
     check_readout(opts["readout"])
-    for key, names in (("lr_schedule", LR_SCHEDULES), ("bn_stats", BN_STATS)):
-        if opts[key] not in names:
-            raise ConfigError(f"unknown {key} {opts[key]!r}; choose from {', '.join(names)}")
-    if opts["selection"] not in FINETUNE_SELECTIONS:
-        raise ConfigError(f"unknown selection {opts['selection']!r}; choose from {', '.join(FINETUNE_SELECTIONS)}")
+    for key, names in (("lr_schedule", LR_SCHEDULES), ("bn_stats", BN_STATS), ("selection", FINETUNE_SELECTIONS)):
+        check_choice(key, opts[key], names)
     frac = tuple(float(f) for f in opts["frac"])
     if len(frac) != 3 or min(frac) < 0 or abs(sum(frac) - 1) > 1e-6:
         raise ConfigError(f"frac must be three non-negative fractions (train, valid, test) summing to 1, got {frac}")
@@ -631,6 +628,8 @@ def _split_parts(split, n: int, smiles, frac, seed: int) -> dict[str, np.ndarray
     from .choices import FINETUNE_SPLITS
     from .data.splits import scaffold_split
 
+    if not (split is None or isinstance(split, dict)):
+        check_choice("split", split, FINETUNE_SPLITS, also="a dict of index lists")
     if isinstance(split, dict):
         parts = {}
         for k, v in split.items():
@@ -650,13 +649,10 @@ def _split_parts(split, n: int, smiles, frac, seed: int) -> dict[str, np.ndarray
                               "molecule dataset (graphs alone have none), or split='random'")
         cut = scaffold_split(list(smiles), frac)
         parts = {k: np.asarray(cut[k], dtype=np.int64) for k in ("train", "valid", "test")}
-    elif split == "random":
+    else:  # random
         order = np.random.default_rng(seed).permutation(n)
         a, b = int(round(frac[0] * n)), int(round((frac[0] + frac[1]) * n))
         parts = {"train": np.sort(order[:a]), "valid": np.sort(order[a:b]), "test": np.sort(order[b:])}
-    else:
-        raise ConfigError(f"unknown split {split!r}; choose from {', '.join(FINETUNE_SPLITS)} or give a dict of "
-                          "index lists")
     empty = [k for k, v in parts.items() if len(v) == 0]
     if empty:
         raise DataError(f"the {split if isinstance(split, str) else 'given'} split of {n} molecules leaves "
@@ -685,8 +681,7 @@ class MoleculePredictor(nn.Module):
 
         if num_tasks < 1:
             raise ConfigError(f"num_tasks must be at least 1, got {num_tasks}")
-        if task not in TASKS:
-            raise ConfigError(f"unknown task {task!r}; choose from {', '.join(TASKS)}")
+        check_choice("task", task, TASKS)
         if task == "regression":
             scaling = scaling or {"mean": [0.0] * num_tasks, "std": [1.0] * num_tasks}
             if any(len(scaling.get(k, ())) != num_tasks for k in ("mean", "std")):

@@ -7,7 +7,9 @@ process, the two alternating window by window.
 
 Writes ``docs/results/perf/cpu_routes_<tag>.json`` (the shape ``scripts/docs.py`` renders): per
 route the median process CPU milliseconds of a step with it and without it, and the median of
-the paired window ratios (``cpu_step_ms_vs_eager``: below 1 is faster), every window kept.
+the paired window ratios (``cpu_step_ms_vs_eager``: below 1 is faster), every window kept,
+and how far the route's step is from the eager one (``loss_abs_diff``, ``grad_max_abs_diff``;
+``tolerance``: :data:`LOSS_TOL` and :data:`GRAD_TOL`, within which it is the same step).
 Steps: transfer pre-training (batch 256, the first ``--molecules`` MOSES molecules), width 8,
 the method's own view draws, batching included, 1 torch thread.
 
@@ -91,7 +93,6 @@ def _onednn(x, weight, bias):
 
 
 def _padded(x, weight, bias):
-    import torch
     import torch.nn.functional as F
 
     k = weight.shape[0]
@@ -329,6 +330,11 @@ def _commit() -> str | None:
 
 
 ROUTES = ("compile", "onednn", "padded", "wgrad", "fused", "segbn")
+#: how far a route's step may be from the eager one and still be the same step, its float32
+#: sums taken in another order: the loss within LOSS_TOL, and every gradient entry within
+#: GRAD_TOL times the largest (``grad_max_abs``); every route of ``cpu_routes_cpu-shared.json``
+#: lies within both, ``compile``'s gradients the furthest from the eager ones
+LOSS_TOL, GRAD_TOL = 1e-4, 1e-2
 
 
 def main() -> int:
@@ -363,6 +369,7 @@ def main() -> int:
     doc = {"benchmark": "cpu_routes", "command": "python benchmarks/cpu_routes.py " + " ".join(sys.argv[1:]),
            "machine": engine.machine(args), "device": "cpu", "threads": 1, "torch": torch.__version__,
            "date": time.strftime("%Y-%m-%d %H:%M"), "commit": _commit(), "note": note + (f"; {args.note}" if args.note else ""),
+           "tolerance": {"loss_abs_diff": LOSS_TOL, "grad_max_abs_diff_over_grad_max_abs": GRAD_TOL},
            "rows": rows, "windows": windows}
     out = Path(args.out) / f"cpu_routes_{args.tag}.json"
     out.parent.mkdir(parents=True, exist_ok=True)

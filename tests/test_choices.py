@@ -92,3 +92,39 @@ def test_the_guard_finds_a_literal(tmp_path):
 
     tree = ast.parse('__all__ = ["node_drop"]\nx = "aug-aug"\ny = "two aug-aug views"\nz = {"fp32": 1}\n')
     assert [n.value for n in _literals(tree) if n.value in GUARDED] == ["aug-aug", "fp32"]
+
+
+def test_check_choice_returns_a_known_name_and_names_everything_for_an_unknown_one():
+    names = ("alpha", "beta", "gamma")
+    assert choices.check_choice("mode", "beta", names) == "beta"
+    assert choices.check_choice("preset", "paper", {"paper": {}}) == "paper"  # a dict's keys are its names
+    with pytest.raises(ConfigError) as caught:
+        choices.check_choice("mode", "delta", names)
+    assert isinstance(caught.value, ValueError)
+    message = str(caught.value)
+    assert message == "unknown mode 'delta'; choose from alpha, beta, gamma"
+    assert all(text in message for text in ("mode", "'delta'", *names))
+
+
+def test_check_choice_says_where_the_value_came_from_and_what_else_is_accepted():
+    with pytest.raises(ConfigError, match=r"^unknown row 'x' \(--row\); choose from a, b \(or all\)$"):
+        choices.check_choice("row", "x", ("a", "b"), flag="--row", also="all")
+    with pytest.raises(ConfigError, match=r"^unknown preset \['p'\]; choose from paper$"):
+        choices.check_choice("preset", ["p"], {"paper": {}})  # unhashable against a dict: unknown, not TypeError
+
+
+def test_no_option_check_is_written_out_by_hand():
+    """Every "unknown X 'v'; choose from ..." message comes from check_choice (the frozen
+    files excepted: they keep their own checks)."""
+    from pathlib import Path
+
+    import autogcl
+
+    root = Path(autogcl.__file__).parent
+    frozen = {"eval/svm.py", "eval/metrics.py", "protocols/semi.py", "protocols/transfer.py",
+              "protocols/unsupervised.py", "protocols/grid.py"}
+    found = [f"{p.relative_to(root)}:{i}" for p in sorted(root.rglob("*.py"))
+             if p.name != "choices.py" and p.relative_to(root).as_posix() not in frozen
+             for i, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+             if "ConfigError(f\"unknown" in line and "choose" in line]
+    assert not found, found

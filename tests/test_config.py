@@ -128,7 +128,8 @@ def _bad_options():
 
     return [(lambda: autogcl.AutoGCL(4, 8, 2, view_sampling="twice"), "'twice'"),
             (lambda: autogcl.GraphCL(4, 8, 2, views="aug-orig"), "'aug-orig'"),
-            (lambda: autogcl.SemiSupervised(4, 2, 8, 2, dropped="hide"), "dropped must be one of"),
+            (lambda: autogcl.SemiSupervised(4, 2, 8, 2, dropped="hide"),
+             "unknown dropped 'hide'; choose from isolate, remove"),
             (lambda: semi_splits([0, 1] * 10, split="relased"), "unknown split 'relased'"),
             (lambda: RelPosConv(4, 8, aggr="sum"), "'sum'"),
             (lambda: MolGNN(VOCAB, num_layers=0), "num_layers=0")]

@@ -24,6 +24,7 @@ from ..choices import (
     SIM_LOSSES,
     VIEWS_AUG_AUG,
     VIEW_SAMPLINGS,
+    check_choice,
 )
 from ..devices import resolve_device
 from ..errors import ConfigError, TrainingError
@@ -205,13 +206,10 @@ class AutoGCL(ContrastiveLearner):
                  gen_layers: int = 2, features: str | None = "auto", recipe: str | None = None,
                  edge_dim: int | str | None = None, lr: float = 0.001, tau: float = 0.5, cl_variant: str = CL_SIMCLR,
                  view1=None, view2=None):
-        if sim_loss not in SIM_LOSSES:
-            raise ConfigError(f"unknown similarity loss {sim_loss!r}; choose from {', '.join(SIM_LOSSES)}")
-        if view_sampling not in VIEW_SAMPLINGS:
-            raise ConfigError(f"unknown view sampling {view_sampling!r}; choose replacement or generated")
-        if dropped not in DROPPED or mask_token not in MASK_TOKENS:
-            raise ConfigError(f"dropped must be one of {DROPPED} and mask_token one of {MASK_TOKENS}; "
-                              f"got {dropped!r}, {mask_token!r}")
+        check_choice("similarity loss", sim_loss, SIM_LOSSES)
+        check_choice("view sampling", view_sampling, VIEW_SAMPLINGS)
+        check_choice("dropped", dropped, DROPPED)
+        check_choice("mask_token", mask_token, MASK_TOKENS)
         views = [_view_spec(v) for v in (view1, view2)]
         if any(v is not None for v, _ in views) and sim_loss != "none":
             raise ConfigError(f"sim_loss={sim_loss!r} compares two learnable generators; with an augmentation of "
@@ -322,8 +320,7 @@ class GraphCL(ContrastiveLearner):
                  aug=AUG_RANDOM4, aug_ratio: float = 0.2, views: str = VIEWS_AUG_AUG,
                  features: str | None = "auto", recipe: str | None = None, edge_dim: int | str | None = None,
                  lr: float = 0.001, tau: float = 0.2, cl_variant: str = CL_SIMCLR):
-        if views not in GRAPHCL_VIEWS:
-            raise ConfigError(f"unknown GraphCL views {views!r}; choose aug-aug or orig-aug")
+        check_choice("GraphCL views", views, GRAPHCL_VIEWS)
         super().__init__(in_channels, hidden, num_layers, features=features, recipe=recipe, edge_dim=edge_dim,
                          lr=lr, tau=tau, cl_variant=cl_variant)
         self.hparams.update(aug_ratio=aug_ratio, views=views)

@@ -40,6 +40,7 @@ from ..choices import (
     SIM_COSINE,
     SIM_LOSSES,
     VIEW_SAMPLINGS,
+    check_choice,
 )
 from ..data.corpus import MoleculeCorpus
 from ..data.molecules import VOCAB
@@ -105,8 +106,7 @@ class MoleculePretrainer:
                                      ("cl_variant", cl_variant, CL_VARIANTS), ("sim_loss", sim_loss, SIM_LOSSES),
                                      ("view_sampling", view_sampling, VIEW_SAMPLINGS),
                                      ("aug", aug, AUGMENTATIONS)):
-            if value not in allowed:
-                raise ConfigError(f"{name}={value!r} is not one of {', '.join(map(str, allowed))}")
+            check_choice(name, value, allowed)
         for name, value in (("epochs", epochs), ("batch_size", batch_size - 1), ("dim", dim),
                             ("num_layers", num_layers), ("gen_hidden", gen_hidden), ("gen_layers", gen_layers)):
             if value < 1:

@@ -24,6 +24,7 @@ from ..choices import (
     SIM_COSINE,
     SIM_LOSSES,
     SMALL_BATCH,
+    check_choice,
 )
 from ..data.batching import GraphLoader
 from ..devices import Engine, resolve_device
@@ -99,23 +100,18 @@ class SemiSupervised(Estimator):
                  batch_size: int = 128, bn_stats: str = "settled"):
         super().__init__(in_channels, hidden, num_layers, features=features, recipe=recipe, edge_dim=edge_dim,
                          lr=lr)
-        if strategy not in SEMI_STRATEGIES:
-            raise ConfigError(f"unknown strategy {strategy!r}; choose from {', '.join(SEMI_STRATEGIES)}")
-        if classifier not in CLASSIFIERS:
-            raise ConfigError(f"unknown classifier {classifier!r}; choose from {', '.join(CLASSIFIERS)}")
+        check_choice("strategy", strategy, SEMI_STRATEGIES)
+        check_choice("classifier", classifier, CLASSIFIERS)
         if classifier == "resgcn" and edge_dim is not None:
             raise ConfigError(f"the resgcn classifier reads no edge features (edge_dim={edge_dim!r}); use "
                               "classifier='gin' for them")
-        if bn_stats not in BN_STATS:
-            raise ConfigError(f"unknown bn_stats {bn_stats!r}; choose from {', '.join(BN_STATS)}")
+        check_choice("bn_stats", bn_stats, BN_STATS)
         if num_classes is not None and (not isinstance(num_classes, int) or num_classes < 2):
             raise ConfigError(f"num_classes must be an int of at least 2, got {num_classes!r}")
-        if sim_loss not in SIM_LOSSES[1:]:
-            raise ConfigError(f"unknown similarity loss {sim_loss!r}; choose from {', '.join(SIM_LOSSES[1:])}")
-        if dropped not in DROPPED or mask_token not in MASK_TOKENS:
-            raise ConfigError(f"dropped must be one of {DROPPED} and mask_token one of {MASK_TOKENS}")
-        if aug not in AUGMENTATIONS:
-            raise ConfigError(f"unknown augmentation {aug!r}; choose from {', '.join(AUGMENTATIONS)}")
+        check_choice("similarity loss", sim_loss, SIM_LOSSES[1:])
+        check_choice("dropped", dropped, DROPPED)
+        check_choice("mask_token", mask_token, MASK_TOKENS)
+        check_choice("augmentation", aug, AUGMENTATIONS)
         RandomAugmentor(aug, aug_ratio)  # validates the ratio
         cl_kwargs(cl_variant, "autogcl")  # validates the NT-Xent form
         if not tau > 0 or lam < 0:

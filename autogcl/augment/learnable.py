@@ -8,7 +8,7 @@ what a generator does to a batch: the operation of every node and their probabil
 
 from __future__ import annotations
 
-from ..choices import DROPPED, DROP_ISOLATE, DROP_REMOVE, DROP_WEIGHT, MASK_SCALAR, MASK_TOKENS
+from ..choices import DROPPED, DROP_ISOLATE, DROP_REMOVE, DROP_WEIGHT, MASK_SCALAR, MASK_TOKENS, check_choice
 import copy
 from collections.abc import Sequence
 from typing import NamedTuple
@@ -139,10 +139,8 @@ class ViewGenerator(nn.Module):
         scorer: nn.Module | None = None,
     ):
         super().__init__()
-        if dropped not in DROPPED:
-            raise ConfigError(f"dropped must be one of {DROPPED}, got {dropped!r}")
-        if mask_token not in MASK_TOKENS:
-            raise ConfigError(f"mask_token must be one of {MASK_TOKENS}, got {mask_token!r}")
+        check_choice("dropped", dropped, DROPPED)
+        check_choice("mask_token", mask_token, MASK_TOKENS)
         if not tau > 0:
             raise ConfigError(f"the Gumbel-softmax temperature must be positive, got {tau}")
         self.num_ops = 3 if add_mask else 2

@@ -31,6 +31,7 @@ from ..choices import (
     AUG_NODE_DROP,
     AUG_RANDOM4,
     AUG_SUBGRAPH,
+    check_choice,
 )
 from ..errors import ConfigError, DataError
 from .ops import as_batch, graph_or_batch, graph_sizes, keep_nodes, rank_within_group, split_graphs, unbatch
@@ -162,8 +163,7 @@ class RandomAugmentor(BaseTransform):
     names = AUGMENTATION_NAMES  # AUGMENTATIONS and random4 (tests/test_choices.py)
 
     def __init__(self, name: str = AUG_RANDOM4, ratio: float = 0.2):
-        if name not in self.names:
-            raise ConfigError(f"unknown augmentation {name!r}; choose from {', '.join(self.names)}")
+        check_choice("augmentation", name, self.names)
         if not 0.0 <= ratio < 1.0:
             raise ConfigError(f"augmentation ratio must be in [0, 1), got {ratio}")
         self.name, self.ratio = name, ratio

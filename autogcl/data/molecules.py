@@ -297,11 +297,10 @@ def label_task(y: np.ndarray, task: str | None = None, source: str = "labels", r
     is 0 or 1, else ``"regression"``. A classification label other than 0, 1 or NaN is a
     :class:`DataError` naming it (``rows``: the file line or input position of each row,
     ``names``: the columns, both for the message)."""
-    from ..choices import TASKS
-    from ..errors import ConfigError
+    from ..choices import TASKS, check_choice
 
-    if task is not None and task not in TASKS:
-        raise ConfigError(f"unknown task {task!r}; choose from {', '.join(TASKS)}")
+    if task is not None:
+        check_choice("task", task, TASKS)
     y = np.asarray(y, dtype=np.float64).reshape(len(y), -1)
     bad = np.argwhere(~np.isnan(y) & (y != 0) & (y != 1))
     if task is None:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.model_selection import StratifiedKFold, train_test_split
 
-from ..choices import FOLD_SEED, SEMI_SPLITS, SPLIT_VAL_FOLD
+from ..choices import FOLD_SEED, SEMI_SPLITS, SPLIT_VAL_FOLD, check_choice
 from ..errors import ConfigError, DataError
 
 
@@ -50,8 +50,7 @@ def semi_splits(y, folds: int = 10, label_rate: float = 0.1, fold_seed: int = FO
     n = len(y)
     if not 0 < label_rate < 1:
         raise ConfigError(f"label rate must be in (0, 1), got {label_rate}")
-    if split not in SEMI_SPLITS:
-        raise ConfigError(f"unknown split {split!r}; choose from {', '.join(SEMI_SPLITS)}")
+    check_choice("split", split, SEMI_SPLITS)
     tests = [te for _, te in StratifiedKFold(folds, shuffle=True, random_state=fold_seed).split(np.zeros(n), y)]
     n_labeled = int(n * label_rate)
     out = []

@@ -31,7 +31,7 @@ import numpy as np
 import torch
 from sklearn.model_selection import StratifiedKFold, train_test_split
 
-from ..choices import SELECTIONS
+from ..choices import SELECTIONS, check_choice
 from ..errors import ConfigError, DataError
 from .svm import C_GRID, svm_protocol
 
@@ -79,9 +79,7 @@ def _matrix_and_labels(emb, y) -> tuple[torch.Tensor, np.ndarray, int]:
 
 
 def _check_select(select: str) -> str:
-    if select not in SELECTIONS:
-        raise ConfigError(f"unknown selection {select!r}; choose from {', '.join(SELECTIONS)}")
-    return select
+    return check_choice("selection", select, SELECTIONS)
 
 
 def _check_cv(labels: np.ndarray, folds: int, inner: int = 1) -> None:

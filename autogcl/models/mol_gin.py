@@ -23,7 +23,7 @@ from torch import nn
 from torch.utils.weak import WeakIdKeyDictionary
 from torch_geometric.nn import MessagePassing, global_add_pool, global_mean_pool
 
-from ..choices import READOUT_MEAN, READOUT_SCALED_SUM, READOUT_SUM, READOUTS
+from ..choices import READOUT_MEAN, READOUT_SCALED_SUM, READOUT_SUM, READOUTS, check_choice
 from ..errors import ConfigError
 from .embed import embed
 from .norm import SegmentBatchNorm
@@ -210,9 +210,7 @@ POOLS = {READOUT_MEAN: global_mean_pool, READOUT_SUM: global_add_pool, READOUT_S
 
 def check_readout(readout: str) -> str:
     """``readout`` if it is one of :data:`autogcl.choices.READOUTS`, else a :class:`ConfigError`."""
-    if readout not in READOUTS:
-        raise ConfigError(f"unknown readout {readout!r}; choose from {', '.join(READOUTS)}")
-    return readout
+    return check_choice("readout", readout, READOUTS)
 
 
 def readout_scale_of(readout: str, scale: float | None) -> float | None:

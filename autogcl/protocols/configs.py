@@ -39,6 +39,7 @@ from ..choices import (
     TASKS,
     VIEWS_AUG_AUG,
     VIEW_SAMPLINGS,
+    check_choice,
 )
 from ..config import Config, from_args, option
 from ..errors import ConfigError
@@ -204,8 +205,7 @@ class SemiConfig(SweepConfig):
                            "default)", choices=BN_STATS, what="BatchNorm statistics", implicit_default=True)
 
     def __post_init__(self):
-        if self.row not in ROWS:
-            raise ConfigError(f"unknown row {self.row!r}; choose from {', '.join(ROWS)} (or all)")
+        check_choice("row", self.row, ROWS, also="all")
         self.check_choices()
         if self.split == "released" and self.select != "test_max":
             raise ConfigError("--split released has no validation fold, so only the test_max selection is "
@@ -251,9 +251,7 @@ class AblationConfig(SweepConfig):
         if isinstance(self.dataset, str):
             self.dataset = [d.strip() for d in self.dataset.split(",") if d.strip()]
         for a in self.augs:
-            if a not in AUGMENTATIONS:
-                raise ConfigError(f"unknown augmentation {a!r} in --augs; choose from "
-                                  f"{', '.join(AUGMENTATIONS)}")
+            check_choice("augmentation", a, AUGMENTATIONS, flag="--augs")
         bad = [r for r in self.ratios if not 0.0 <= r < 1.0]
         if bad:
             raise ConfigError(f"--ratios {bad} must lie in [0, 1)")
@@ -478,9 +476,7 @@ class ViewsConfig(Config):
         mnist = self.dataset.upper() == "MNIST"
         if self.classifier is None:
             self.classifier = "relpos" if mnist else "resgcn"
-        if self.classifier not in CLASSIFIER_DEFAULTS:
-            raise ConfigError(f"unknown classifier {self.classifier!r}; choose from "
-                              f"{', '.join(CLASSIFIER_DEFAULTS)}")
+        check_choice("classifier", self.classifier, CLASSIFIER_DEFAULTS)
         if self.classifier == "relpos" and not mnist:
             raise ConfigError("the relpos classifier needs superpixel positions (MNIST); use resgcn")
         for key, value in CLASSIFIER_DEFAULTS[self.classifier].items():

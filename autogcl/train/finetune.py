@@ -4,10 +4,24 @@ for numeric targets, masked MSE on standardised targets."""
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from ..losses import masked_bce, masked_mse
 from .loop import Strategy
+
+
+def cosine_lr(base_lr: float, epochs: int):
+    """The ``lr_at`` of ``lr_schedule="cosine"``: epoch ``e`` (1 to ``epochs``) trains at
+    ``base_lr * (1 + cos(pi * (e - 1) / epochs)) / 2``, from ``base_lr`` in the first epoch
+    towards 0 after the last.
+
+    These are the rates of ``torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=epochs)``
+    (``eta_min=0``) stepped once after every epoch (``tests/train/test_finetune.py`` compares
+    them). It is written out as a function of the epoch alone, not taken from torch, so that a
+    resumed fit sets the same rate for its epoch with no scheduler state in its checkpoint."""
+    return lambda epoch: base_lr * 0.5 * (1.0 + math.cos(math.pi * (epoch - 1) / epochs))
 
 
 class FinetuneStrategy(Strategy):

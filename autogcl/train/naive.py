@@ -18,6 +18,7 @@ from ..choices import (
     VIEWS_AUG_AUG,
     VIEWS_ORIG_AUG,
     VIEW_SAMPLINGS,
+    check_choice,
 )
 import torch
 from torch import nn
@@ -83,9 +84,7 @@ class NaiveStrategy(Strategy):
         require_optimized(optimizer, model=model, gen1=gen1, gen2=gen2)
         self.encode = encode or model
         self.tau, self.cl_variant, self.sim_kind, self.sim_weight = tau, cl_variant, sim_kind, sim_weight
-        if view_sampling not in VIEW_SAMPLINGS:
-            raise ConfigError(f"unknown view_sampling {view_sampling!r}; choose from {', '.join(VIEW_SAMPLINGS)}")
-        self.view_sampling = view_sampling
+        self.view_sampling = check_choice("view sampling", view_sampling, VIEW_SAMPLINGS)
 
     #: set by :func:`autogcl.train.distributed.wrap`: the DDP module whose forward is :meth:`losses`,
     #: the gather of embeddings across processes for NT-Xent, the generator of the view draws
@@ -178,9 +177,7 @@ class GraphCLStrategy(Strategy):
         require_optimized(optimizer, model=model)
         self.encode = encode or model
         self.tau, self.cl_variant = tau, cl_variant
-        if views not in GRAPHCL_VIEWS:
-            raise ConfigError(f"unknown GraphCL views {views!r}; choose from {', '.join(GRAPHCL_VIEWS)}")
-        self.views = views
+        self.views = check_choice("GraphCL views", views, GRAPHCL_VIEWS)
 
     forward_module = None  # see NaiveStrategy
     gather = None

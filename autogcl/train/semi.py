@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 
 from ..augment import RandomAugmentor
-from ..choices import SEMI_STRATEGIES
+from ..choices import SEMI_STRATEGIES, check_choice
 from ..errors import ConfigError
 from ..losses import cl_kwargs, classification_loss, nt_xent, similarity_loss
 from .loop import Strategy
@@ -216,8 +216,7 @@ def semi_strategy(name: str, model, generators=(), *, lr: float, lam: float = 1.
     * ``joint`` (Algorithm 2): a contrastive pass over every graph, then L_cls + ``lam`` x L_sim;
       ``joint_cls``, ``joint_cls_sim``, ``joint_cl_cls``: its loss ablations;
     * ``joint_released``: the released code's joint variant (:class:`JointReleasedStrategy`)."""
-    if name not in SEMI_STRATEGIES:
-        raise ConfigError(f"unknown strategy {name!r}; choose from {', '.join(SEMI_STRATEGIES)}")
+    check_choice("strategy", name, SEMI_STRATEGIES)
     opt = adam(model.parameters(), lr=lr)
     if name in ("supervised", "graphcl_aug"):
         return None, SupervisedStrategy(model, opt, RandomAugmentor(aug, aug_ratio) if name == "graphcl_aug" else None)

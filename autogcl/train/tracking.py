@@ -21,7 +21,7 @@ import re
 import time
 from pathlib import Path
 
-from ..choices import TRACK_MLFLOW, TRACK_TENSORBOARD, TRACKERS
+from ..choices import TRACK_MLFLOW, TRACK_TENSORBOARD, TRACKERS, check_choice
 from ..errors import ConfigError
 
 __all__ = ["LOG_DIR_ENV", "MLFLOW_EXPERIMENT", "TRACKING_ENV", "MLflowTracker", "TensorBoardTracker", "fit_tracker",
@@ -84,8 +84,7 @@ def _mlflow_client():
 def check_tracking(tracking: str) -> None:
     """A :class:`ConfigError` now, before any training, for an unknown tracker or one whose
     package is missing."""
-    if tracking not in TRACKERS:
-        raise ConfigError(f"unknown tracking {tracking!r}; choose from {', '.join(TRACKERS)}")
+    check_choice("tracking", tracking, TRACKERS)
     (_summary_writer if tracking == TRACK_TENSORBOARD else _mlflow_client)()
 
 

@@ -160,5 +160,5 @@ def test_embed_ignores_node_level_labels():
 def test_constructor_checks_every_option():
     with pytest.raises(ConfigError, match="NT-Xent variant"):
         autogcl.AutoGCL(cl_variant="bogus")
-    with pytest.raises(ConfigError, match="dropped must be one of"):
+    with pytest.raises(ConfigError, match="unknown dropped 'delete'; choose from isolate, remove"):
         autogcl.AutoGCL(dropped="delete")

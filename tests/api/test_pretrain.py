@@ -60,7 +60,7 @@ def test_an_interrupted_fit_continues_from_its_checkpoint_folder(corpus, tmp_pat
     assert all(torch.equal(a[k], b[k]) for k in a)
 
 
-@pytest.mark.parametrize("options, match", [({"method": "simclr"}, "method='simclr'"),
+@pytest.mark.parametrize("options, match", [({"method": "simclr"}, "unknown method 'simclr'; choose from autogcl"),
                                             ({"sim_loss": "l2"}, "sim_loss"), ({"batch_size": 1}, "batch_size"),
                                             ({"chunk_size": 1}, "chunk_size"), ({"lr": 0}, "lr")])
 def test_bad_options_are_config_errors(options, match):

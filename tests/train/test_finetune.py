@@ -56,3 +56,20 @@ def test_a_learning_rate_schedule_sets_every_epochs_rate_before_it():
     constant = FinetuneStrategy(model, torch.optim.SGD(model.parameters(), lr=0.125))
     constant.train_epoch(loader, 7)
     assert constant.opt.param_groups[0]["lr"] == 0.125  # no schedule: the optimizer's rate stays
+
+
+@pytest.mark.parametrize("base_lr", [0.01, 0.3])
+def test_the_cosine_rate_is_torchs_cosine_annealing_stepped_once_per_epoch(base_lr):
+    from autogcl.train.finetune import cosine_lr
+
+    epochs = 7
+    opt = torch.optim.SGD([torch.nn.Parameter(torch.zeros(1))], lr=base_lr)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=epochs)
+    torchs = []
+    for _ in range(epochs):
+        torchs.append(opt.param_groups[0]["lr"])  # the rate an epoch trains at
+        opt.step()
+        sched.step()
+    ours = [cosine_lr(base_lr, epochs)(epoch) for epoch in range(1, epochs + 1)]
+    assert ours == pytest.approx(torchs, rel=1e-12, abs=0)
+    assert ours[0] == base_lr and ours[-1] < 0.05 * base_lr  # from the full rate towards 0
