@@ -255,3 +255,21 @@ def test_a_single_run_shows_no_spread():
     assert _one_or_spread({"mean": 70.0, "std": 1.5, "values": [68.5, 71.5]}) == "70.00 ± 1.50"
     assert _one_or_spread({"mean": float("nan"), "std": 0.0, "values": [float("nan")]}) == "not scored (NaN)"
     assert _one_or_spread({"undefined": "no validation split", "values": [1.0]}).startswith("- (no validation")
+
+
+def test_the_queue_counts_a_cells_committed_units_before_its_summary(tmp_path):
+    """A cell run over several sessions has finished units committed before its summary: the
+    queue says how many (folds for semi cells), still "not run"; none committed, plain "not run"."""
+    from docsgen.queue import queue_block
+
+    from autogcl.protocols.paper import SEMI_CELLS, units_folder
+
+    dd = next(c for c in SEMI_CELLS if c.label == ("DD", "naive"))
+    row = next(line for line in queue_block(tmp_path).splitlines() if "| DD / naive |" in line)
+    assert "| not run |" in row
+    for fold in (0, 1, 2):
+        unit = tmp_path / units_folder(dd.runs[0]) / "seed0" / f"fold{fold}"
+        unit.mkdir(parents=True)
+        (unit / "result.json").write_text(json.dumps({"time_s": 10.0, "runtime": {"device": "cpu"}}))
+    row = next(line for line in queue_block(tmp_path).splitlines() if "| DD / naive |" in line)
+    assert "| not run (3 of 10 folds committed as units, no summary yet) |" in row

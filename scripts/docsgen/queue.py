@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from autogcl.protocols.paper import CELLS, unit_seconds
+from autogcl.protocols.paper import CELLS, finished_units, unit_seconds, units_folder
 
 
 def queue_block(root: Path) -> str:
@@ -22,13 +22,21 @@ def queue_block(root: Path) -> str:
             if c.compute != compute or st == "done":
                 continue
             hit = c.found(root)
-            state = "not run" if hit is None else f"partial: {c.count(hit[1])} of {c.seeds} (`{hit[0]}`)"
+            state = _unrun(c, root) if hit is None else f"partial: {c.count(hit[1])} of {c.seeds} (`{hit[0]}`)"
             guess, cpu = (_estimate(unit_seconds(c, root, dev)) for dev in ("cuda", "cpu"))
             cmd = "same command as above" if c.command in seen else f"`{c.command}`"
             seen.add(c.command)
             lines.append(f"| {compute} | {c.protocol} | {' / '.join(c.label)} | {state} | `{c.runs[0]}` | {guess} | {cpu} "
                          f"| {cmd} |")
     return "\n".join(lines)
+
+
+def _unrun(cell, root: Path) -> str:
+    """The state of a cell without a summary: "not run", with the number of its finished units
+    already committed (a cell run in the background over several sessions)."""
+    n = len(finished_units(Path(root) / units_folder(cell.runs[0])))
+    unit = "folds" if cell.protocol == "semi" else "seeds"
+    return f"not run ({n} of {cell.seeds} {unit} committed as units, no summary yet)" if n else "not run"
 
 
 def _estimate(est: tuple[float, str] | None) -> str:
