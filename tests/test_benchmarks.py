@@ -11,7 +11,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 #: the routes of the smoke run: every route but compile, whose cold compilation alone takes
 #: minutes on a loaded machine
-SMOKE_ROUTES = ("onednn", "padded", "wgrad", "fused", "segbn")
+SMOKE_ROUTES = ("onednn", "padded", "transposed", "wgrad", "fused", "segbn")
 
 
 def _script(name: str):
