@@ -115,3 +115,28 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         for nodeid, reason in bad:
             terminalreporter.line(f"{nodeid}: {reason}")
         terminalreporter.line(f"only a missing optional dependency may skip a test: {', '.join(OPTIONAL)}")
+
+
+# ------------------------------------------------------------------------- two workers (pytest -n 2)
+#: test files whose tests one pytest-xdist worker runs, one after another: the Ray tests (each
+#: starts a local cluster, and test_executors.py finds the unit workers by their title and kills
+#: them, so no other Ray test may run beside them) and the torchrun tests (their module fixtures,
+#: the corpus and the unbroken run, are made once)
+XDIST_GROUPS = {"tests/test_executors.py": "ray", "tests/test_gpu_packing.py": "ray",
+                "tests/train/test_distributed.py": "torchrun"}
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """With ``-n``, xdist's default distribution (``load``: each test to whichever worker is
+    free) except that each of :data:`XDIST_GROUPS` goes whole to one worker. (xdist's
+    ``xdist_group`` marks are not used: under pytest 9 its ``loadgroup`` mode groups nothing.)"""
+    if config.getvalue("dist") != "load":
+        return None  # another --dist asked for by name
+    from xdist.scheduler import LoadScopeScheduling
+
+    class Grouped(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return XDIST_GROUPS.get(nodeid.split("::")[0], nodeid)
+
+    return Grouped(config, log)
