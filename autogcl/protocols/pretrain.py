@@ -96,9 +96,10 @@ def pretrain(cfg: PretrainConfig, out: Path, data_root=None, resume: bool = Fals
         _upgrade_fingerprint(unit, cfg.corpus_fingerprint)
 
     main = ctx is None or ctx.is_main
-    runtime = {**runtime_info(engine), **({"world_size": ctx.world_size} if ctx is not None else {})}
 
     def fn(unit):
+        # read in the process that trains (a Ray worker sets its own torch threads), not the driver
+        runtime = {**runtime_info(engine), **({"world_size": ctx.world_size} if ctx is not None else {})}
         work = units.start_work(unit, runtime) if main else unit.partial
         pretrainer = MoleculePretrainer(**cfg.pretrainer_options())
 
