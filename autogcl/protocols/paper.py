@@ -172,11 +172,21 @@ def finished_units(folder: Path) -> list[Path]:
                   if r.parent != folder and not any(p.startswith(".") for p in r.relative_to(folder).parts))
 
 
-def _seed(unit: Path) -> int | None:
+def _result(unit: Path) -> dict:
+    """A finished unit's ``result.json`` ({} when it cannot be read)."""
     try:
-        return json.loads((unit / "result.json").read_text(encoding="utf-8")).get("seed")
+        return json.loads((unit / "result.json").read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError):
-        return None
+        return {}
+
+
+def _seed(unit: Path) -> int | None:
+    return _result(unit).get("seed")
+
+
+def _device_kind(device) -> str | None:
+    """``cuda`` or ``cpu`` for a recorded device name, None when none is recorded."""
+    return ("cuda" if str(device).startswith("cuda") else "cpu") if device else None
 
 
 def code_commit(root: Path | None = None) -> tuple[str | None, bool]:
@@ -228,12 +238,9 @@ def publish(cell: Cell, root: Path) -> Path | None:
     shutil.copy2(src / cell.file, dst / cell.file)
     devices = set()
     for unit in units or [src]:
-        try:
-            runtime = json.loads((unit / "result.json").read_text(encoding="utf-8")).get("runtime") or {}
-        except (OSError, json.JSONDecodeError):
-            runtime = {}
-        if runtime.get("device"):
-            devices.add(str(runtime["device"]))
+        device = (_result(unit).get("runtime") or {}).get("device")
+        if device:
+            devices.add(str(device))
     commit, dirty = code_commit()
     record = {"commit": commit, "dirty": dirty, "devices": sorted(devices),
               "published": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
@@ -267,7 +274,7 @@ def _provenance_device(folder: Path) -> str | None:
         devices = json.loads((folder / "provenance.json").read_text(encoding="utf-8")).get("devices") or []
     except (OSError, json.JSONDecodeError):
         return None
-    return "cuda" if any(str(d).startswith("cuda") for d in devices) else ("cpu" if devices else None)
+    return "cuda" if "cuda" in map(_device_kind, devices) else ("cpu" if devices else None)
 
 
 def unit_seconds(cell: Cell, root: Path, device: str) -> tuple[float, str] | None:
@@ -278,7 +285,7 @@ def unit_seconds(cell: Cell, root: Path, device: str) -> tuple[float, str] | Non
     exists: ``time_s``, or ``train_time_s`` + ``eval_time_s``), else of its :attr:`Cell.proxy`
     summaries times their factor. A summary's device is its ``provenance.json``'s, else ``cuda``
     for folders under ``summaries/gpu/``. None when no committed file estimates it."""
-    kind = "cuda" if str(device).startswith("cuda") else "cpu"
+    kind = _device_kind(device)
     own = _summary_seconds([(r, 1.0) for r in cell.runs], root, kind) or _units_seconds(cell, root, kind)
     return own or _summary_seconds(list(cell.proxy), root, kind)
 
@@ -288,12 +295,8 @@ def _units_seconds(cell: Cell, root: Path, kind: str) -> tuple[float, str] | Non
     folder = units_folder(cell.runs[0])
     times = []
     for unit in finished_units(Path(root) / folder):
-        try:
-            r = json.loads((unit / "result.json").read_text(encoding="utf-8"))
-        except (OSError, json.JSONDecodeError):
-            continue
-        dev = str((r.get("runtime") or {}).get("device", ""))
-        if ("cuda" if dev.startswith("cuda") else "cpu" if dev else None) != kind:
+        r = _result(unit)
+        if _device_kind((r.get("runtime") or {}).get("device")) != kind:
             continue
         t = r["time_s"] if "time_s" in r else r.get("train_time_s", 0.0) + r.get("eval_time_s", 0.0)
         if t:
