@@ -273,3 +273,28 @@ def test_the_queue_counts_a_cells_committed_units_before_its_summary(tmp_path):
         (unit / "result.json").write_text(json.dumps({"time_s": 10.0, "runtime": {"device": "cpu"}}))
     row = next(line for line in queue_block(tmp_path).splitlines() if "| DD / naive |" in line)
     assert "| not run (3 of 10 folds committed as units, no summary yet) |" in row
+
+
+def test_the_queue_says_why_a_long_unit_waits():
+    """A cell whose one unit is estimated longer than a GPU window (MUV, HIV: a seed of 93,087 and
+    41,127 molecules) says that the window never starts it; a cell that fits says nothing more.
+    The window's length is the script's default budget."""
+    from docsgen.queue import queue_block
+
+    from autogcl.protocols.paper import CELLS, GPU_WINDOW_S, unit_seconds
+
+    script = (REPO / "scripts" / "gpu_window.sh").read_text(encoding="utf-8")
+    assert re.search(r'--budget "\$\{BUDGET:-(\d+)\}"', script).group(1) == str(GPU_WINDOW_S)
+    rows = {line.split(" | ")[2]: line for line in queue_block(REPO).splitlines()[2:]}
+    why = f"longer than a GPU window ({GPU_WINDOW_S} s)"
+    checked = 0
+    for c in CELLS:
+        label = " / ".join(c.label)
+        est = unit_seconds(c, REPO, "cuda")
+        if label not in rows or est is None:
+            continue
+        assert (why in rows[label]) == (est[0] > GPU_WINDOW_S), (label, est)
+        checked += 1
+    assert why in rows["hiv / autogcl"] and why in rows["muv / none"]
+    assert why not in rows["bbbp / none"]
+    assert checked >= 4

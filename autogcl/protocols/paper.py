@@ -36,6 +36,9 @@ MOLECULENET = ("bbbp", "tox21", "toxcast", "sider", "clintox", "muv", "hiv", "ba
 SEMI_ROWS = ("labeled", "graphcl_cl", "naive", "joint")
 #: datasets whose cells need more compute than the 2-core machine (the queue)
 BIG_SEMI = ("DD", "REDDIT-BINARY", "COLLAB")
+#: the seconds of a lent-GPU window (``scripts/gpu_window.sh``'s default ``BUDGET``): a unit
+#: estimated longer never starts in one
+GPU_WINDOW_S = 500
 
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from autogcl.protocols.paper import CELLS, finished_units, unit_seconds, units_folder
+from autogcl.protocols.paper import CELLS, GPU_WINDOW_S, finished_units, unit_seconds, units_folder
 
 
 def queue_block(root: Path) -> str:
@@ -23,7 +23,10 @@ def queue_block(root: Path) -> str:
                 continue
             hit = c.found(root)
             state = _unrun(c, root) if hit is None else f"partial: {c.count(hit[1])} of {c.seeds} (`{hit[0]}`)"
-            guess, cpu = (_estimate(unit_seconds(c, root, dev)) for dev in ("cuda", "cpu"))
+            on_gpu = unit_seconds(c, root, "cuda")
+            if on_gpu is not None and on_gpu[0] > GPU_WINDOW_S:
+                state += f"; one unit is longer than a GPU window ({GPU_WINDOW_S} s), so `gpu_window.sh` never starts it"
+            guess, cpu = _estimate(on_gpu), _estimate(unit_seconds(c, root, "cpu"))
             cmd = "same command as above" if c.command in seen else f"`{c.command}`"
             seen.add(c.command)
             lines.append(f"| {compute} | {c.protocol} | {' / '.join(c.label)} | {state} | `{c.runs[0]}` | {guess} | {cpu} "
