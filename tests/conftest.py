@@ -58,6 +58,16 @@ def _private_cache(tmp_path_factory, monkeypatch):
     monkeypatch.delenv("AUTOGCL_DATA", raising=False)
 
 
+@pytest.fixture(autouse=True)
+def _torch_threads():
+    """A test that sets torch's intra-op threads (a unit's, a fault test's one thread) leaves the
+    next test in its process the threads it found."""
+    before = torch.get_num_threads()
+    yield
+    if torch.get_num_threads() != before:
+        torch.set_num_threads(before)
+
+
 @pytest.fixture(scope="session")
 def data_root() -> Path:
     if not (DATA_ROOT / "TU" / "MUTAG" / "raw").is_dir():
