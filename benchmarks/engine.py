@@ -435,6 +435,19 @@ def machine(args) -> str:
     return f"{platform.machine()} CPU, {cores} cores"
 
 
+def code_commit() -> str | None:
+    """The checkout's commit (the library code a benchmark's "this" rows ran), ``+`` when
+    autogcl/ has uncommitted changes; ``None`` outside a git checkout."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,
+                              check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "autogcl"], cwd=REPO, capture_output=True,
+                               text=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return head + ("+" if dirty else "")
+
+
 def write(args, name: str, rows: list[dict], note: str = "", **extra) -> None:
     import torch
 
@@ -442,7 +455,8 @@ def write(args, name: str, rows: list[dict], note: str = "", **extra) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     doc = {"benchmark": name, "command": "python benchmarks/engine.py " + " ".join(sys.argv[1:]),
            "machine": machine(args), "device": args.device, "threads": args.threads, "torch": torch.__version__,
-           "date": time.strftime("%Y-%m-%d %H:%M"), **({"note": note} if note else {}), "rows": rows, **extra}
+           "date": time.strftime("%Y-%m-%d %H:%M"), "commit": code_commit(), **({"note": note} if note else {}),
+           "rows": rows, **extra}
     tmp = out.with_suffix(".tmp")
     tmp.write_text(json.dumps(doc, indent=1) + "\n")
     os.replace(tmp, out)

@@ -54,3 +54,20 @@ def test_cpu_routes_writes_every_route_with_finite_timings_and_the_eager_steps_n
     assert sorted((w["route"], w["with_route"]) for w in doc["windows"]) == sorted(
         (r, on) for r in SMOKE_ROUTES for on in (False, True))
     assert all(math.isfinite(w["cpu_step_ms"]) and w["cpu_step_ms"] > 0 for w in doc["windows"])
+
+
+def test_every_engine_benchmark_file_names_the_code_commit_it_measured(tmp_path):
+    """``engine.write`` (every benchmark of benchmarks/engine.py) records the checkout's commit,
+    which the docs' performance tables name."""
+    import argparse
+
+    engine = _script("engine")
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True)
+    if head.returncode != 0:  # a source tree without git: nothing to name
+        assert engine.code_commit() is None
+        return
+    args = argparse.Namespace(out=str(tmp_path), tag="t", device="cpu", threads=1)
+    engine.write(args, "tu_memory", [{"peak_rss_mb": 1.0}], "a note")
+    doc = json.loads((tmp_path / "tu_memory_t.json").read_text())
+    assert doc["commit"].rstrip("+") == head.stdout.strip()
+    assert doc["rows"] == [{"peak_rss_mb": 1.0}] and doc["note"] == "a note"
