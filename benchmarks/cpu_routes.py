@@ -246,6 +246,89 @@ def _segment_norm_forward():
     return forward
 
 
+def _native_gin():
+    """The :mod:`native_gin` module beside this script (importable whatever ``sys.path`` is)."""
+    import importlib.util
+
+    if "native_gin" not in sys.modules:
+        spec = importlib.util.spec_from_file_location("native_gin", HERE / "native_gin.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["native_gin"] = module
+        spec.loader.exec_module(module)
+    return sys.modules["native_gin"]
+
+
+def native_function(tile: int | None = None):
+    """The ``native`` route's autograd operation: one molecule GIN layer, ``(x, table, w1, b1,
+    w2, b2, counts, crow, col) -> z``, its forward and backward :mod:`native_gin`'s kernels
+    (``table``: the stacked bond tables; ``crow``, ``col``: the incoming-bond adjacency in CSR;
+    ``tile``: rows per tile, :data:`native_gin.TILE` unless given). Saves only the layer's input
+    and the small tensors."""
+    import torch
+
+    native_gin = _native_gin()
+
+    def np_(t):
+        return t.detach().numpy()
+
+    class NativeGIN(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, table, w1, b1, w2, b2, counts, crow, col):
+            x, w1, w2 = x.contiguous(), w1.contiguous(), w2.contiguous()
+            k = native_gin.kernels(x.shape[1], w1.shape[0], counts.shape[1], str(x.dtype).split(".")[-1],
+                                   tile or native_gin.TILE)
+            out = x.new_empty(x.shape)
+            k.forward(np_(x), np_(counts), np_(table), np_(crow), np_(col), np_(w1), np_(b1), np_(w2), np_(b2),
+                      np_(out))
+            ctx.save_for_backward(x, table, w1, b1, w2, counts, crow, col)
+            ctx.kernels = k
+            return out
+
+        @staticmethod
+        def backward(ctx, gz):
+            x, table, w1, b1, w2, counts, crow, col = ctx.saved_tensors
+            gx, gtable, gw1, gb1, gw2 = (torch.empty_like(t) for t in (x, table, w1, b1, w2))
+            gb2 = x.new_empty(x.shape[1])
+            ctx.kernels.backward(np_(x), np_(counts), np_(table), np_(crow), np_(col), np_(w1), np_(b1), np_(w2),
+                                 np_(gz.contiguous()), np_(gx), np_(gtable), np_(gw1), np_(gb1), np_(gw2), np_(gb2))
+            return gx, gtable, gw1, gb1, gw2, gb2, None, None, None
+
+    return NativeGIN
+
+
+def native_csr(structure, n: int):
+    """``(crow, col)`` of a batch's incoming-bond adjacency (the structure's own CSR when it has
+    one, float32 on a CPU; else built, e.g. for float64)."""
+    from autogcl.models import mol_gin
+
+    adj = structure.adj
+    if adj is None:
+        adj = mol_gin._csr(structure.dst, structure.src, n, structure.counts.dtype)
+    return adj.crow_indices(), adj.col_indices()
+
+
+def _native_forward():
+    """``BondGINConv.forward`` as one :func:`native_function` operation on a CPU."""
+    import torch
+
+    native_gin = _native_gin()
+    from autogcl.models import mol_gin
+
+    eager = mol_gin.BondGINConv.forward
+    native = native_function()
+
+    def forward(self, x, edge_index, edge_attr, structure=None):
+        if x.device.type != "cpu" or x.shape[1] > native_gin.MAX_WIDTH:
+            return eager(self, x, edge_index, edge_attr, structure)
+        structure = structure or mol_gin.bond_structure(edge_index, edge_attr, x.shape[0], self.vocab, x.dtype)
+        first, last = self.mlp[0], self.mlp[2]
+        table = torch.cat([self.bond.weight, self.direction.weight])
+        return native.apply(x, table, first.weight, first.bias, last.weight, last.bias, structure.counts,
+                            *native_csr(structure, x.shape[0]))
+
+    return forward
+
+
 def route_patch(name: str):
     """``(module, attribute, replacement)`` of a route."""
     from autogcl.models import mol_gin
@@ -266,6 +349,12 @@ def route_patch(name: str):
         return mol_gin.BondGINConv, "forward", _conv_forward(_narrow_function(_transposed))
     if name == "padded":
         return mol_gin.BondGINConv, "forward", _conv_forward(_narrow_function(_padded))
+    if name == "native":
+        try:
+            import numba  # noqa: F401
+        except ImportError:
+            raise SystemExit("route native needs numba (pip install numba)") from None
+        return mol_gin.BondGINConv, "forward", _native_forward()
     raise SystemExit(f"unknown route {name}")
 
 
@@ -342,7 +431,7 @@ def _commit() -> str | None:
     return head + ("+" if dirty else "")
 
 
-ROUTES = ("compile", "onednn", "padded", "transposed", "wgrad", "fused", "segbn")
+ROUTES = ("compile", "onednn", "padded", "transposed", "wgrad", "fused", "segbn", "native")
 #: how far a route's step may be from the eager one and still be the same step, its float32
 #: sums taken in another order: the loss within LOSS_TOL, and every gradient entry within
 #: GRAD_TOL times the largest (``grad_max_abs``); every route of ``cpu_routes_cpu-shared.json``
