@@ -329,6 +329,89 @@ def _native_forward():
     return forward
 
 
+def native_norm_function():
+    """The ``nativebn`` route's BatchNorm (each segment of rows with its own statistics) and
+    ReLU as one autograd operation, ``(z, weight, bias, bounds, relu, eps) -> (y, mean, var)``
+    (``bounds``: the segments' first rows and the row count; ``mean``, ``var``: each segment's
+    biased statistics, float64, for the running ones), forward and backward by
+    :mod:`native_gin`'s kernels. Saves the input and the statistics."""
+    import torch
+
+    native_gin = _native_gin()
+
+    def np_(t):
+        return t.detach().numpy()
+
+    class NativeNorm(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, z, weight, bias, bounds, relu, eps, kernels):
+            segments = bounds.numel() - 1
+            mean = torch.empty(segments, z.shape[1], dtype=torch.float64)
+            var = torch.empty_like(mean)
+            y = torch.empty_like(z)
+            kernels.bn_forward(np_(z), np_(bounds), np_(weight), np_(bias), eps, relu, np_(mean), np_(var), np_(y))
+            ctx.save_for_backward(z, weight, bias, bounds, mean, var)
+            ctx.relu, ctx.eps, ctx.kernels = relu, eps, kernels
+            ctx.mark_non_differentiable(mean, var)
+            return y, mean, var
+
+        @staticmethod
+        def backward(ctx, gy, _mean, _var):
+            z, weight, bias, bounds, mean, var = ctx.saved_tensors
+            gz = torch.empty_like(z)
+            gw = torch.zeros(z.shape[1], dtype=torch.float64)
+            gb = torch.zeros_like(gw)
+            ctx.kernels.bn_backward(np_(gy.contiguous()), np_(z), np_(bounds), np_(weight), np_(bias), np_(mean),
+                                    np_(var), ctx.eps, ctx.relu, np_(gz), np_(gw), np_(gb))
+            return gz, gw.to(weight.dtype), gb.to(bias.dtype), None, None, None, None
+
+    return NativeNorm
+
+
+def _native_gnn_forward():
+    """``MolGNN.forward`` with each layer's GIN and BatchNorm (+ ReLU) as :func:`native_function`
+    and :func:`native_norm_function` operations, in training on a CPU (else the eager forward)."""
+    import torch
+
+    from autogcl.models import mol_gin
+
+    native_gin = _native_gin()
+    eager = mol_gin.MolGNN.forward
+    conv_op, norm_op = native_function(), native_norm_function()
+
+    def plain(bn) -> bool:
+        return not bn.synced and bn.momentum is not None and bn.track_running_stats and bn.affine
+
+    def forward(self, data):
+        x = data.x
+        if x.device.type != "cpu" or self.dim > native_gin.MAX_WIDTH or self.dropout > 0 or not self.training \
+                or not all(plain(bn) for bn in self.bns):
+            return eager(self, data)
+        segments = getattr(data, "_segments", None) or (x.shape[0],)
+        if min(segments) < 2:
+            return eager(self, data)
+        h = self.atoms(data)
+        structure = mol_gin.bond_structure(data.edge_index, data.edge_attr, h.shape[0], self.vocab, h.dtype)
+        csr = native_csr(structure, h.shape[0])
+        bounds = torch.tensor([0, *segments], dtype=torch.int64).cumsum(0)
+        last = len(self.convs) - 1
+        for i, (conv, bn) in enumerate(zip(self.convs, self.bns)):
+            first, second = conv.mlp[0], conv.mlp[2]
+            table = torch.cat([conv.bond.weight, conv.direction.weight])
+            z = conv_op.apply(h, table, first.weight, first.bias, second.weight, second.bias, structure.counts, *csr)
+            kernels = native_gin.kernels(z.shape[1], first.weight.shape[0], structure.counts.shape[1],
+                                         str(z.dtype).split(".")[-1])
+            h, mean, var = norm_op.apply(z, bn.weight, bn.bias, bounds, i < last, bn.eps, kernels)
+            with torch.no_grad():  # the running statistics, segment by segment (SegmentBatchNorm's order)
+                for g, n in enumerate(segments):
+                    bn.running_mean.mul_(1 - bn.momentum).add_(mean[g].to(h.dtype), alpha=bn.momentum)
+                    bn.running_var.mul_(1 - bn.momentum).add_(var[g].to(h.dtype) * (n / (n - 1)), alpha=bn.momentum)
+                bn.num_batches_tracked.add_(len(segments))
+        return h
+
+    return forward
+
+
 def route_patch(name: str):
     """``(module, attribute, replacement)`` of a route."""
     from autogcl.models import mol_gin
@@ -349,11 +432,13 @@ def route_patch(name: str):
         return mol_gin.BondGINConv, "forward", _conv_forward(_narrow_function(_transposed))
     if name == "padded":
         return mol_gin.BondGINConv, "forward", _conv_forward(_narrow_function(_padded))
-    if name == "native":
+    if name in ("native", "nativebn"):
         try:
             import numba  # noqa: F401
         except ImportError:
-            raise SystemExit("route native needs numba (pip install numba)") from None
+            raise SystemExit(f"route {name} needs numba (pip install numba)") from None
+        if name == "nativebn":
+            return mol_gin.MolGNN, "forward", _native_gnn_forward()
         return mol_gin.BondGINConv, "forward", _native_forward()
     raise SystemExit(f"unknown route {name}")
 
@@ -431,7 +516,7 @@ def _commit() -> str | None:
     return head + ("+" if dirty else "")
 
 
-ROUTES = ("compile", "onednn", "padded", "transposed", "wgrad", "fused", "segbn", "native")
+ROUTES = ("compile", "onednn", "padded", "transposed", "wgrad", "fused", "segbn", "native", "nativebn")
 #: how far a route's step may be from the eager one and still be the same step, its float32
 #: sums taken in another order: the loss within LOSS_TOL, and every gradient entry within
 #: GRAD_TOL times the largest (``grad_max_abs``); every route of ``cpu_routes_cpu-shared.json``

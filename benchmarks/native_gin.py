@@ -42,7 +42,8 @@ import numba
 import numpy as np
 
 D, H, C, TL = {d}, {h}, {c}, {tile}
-ZERO = np.{dtype}(0)
+FT = np.{dtype}
+ZERO = FT(0)
 
 
 @numba.njit(cache=True, nogil=True, fastmath={fastmath})
@@ -102,6 +103,7 @@ def backward(x, counts, table, crow, col, w1, b1, w2, gz, gx, gtable, gw1, gb1, 
     for s in range(0, n, TL):
         r = min(TL, n - s)
         _aggregate(x, counts, table, crow, col, aT, s, r)
+{zero_sg}
         for ii in range(r):
             i = s + ii
 {load_gz}
@@ -109,31 +111,25 @@ def backward(x, counts, table, crow, col, w1, b1, w2, gz, gx, gtable, gw1, gb1, 
 {hoist_w1}
 {hoist_w2_col}
             bm = b1[m]
+            sb = ZERO
+{zero_s}
             for ii in range(r):
                 p = bm + {dot_w1_a}
                 g = {dot_w2_gz}
                 hT[m, ii] = max(p, ZERO)
-                ghT[m, ii] = g if p > ZERO else ZERO
+                gh = g if p > ZERO else ZERO
+                ghT[m, ii] = gh
+                sb += gh
+{acc_s}
+            gb1[m] += sb
+{store_s}
         for m in range(H):
-            t = ZERO
+{zero_s}
             for ii in range(r):
-                t += ghT[m, ii]
-            gb1[m] += t
-            for k in range(D):
-                t = ZERO
-                for ii in range(r):
-                    t += ghT[m, ii] * aT[k, ii]
-                gw1[m, k] += t
-        for k in range(D):
-            t = ZERO
-            for ii in range(r):
-                t += gzT[k, ii]
-            gb2[k] += t
-            for m in range(H):
-                t = ZERO
-                for ii in range(r):
-                    t += gzT[k, ii] * hT[m, ii]
-                gw2[k, m] += t
+                hm = hT[m, ii]
+{acc_t}
+{store_t}
+{store_sg}
         for k in range(D):
 {hoist_w1_col}
             for ii in range(r):
@@ -152,6 +148,36 @@ def backward(x, counts, table, crow, col, w1, b1, w2, gz, gx, gtable, gw1, gb1, 
             for k in range(D):
                 gtable[c, k] += gt[c, k]
                 gt[c, k] = 0
+
+
+@numba.njit(cache=True, nogil=True, fastmath={fastmath})
+def bn_forward(z, bounds, w, b, eps, relu, mean, var, y):
+    """BatchNorm of each segment of rows (rows bounds[g]..bounds[g + 1]) with its own biased
+    statistics (float64 sums; ``mean``, ``var``: segments x D, written), then ReLU if ``relu``."""
+    for g in range(bounds.shape[0] - 1):
+        lo, hi = bounds[g], bounds[g + 1]
+{zero_m}
+        for i in range(lo, hi):
+{sum_m}
+        nrows = hi - lo
+{stats_m}
+        for i in range(lo, hi):
+{apply_m}
+
+
+@numba.njit(cache=True, nogil=True, fastmath={fastmath})
+def bn_backward(gy, z, bounds, w, b, mean, var, eps, relu, gz, gw, gb):
+    """The gradients of :func:`bn_forward`: ``gz``, and ``gw``, ``gb`` (float64, added to)."""
+    lim = ZERO if relu else FT(-np.inf)
+    for g in range(bounds.shape[0] - 1):
+        lo, hi = bounds[g], bounds[g + 1]
+{coef_m}
+        for i in range(lo, hi):
+{gsum_m}
+        nrows = hi - lo
+{gmid_m}
+        for i in range(lo, hi):
+{gapply_m}
 '''
 
 
@@ -170,9 +196,26 @@ def _source(d: int, h: int, c: int, dtype: str, tile: int) -> str:
         hoist_w1=lines("u{k} = w1[m, {k}]", 12), dot_w1_a=dot("u{k} * aT[{k}, ii]", range(d)),
         hoist_w2=lines("q{m} = w2[k, {m}]", 12, hs), dot_w2_h=dot("q{m} * hT[{m}, ii]", hs),
         store_out=lines("out[i, {k}] = zT[{k}, ii]", 12),
-        load_gz=lines("gzT[{k}, ii] = gz[i, {k}]", 12),
+        load_gz=lines("gzT[{k}, ii] = gz[i, {k}]", 12) + "\n" + lines("sg{k} += gz[i, {k}]", 12),
+        zero_sg=lines("sg{k} = ZERO", 8), store_sg=lines("gb2[{k}] += sg{k}", 8), zero_s=lines("s{k} = ZERO", 12),
+        acc_s=lines("s{k} += gh * aT[{k}, ii]", 16), store_s=lines("gw1[m, {k}] += s{k}", 12),
+        acc_t=lines("s{k} += hm * gzT[{k}, ii]", 16), store_t=lines("gw2[{k}, m] += s{k}", 12),
         hoist_w2_col=lines("v{k} = w2[{k}, m]", 12), dot_w2_gz=dot("v{k} * gzT[{k}, ii]", range(d)),
         hoist_w1_col=lines("q{m} = w1[{m}, k]", 12, hs), dot_w1_gh=dot("q{m} * ghT[{m}, ii]", hs),
+        zero_m=lines("m{k} = 0.0\n        q{k} = 0.0", 8),
+        sum_m=lines("v{k} = np.float64(z[i, {k}])\n            m{k} += v{k}\n            q{k} += v{k} * v{k}", 12),
+        stats_m=lines("mean[g, {k}] = m{k} / nrows\n        var[g, {k}] = max(q{k} / nrows - mean[g, {k}] ** 2, 0.0)\n"
+                      "        a{k} = w[{k}] / np.sqrt(var[g, {k}] + eps)\n        c{k} = b[{k}] - mean[g, {k}] * a{k}", 8),
+        apply_m=lines("t{k} = z[i, {k}] * a{k} + c{k}\n            y[i, {k}] = max(t{k}, 0.0) if relu else t{k}", 12),
+        coef_m=lines("r{k} = 1.0 / np.sqrt(var[g, {k}] + eps)\n        a{k} = FT(w[{k}] * r{k})\n"
+                     "        c{k} = FT(b[{k}] - mean[g, {k}] * w[{k}] * r{k})\n        e{k} = FT(mean[g, {k}])\n"
+                     "        f{k} = FT(r{k})\n        sg{k} = ZERO\n        sx{k} = ZERO", 8),
+        gsum_m=lines("u{k} = gy[i, {k}] * FT(z[i, {k}] * a{k} + c{k} > lim)\n"
+                     "            sg{k} += u{k}\n            sx{k} += u{k} * (z[i, {k}] - e{k})", 12),
+        gmid_m=lines("gb[{k}] += sg{k}\n        gw[{k}] += sx{k} * f{k}\n        sg{k} = FT(sg{k} / nrows)\n"
+                     "        sx{k} = FT(sx{k} * f{k} * f{k} / nrows)", 8),
+        gapply_m=lines("u{k} = gy[i, {k}] * FT(z[i, {k}] * a{k} + c{k} > lim)\n"
+                       "            gz[i, {k}] = a{k} * (u{k} - sg{k} - (z[i, {k}] - e{k}) * sx{k})", 12),
         load_ga=lines("g{k} = gaT[{k}, ii]", 12), scatter_self=lines("gx[i, {k}] += g{k}", 12),
         scatter_neigh=lines("gx[j, {k}] += g{k}", 16), count_g=lines("gt[c, {k}] += v * g{k}", 16))
 

@@ -11,7 +11,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 #: the routes of the smoke run: every route but compile, whose cold compilation alone takes
 #: minutes on a loaded machine
-SMOKE_ROUTES = ("onednn", "padded", "transposed", "wgrad", "fused", "segbn", "native")
+SMOKE_ROUTES = ("onednn", "padded", "transposed", "wgrad", "fused", "segbn", "native", "nativebn")
 
 
 def _has_numba() -> bool:
@@ -81,10 +81,43 @@ def test_native_route_layer_equals_the_eager_bond_gin_layer_forward_and_backward
             assert a.shape == b.shape and (a - b).abs().max() <= tol * max(1.0, a.abs().max()), (dtype, a, b)
 
 
+def test_nativebn_route_gnn_equals_the_eager_one_with_and_without_segments():
+    """The nativebn route's encoder pass (native GIN layers, BatchNorm of each view apart, ReLU):
+    its output, gradients and running statistics those of the eager MolGNN (float64)."""
+    from types import SimpleNamespace
+
+    import pytest
+    import torch
+
+    if not _has_numba():
+        pytest.skip("numba is not installed: the native route's kernels need it")
+    cpu_routes = _script("cpu_routes")
+    from autogcl.data.molecules import VOCAB
+    from autogcl.models import mol_gin
+
+    edge_index, edge_attr, n = _two_molecules()
+    torch.manual_seed(0)
+    for segments in ((4, 3), None):
+        gnn = mol_gin.MolGNN(VOCAB, 4, 3).to(torch.float64)
+        atoms = torch.stack([torch.randint(0, 10, (n,)), torch.randint(0, 3, (n,))], 1)
+        data = SimpleNamespace(x=atoms, edge_index=edge_index, edge_attr=edge_attr, _segments=segments)
+        weights = torch.randn(n, 4, dtype=torch.float64)
+        start = {k: v.clone() for k, v in gnn.state_dict().items()}
+        got = []
+        for forward in (mol_gin.MolGNN.forward, cpu_routes._native_gnn_forward()):
+            gnn.load_state_dict(start)
+            gnn.zero_grad()
+            out = forward(gnn, data)
+            (out * weights).sum().backward()
+            got.append([out.detach()] + [p.grad for p in gnn.parameters()] + list(gnn.state_dict().values()))
+        for a, b in zip(*got):
+            assert (a.double() - b.double()).abs().max() <= 1e-10, (segments, a, b)
+
+
 def test_cpu_routes_writes_every_route_with_finite_timings_and_the_eager_steps_numbers(data_root, tmp_path):
     cpu_routes = _script("cpu_routes")
     assert set(SMOKE_ROUTES) == set(cpu_routes.ROUTES) - {"compile"}
-    routes = SMOKE_ROUTES if _has_numba() else tuple(r for r in SMOKE_ROUTES if r != "native")
+    routes = SMOKE_ROUTES if _has_numba() else tuple(r for r in SMOKE_ROUTES if not r.startswith("native"))
     # 256 molecules: one batch of 256 (the loader drops a partial one); one window of one step
     args = ["--data-root", str(data_root), "--molecules", "256", "--windows", "1", "--steps", "1",
             "--routes", *routes, "--out", str(tmp_path), "--tag", "smoke"]
