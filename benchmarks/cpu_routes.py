@@ -40,6 +40,12 @@ Routes:
 * ``padded``: those products with the narrow side padded with zeros to 16 columns (MKL is
   several times slower on a result with 8 columns than with 16), and the weight gradient in
   the orientation with the wider result.
+* ``native``: each molecule GIN layer as one autograd operation whose forward and backward
+  are numba kernels over tiles of rows (``native_gin.py``): the neighbour sum, bond messages
+  and hidden units stay in the first caches, only the layer's output is written, and the
+  backward recomputes them from the layer's input. Needs numba.
+* ``nativebn``: ``native`` through ``MolGNN.forward``, with each BatchNorm (every view's rows
+  with their own statistics) and the ReLU after it one numba operation too.
 """
 
 from __future__ import annotations
