@@ -93,7 +93,7 @@ def backward(x, counts, table, crow, col, w1, b1, w2, gz, gx, gtable, gw1, gb1, 
     gaT = np.empty((D, TL), x.dtype)
     hT = np.empty((H, TL), x.dtype)
     ghT = np.empty((H, TL), x.dtype)
-    gt = np.zeros((C, D), x.dtype)
+    cT = np.empty((C, TL), x.dtype)
     gx[:] = 0
     gtable[:] = 0
     gw1[:] = 0
@@ -107,6 +107,8 @@ def backward(x, counts, table, crow, col, w1, b1, w2, gz, gx, gtable, gw1, gb1, 
         for ii in range(r):
             i = s + ii
 {load_gz}
+            for c in range(C):
+                cT[c, ii] = counts[i, c]
         for m in range(H):
 {hoist_w1}
 {hoist_w2_col}
@@ -141,13 +143,12 @@ def backward(x, counts, table, crow, col, w1, b1, w2, gz, gx, gtable, gw1, gb1, 
             for e in range(crow[i], crow[i + 1]):
                 j = col[e]
 {scatter_neigh}
-            for c in range(C):
-                v = counts[i, c]
-{count_g}
         for c in range(C):
-            for k in range(D):
-                gtable[c, k] += gt[c, k]
-                gt[c, k] = 0
+{zero_s}
+            for ii in range(r):
+                v = cT[c, ii]
+{count_g}
+{store_g}
 
 
 @numba.njit(cache=True, nogil=True, fastmath={fastmath})
@@ -217,7 +218,8 @@ def _source(d: int, h: int, c: int, dtype: str, tile: int) -> str:
         gapply_m=lines("u{k} = gy[i, {k}] * FT(z[i, {k}] * a{k} + c{k} > lim)\n"
                        "            gz[i, {k}] = a{k} * (u{k} - sg{k} - (z[i, {k}] - e{k}) * sx{k})", 12),
         load_ga=lines("g{k} = gaT[{k}, ii]", 12), scatter_self=lines("gx[i, {k}] += g{k}", 12),
-        scatter_neigh=lines("gx[j, {k}] += g{k}", 16), count_g=lines("gt[c, {k}] += v * g{k}", 16))
+        scatter_neigh=lines("gx[j, {k}] += g{k}", 16), count_g=lines("s{k} += v * gaT[{k}, ii]", 16),
+        store_g=lines("gtable[c, {k}] += s{k}", 12))
 
 
 @functools.lru_cache(maxsize=None)
