@@ -337,10 +337,10 @@ def _native_forward():
 
 def native_norm_function():
     """The ``nativebn`` route's BatchNorm (each segment of rows with its own statistics) and
-    ReLU as one autograd operation, ``(z, weight, bias, bounds, relu, eps) -> (y, mean, var)``
-    (``bounds``: the segments' first rows and the row count; ``mean``, ``var``: each segment's
-    biased statistics, float64, for the running ones), forward and backward by
-    :mod:`native_gin`'s kernels. Saves the input and the statistics."""
+    ReLU as one autograd operation, ``(z, weight, bias, bounds, relu, bn, kernels) -> y``
+    (``bounds``: the segments' first rows and the row count; ``bn``: the layer, whose running
+    statistics the forward kernel updates segment by segment), forward and backward by
+    :mod:`native_gin`'s kernels. Saves the input and each segment's statistics."""
     import torch
 
     native_gin = _native_gin()
@@ -350,19 +350,20 @@ def native_norm_function():
 
     class NativeNorm(torch.autograd.Function):
         @staticmethod
-        def forward(ctx, z, weight, bias, bounds, relu, eps, kernels):
+        def forward(ctx, z, weight, bias, bounds, relu, bn, kernels):
             segments = bounds.numel() - 1
             mean = torch.empty(segments, z.shape[1], dtype=torch.float64)
             var = torch.empty_like(mean)
             y = torch.empty_like(z)
-            kernels.bn_forward(np_(z), np_(bounds), np_(weight), np_(bias), eps, relu, np_(mean), np_(var), np_(y))
+            kernels.bn_forward(np_(z), np_(bounds), np_(weight), np_(bias), bn.eps, relu, bn.momentum,
+                               np_(bn.running_mean), np_(bn.running_var), np_(mean), np_(var), np_(y))
+            bn.num_batches_tracked.add_(segments)
             ctx.save_for_backward(z, weight, bias, bounds, mean, var)
-            ctx.relu, ctx.eps, ctx.kernels = relu, eps, kernels
-            ctx.mark_non_differentiable(mean, var)
-            return y, mean, var
+            ctx.relu, ctx.eps, ctx.kernels = relu, bn.eps, kernels
+            return y
 
         @staticmethod
-        def backward(ctx, gy, _mean, _var):
+        def backward(ctx, gy):
             z, weight, bias, bounds, mean, var = ctx.saved_tensors
             gz = torch.empty_like(z)
             gw = torch.zeros(z.shape[1], dtype=torch.float64)
@@ -407,12 +408,7 @@ def _native_gnn_forward():
             z = conv_op.apply(h, table, first.weight, first.bias, second.weight, second.bias, structure.counts, *csr)
             kernels = native_gin.kernels(z.shape[1], first.weight.shape[0], structure.counts.shape[1],
                                          str(z.dtype).split(".")[-1])
-            h, mean, var = norm_op.apply(z, bn.weight, bn.bias, bounds, i < last, bn.eps, kernels)
-            with torch.no_grad():  # the running statistics, segment by segment (SegmentBatchNorm's order)
-                for g, n in enumerate(segments):
-                    bn.running_mean.mul_(1 - bn.momentum).add_(mean[g].to(h.dtype), alpha=bn.momentum)
-                    bn.running_var.mul_(1 - bn.momentum).add_(var[g].to(h.dtype) * (n / (n - 1)), alpha=bn.momentum)
-                bn.num_batches_tracked.add_(len(segments))
+            h = norm_op.apply(z, bn.weight, bn.bias, bounds, i < last, bn, kernels)
         return h
 
     return forward

@@ -152,9 +152,10 @@ def backward(x, counts, table, crow, col, w1, b1, w2, gz, gx, gtable, gw1, gb1, 
 
 
 @numba.njit(cache=True, nogil=True, fastmath={fastmath})
-def bn_forward(z, bounds, w, b, eps, relu, mean, var, y):
+def bn_forward(z, bounds, w, b, eps, relu, momentum, running_mean, running_var, mean, var, y):
     """BatchNorm of each segment of rows (rows bounds[g]..bounds[g + 1]) with its own biased
-    statistics (float64 sums; ``mean``, ``var``: segments x D, written), then ReLU if ``relu``."""
+    statistics (float64 sums; ``mean``, ``var``: segments x D, written), then ReLU if ``relu``;
+    the running statistics updated segment by segment (the unbiased variance)."""
     for g in range(bounds.shape[0] - 1):
         lo, hi = bounds[g], bounds[g + 1]
 {zero_m}
@@ -162,6 +163,9 @@ def bn_forward(z, bounds, w, b, eps, relu, mean, var, y):
 {sum_m}
         nrows = hi - lo
 {stats_m}
+        for k in range(D):
+            running_mean[k] = (1 - momentum) * running_mean[k] + momentum * mean[g, k]
+            running_var[k] = (1 - momentum) * running_var[k] + momentum * var[g, k] * nrows / (nrows - 1)
         for i in range(lo, hi):
 {apply_m}
 
@@ -206,8 +210,9 @@ def _source(d: int, h: int, c: int, dtype: str, tile: int) -> str:
         zero_m=lines("m{k} = 0.0\n        q{k} = 0.0", 8),
         sum_m=lines("v{k} = np.float64(z[i, {k}])\n            m{k} += v{k}\n            q{k} += v{k} * v{k}", 12),
         stats_m=lines("mean[g, {k}] = m{k} / nrows\n        var[g, {k}] = max(q{k} / nrows - mean[g, {k}] ** 2, 0.0)\n"
-                      "        a{k} = w[{k}] / np.sqrt(var[g, {k}] + eps)\n        c{k} = b[{k}] - mean[g, {k}] * a{k}", 8),
-        apply_m=lines("t{k} = z[i, {k}] * a{k} + c{k}\n            y[i, {k}] = max(t{k}, 0.0) if relu else t{k}", 12),
+                      "        a{k} = FT(w[{k}] / np.sqrt(var[g, {k}] + eps))\n"
+                      "        c{k} = FT(b[{k}] - mean[g, {k}] * w[{k}] / np.sqrt(var[g, {k}] + eps))", 8),
+        apply_m=lines("t{k} = z[i, {k}] * a{k} + c{k}\n            y[i, {k}] = max(t{k}, ZERO) if relu else t{k}", 12),
         coef_m=lines("r{k} = 1.0 / np.sqrt(var[g, {k}] + eps)\n        a{k} = FT(w[{k}] * r{k})\n"
                      "        c{k} = FT(b[{k}] - mean[g, {k}] * w[{k}] * r{k})\n        e{k} = FT(mean[g, {k}])\n"
                      "        f{k} = FT(r{k})\n        sg{k} = ZERO\n        sx{k} = ZERO", 8),
