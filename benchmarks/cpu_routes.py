@@ -40,6 +40,12 @@ Routes:
 * ``padded``: those products with the narrow side padded with zeros to 16 columns (MKL is
   several times slower on a result with 8 columns than with 16), and the weight gradient in
   the orientation with the wider result.
+* ``native``: each molecule GIN layer as one autograd operation whose forward and backward
+  are numba kernels over tiles of rows (``native_gin.py``): the neighbour sum, bond messages
+  and hidden units stay in the first caches, only the layer's output is written, and the
+  backward recomputes them from the layer's input. Needs numba.
+* ``nativebn``: ``native`` through ``MolGNN.forward``, with each BatchNorm (every view's rows
+  with their own statistics) and the ReLU after it one numba operation too.
 """
 
 from __future__ import annotations
@@ -246,6 +252,168 @@ def _segment_norm_forward():
     return forward
 
 
+def _native_gin():
+    """The :mod:`native_gin` module beside this script (importable whatever ``sys.path`` is)."""
+    import importlib.util
+
+    if "native_gin" not in sys.modules:
+        spec = importlib.util.spec_from_file_location("native_gin", HERE / "native_gin.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["native_gin"] = module
+        spec.loader.exec_module(module)
+    return sys.modules["native_gin"]
+
+
+def native_function(tile: int | None = None):
+    """The ``native`` route's autograd operation: one molecule GIN layer, ``(x, table, w1, b1,
+    w2, b2, counts, crow, col) -> z``, its forward and backward :mod:`native_gin`'s kernels
+    (``table``: the stacked bond tables; ``crow``, ``col``: the incoming-bond adjacency in CSR;
+    ``tile``: rows per tile, :data:`native_gin.TILE` unless given). Saves only the layer's input
+    and the small tensors."""
+    import torch
+
+    native_gin = _native_gin()
+
+    def np_(t):
+        return t.detach().numpy()
+
+    class NativeGIN(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, x, table, w1, b1, w2, b2, counts, crow, col):
+            x, w1, w2 = x.contiguous(), w1.contiguous(), w2.contiguous()
+            k = native_gin.kernels(x.shape[1], w1.shape[0], counts.shape[1], str(x.dtype).split(".")[-1],
+                                   tile or native_gin.TILE)
+            out = x.new_empty(x.shape)
+            k.forward(np_(x), np_(counts), np_(table), np_(crow), np_(col), np_(w1), np_(b1), np_(w2), np_(b2),
+                      np_(out))
+            ctx.save_for_backward(x, table, w1, b1, w2, counts, crow, col)
+            ctx.kernels = k
+            return out
+
+        @staticmethod
+        def backward(ctx, gz):
+            x, table, w1, b1, w2, counts, crow, col = ctx.saved_tensors
+            gx, gtable, gw1, gb1, gw2 = (torch.empty_like(t) for t in (x, table, w1, b1, w2))
+            gb2 = x.new_empty(x.shape[1])
+            ctx.kernels.backward(np_(x), np_(counts), np_(table), np_(crow), np_(col), np_(w1), np_(b1), np_(w2),
+                                 np_(gz.contiguous()), np_(gx), np_(gtable), np_(gw1), np_(gb1), np_(gw2), np_(gb2))
+            return gx, gtable, gw1, gb1, gw2, gb2, None, None, None
+
+    return NativeGIN
+
+
+def native_csr(structure, n: int):
+    """``(crow, col)`` of a batch's incoming-bond adjacency (the structure's own CSR when it has
+    one, float32 on a CPU; else built, e.g. for float64)."""
+    from autogcl.models import mol_gin
+
+    adj = structure.adj
+    if adj is None:
+        adj = mol_gin._csr(structure.dst, structure.src, n, structure.counts.dtype)
+    return adj.crow_indices(), adj.col_indices()
+
+
+def _native_forward():
+    """``BondGINConv.forward`` as one :func:`native_function` operation on a CPU."""
+    import torch
+
+    native_gin = _native_gin()
+    from autogcl.models import mol_gin
+
+    eager = mol_gin.BondGINConv.forward
+    native = native_function()
+
+    def forward(self, x, edge_index, edge_attr, structure=None):
+        if x.device.type != "cpu" or x.shape[1] > native_gin.MAX_WIDTH:
+            return eager(self, x, edge_index, edge_attr, structure)
+        structure = structure or mol_gin.bond_structure(edge_index, edge_attr, x.shape[0], self.vocab, x.dtype)
+        first, last = self.mlp[0], self.mlp[2]
+        table = torch.cat([self.bond.weight, self.direction.weight])
+        return native.apply(x, table, first.weight, first.bias, last.weight, last.bias, structure.counts,
+                            *native_csr(structure, x.shape[0]))
+
+    return forward
+
+
+def native_norm_function():
+    """The ``nativebn`` route's BatchNorm (each segment of rows with its own statistics) and
+    ReLU as one autograd operation, ``(z, weight, bias, bounds, relu, bn, kernels) -> y``
+    (``bounds``: the segments' first rows and the row count; ``bn``: the layer, whose running
+    statistics the forward kernel updates segment by segment), forward and backward by
+    :mod:`native_gin`'s kernels. Saves the input and each segment's statistics."""
+    import torch
+
+    native_gin = _native_gin()
+
+    def np_(t):
+        return t.detach().numpy()
+
+    class NativeNorm(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, z, weight, bias, bounds, relu, bn, kernels):
+            segments = bounds.numel() - 1
+            mean = torch.empty(segments, z.shape[1], dtype=torch.float64)
+            var = torch.empty_like(mean)
+            y = torch.empty_like(z)
+            kernels.bn_forward(np_(z), np_(bounds), np_(weight), np_(bias), bn.eps, relu, bn.momentum,
+                               np_(bn.running_mean), np_(bn.running_var), np_(mean), np_(var), np_(y))
+            bn.num_batches_tracked.add_(segments)
+            ctx.save_for_backward(z, weight, bias, bounds, mean, var)
+            ctx.relu, ctx.eps, ctx.kernels = relu, bn.eps, kernels
+            return y
+
+        @staticmethod
+        def backward(ctx, gy):
+            z, weight, bias, bounds, mean, var = ctx.saved_tensors
+            gz = torch.empty_like(z)
+            gw = torch.zeros(z.shape[1], dtype=torch.float64)
+            gb = torch.zeros_like(gw)
+            ctx.kernels.bn_backward(np_(gy.contiguous()), np_(z), np_(bounds), np_(weight), np_(bias), np_(mean),
+                                    np_(var), ctx.eps, ctx.relu, np_(gz), np_(gw), np_(gb))
+            return gz, gw.to(weight.dtype), gb.to(bias.dtype), None, None, None, None
+
+    return NativeNorm
+
+
+def _native_gnn_forward():
+    """``MolGNN.forward`` with each layer's GIN and BatchNorm (+ ReLU) as :func:`native_function`
+    and :func:`native_norm_function` operations, in training on a CPU (else the eager forward)."""
+    import torch
+
+    from autogcl.models import mol_gin
+
+    native_gin = _native_gin()
+    eager = mol_gin.MolGNN.forward
+    conv_op, norm_op = native_function(), native_norm_function()
+
+    def plain(bn) -> bool:
+        return not bn.synced and bn.momentum is not None and bn.track_running_stats and bn.affine
+
+    def forward(self, data):
+        x = data.x
+        if x.device.type != "cpu" or self.dim > native_gin.MAX_WIDTH or self.dropout > 0 or not self.training \
+                or not all(plain(bn) for bn in self.bns):
+            return eager(self, data)
+        segments = getattr(data, "_segments", None) or (x.shape[0],)
+        if min(segments) < 2:
+            return eager(self, data)
+        h = self.atoms(data)
+        structure = mol_gin.bond_structure(data.edge_index, data.edge_attr, h.shape[0], self.vocab, h.dtype)
+        csr = native_csr(structure, h.shape[0])
+        bounds = torch.tensor([0, *segments], dtype=torch.int64).cumsum(0)
+        last = len(self.convs) - 1
+        for i, (conv, bn) in enumerate(zip(self.convs, self.bns)):
+            first, second = conv.mlp[0], conv.mlp[2]
+            table = torch.cat([conv.bond.weight, conv.direction.weight])
+            z = conv_op.apply(h, table, first.weight, first.bias, second.weight, second.bias, structure.counts, *csr)
+            kernels = native_gin.kernels(z.shape[1], first.weight.shape[0], structure.counts.shape[1],
+                                         str(z.dtype).split(".")[-1])
+            h = norm_op.apply(z, bn.weight, bn.bias, bounds, i < last, bn, kernels)
+        return h
+
+    return forward
+
+
 def route_patch(name: str):
     """``(module, attribute, replacement)`` of a route."""
     from autogcl.models import mol_gin
@@ -266,6 +434,14 @@ def route_patch(name: str):
         return mol_gin.BondGINConv, "forward", _conv_forward(_narrow_function(_transposed))
     if name == "padded":
         return mol_gin.BondGINConv, "forward", _conv_forward(_narrow_function(_padded))
+    if name in ("native", "nativebn"):
+        try:
+            import numba  # noqa: F401
+        except ImportError:
+            raise SystemExit(f"route {name} needs numba (pip install numba)") from None
+        if name == "nativebn":
+            return mol_gin.MolGNN, "forward", _native_gnn_forward()
+        return mol_gin.BondGINConv, "forward", _native_forward()
     raise SystemExit(f"unknown route {name}")
 
 
@@ -342,7 +518,7 @@ def _commit() -> str | None:
     return head + ("+" if dirty else "")
 
 
-ROUTES = ("compile", "onednn", "padded", "transposed", "wgrad", "fused", "segbn")
+ROUTES = ("compile", "onednn", "padded", "transposed", "wgrad", "fused", "segbn", "native", "nativebn")
 #: how far a route's step may be from the eager one and still be the same step, its float32
 #: sums taken in another order: the loss within LOSS_TOL, and every gradient entry within
 #: GRAD_TOL times the largest (``grad_max_abs``); every route of ``cpu_routes_cpu-shared.json``

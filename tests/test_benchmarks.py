@@ -11,7 +11,13 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 #: the routes of the smoke run: every route but compile, whose cold compilation alone takes
 #: minutes on a loaded machine
-SMOKE_ROUTES = ("onednn", "padded", "transposed", "wgrad", "fused", "segbn")
+SMOKE_ROUTES = ("onednn", "padded", "transposed", "wgrad", "fused", "segbn", "native", "nativebn")
+
+
+def _has_numba() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("numba") is not None
 
 
 def _script(name: str):
@@ -28,12 +34,93 @@ def _script(name: str):
     return module
 
 
+def _two_molecules():
+    """A hand-built batch: a 4-atom chain and a 3-atom ring, every bond both ways, bond types and
+    directions of each kind."""
+    import torch
+
+    pairs = [(0, 1), (1, 2), (2, 3), (4, 5), (5, 6), (6, 4)]
+    src = [a for a, b in pairs] + [b for a, b in pairs]
+    dst = [b for a, b in pairs] + [a for a, b in pairs]
+    attr = [[t % 4, t % 3] for t in range(len(src))]
+    return torch.tensor([src, dst]), torch.tensor(attr), 7
+
+
+def test_native_route_layer_equals_the_eager_bond_gin_layer_forward_and_backward():
+    import pytest
+    import torch
+
+    if not _has_numba():
+        pytest.skip("numba is not installed: the native route's kernels need it")
+    cpu_routes = _script("cpu_routes")
+    from autogcl.data.molecules import VOCAB
+    from autogcl.models import mol_gin
+
+    edge_index, edge_attr, n = _two_molecules()
+    torch.manual_seed(0)
+    for dtype, tile, tol in ((torch.float64, 3, 1e-12), (torch.float32, None, 1e-5)):
+        conv = mol_gin.BondGINConv(4, VOCAB).to(dtype)
+        x = torch.randn(n, 4, dtype=dtype, requires_grad=True)
+        weights = torch.randn(n, 4, dtype=dtype)  # the output's gradient
+        got = []
+        for native in (False, True):
+            conv.zero_grad()
+            x.grad = None
+            if native:  # tile 3: two full tiles and a partial one
+                structure = mol_gin.bond_structure(edge_index, edge_attr, n, conv.vocab, dtype)
+                table = torch.cat([conv.bond.weight, conv.direction.weight])
+                first, last = conv.mlp[0], conv.mlp[2]
+                out = cpu_routes.native_function(tile).apply(x, table, first.weight, first.bias, last.weight,
+                                                             last.bias, structure.counts,
+                                                             *cpu_routes.native_csr(structure, n))
+            else:  # float64: the gather-and-scatter sum, not the sparse product the route reads
+                out = conv(x, edge_index, edge_attr)
+            (out * weights).sum().backward()
+            got.append([out.detach(), x.grad] + [p.grad for p in conv.parameters()])
+        for a, b in zip(*got):
+            assert a.shape == b.shape and (a - b).abs().max() <= tol * max(1.0, a.abs().max()), (dtype, a, b)
+
+
+def test_nativebn_route_gnn_equals_the_eager_one_with_and_without_segments():
+    """The nativebn route's encoder pass (native GIN layers, BatchNorm of each view apart, ReLU):
+    its output, gradients and running statistics those of the eager MolGNN (float64)."""
+    from types import SimpleNamespace
+
+    import pytest
+    import torch
+
+    if not _has_numba():
+        pytest.skip("numba is not installed: the native route's kernels need it")
+    cpu_routes = _script("cpu_routes")
+    from autogcl.data.molecules import VOCAB
+    from autogcl.models import mol_gin
+
+    edge_index, edge_attr, n = _two_molecules()
+    torch.manual_seed(0)
+    for segments in ((4, 3), None):
+        gnn = mol_gin.MolGNN(VOCAB, 4, 3).to(torch.float64)
+        atoms = torch.stack([torch.randint(0, 10, (n,)), torch.randint(0, 3, (n,))], 1)
+        data = SimpleNamespace(x=atoms, edge_index=edge_index, edge_attr=edge_attr, _segments=segments)
+        weights = torch.randn(n, 4, dtype=torch.float64)
+        start = {k: v.clone() for k, v in gnn.state_dict().items()}
+        got = []
+        for forward in (mol_gin.MolGNN.forward, cpu_routes._native_gnn_forward()):
+            gnn.load_state_dict(start)
+            gnn.zero_grad()
+            out = forward(gnn, data)
+            (out * weights).sum().backward()
+            got.append([out.detach()] + [p.grad for p in gnn.parameters()] + list(gnn.state_dict().values()))
+        for a, b in zip(*got):
+            assert (a.double() - b.double()).abs().max() <= 1e-10, (segments, a, b)
+
+
 def test_cpu_routes_writes_every_route_with_finite_timings_and_the_eager_steps_numbers(data_root, tmp_path):
     cpu_routes = _script("cpu_routes")
     assert set(SMOKE_ROUTES) == set(cpu_routes.ROUTES) - {"compile"}
+    routes = SMOKE_ROUTES if _has_numba() else tuple(r for r in SMOKE_ROUTES if not r.startswith("native"))
     # 256 molecules: one batch of 256 (the loader drops a partial one); one window of one step
     args = ["--data-root", str(data_root), "--molecules", "256", "--windows", "1", "--steps", "1",
-            "--routes", *SMOKE_ROUTES, "--out", str(tmp_path), "--tag", "smoke"]
+            "--routes", *routes, "--out", str(tmp_path), "--tag", "smoke"]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(REPO)}  # AUTOGCL_CACHE: the test's own
     done = subprocess.run([sys.executable, str(REPO / "benchmarks" / "cpu_routes.py"), *args], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=600)
@@ -42,7 +129,7 @@ def test_cpu_routes_writes_every_route_with_finite_timings_and_the_eager_steps_n
     assert doc["benchmark"] == "cpu_routes" and doc["threads"] == 1
     assert doc["tolerance"] == {"loss_abs_diff": cpu_routes.LOSS_TOL,
                                 "grad_max_abs_diff_over_grad_max_abs": cpu_routes.GRAD_TOL}
-    assert [r["route"] for r in doc["rows"]] == list(SMOKE_ROUTES)
+    assert [r["route"] for r in doc["rows"]] == list(routes)
     for row in doc["rows"]:
         timings = [row[k] for k in ("cpu_step_ms_eager", "cpu_step_ms_route", "cpu_step_ms_vs_eager", "warmup_s")]
         assert all(math.isfinite(t) and t > 0 for t in timings), row
@@ -52,7 +139,7 @@ def test_cpu_routes_writes_every_route_with_finite_timings_and_the_eager_steps_n
         assert 0 <= row["grad_max_abs_diff"] <= cpu_routes.GRAD_TOL * row["grad_max_abs"], row
     # one window with and one without the route, per route
     assert sorted((w["route"], w["with_route"]) for w in doc["windows"]) == sorted(
-        (r, on) for r in SMOKE_ROUTES for on in (False, True))
+        (r, on) for r in routes for on in (False, True))
     assert all(math.isfinite(w["cpu_step_ms"]) and w["cpu_step_ms"] > 0 for w in doc["windows"])
 
 
