@@ -343,8 +343,6 @@ def native_norm_function():
     :mod:`native_gin`'s kernels. Saves the input and each segment's statistics."""
     import torch
 
-    native_gin = _native_gin()
-
     def np_(t):
         return t.detach().numpy()
 
@@ -503,21 +501,6 @@ def measure(args, name: str) -> tuple[dict, list[dict]]:
     return row, windows
 
 
-def _commit() -> str | None:
-    """The checkout's commit (the library's code the eager steps ran), ``+`` when autogcl/ has
-    uncommitted changes."""
-    import subprocess
-
-    try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,
-                              check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "autogcl"], cwd=REPO, capture_output=True,
-                               text=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return None
-    return head + ("+" if dirty else "")
-
-
 ROUTES = ("compile", "onednn", "padded", "transposed", "wgrad", "fused", "segbn", "native", "nativebn")
 #: how far a route's step may be from the eager one and still be the same step, its float32
 #: sums taken in another order: the loss within LOSS_TOL, and every gradient entry within
@@ -557,7 +540,7 @@ def main() -> int:
             "both generated views, with the same draws (grad_max_abs: the largest gradient entry, for scale)")
     doc = {"benchmark": "cpu_routes", "command": "python benchmarks/cpu_routes.py " + " ".join(sys.argv[1:]),
            "machine": engine.machine(args), "device": "cpu", "threads": 1, "torch": torch.__version__,
-           "date": time.strftime("%Y-%m-%d %H:%M"), "commit": _commit(), "note": note + (f"; {args.note}" if args.note else ""),
+           "date": time.strftime("%Y-%m-%d %H:%M"), "commit": engine.code_commit(), "note": note + (f"; {args.note}" if args.note else ""),
            "tolerance": {"loss_abs_diff": LOSS_TOL, "grad_max_abs_diff_over_grad_max_abs": GRAD_TOL},
            "rows": rows, "windows": windows}
     out = Path(args.out) / f"cpu_routes_{args.tag}.json"

@@ -91,7 +91,7 @@ def break_at(strat, cut: int) -> None:
 #: skips that are allowed when AUTOGCL_REQUIRE_DATA is set (CI): a named optional dependency
 #: or device is absent (or present, for a test of its absence). Any other skip, e.g. a missing
 #: data mirror or dataset, fails the session there.
-OPTIONAL = ("CUDA", "GPU", "rdkit", "RDKit", "ray", "hypothesis")
+OPTIONAL = ("CUDA", "GPU", "rdkit", "RDKit", "ray", "hypothesis", "numba")
 
 
 def _allowed(reason: str) -> bool:
