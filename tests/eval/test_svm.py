@@ -19,8 +19,8 @@ def test_matches_gridsearch_svc_exactly():
     # not bit-exact by construction: SVC's own RBF kernel against kernels from sklearn's BLAS
     # distances; libsvm stops within its tolerance (1e-3), so the two routes' decision values
     # differ by up to 4e-4 (C=0.1) here. The discrete outcomes agree because no point of this
-    # data lies that near a boundary (the smallest |decision| is over 100 times the difference;
-    # measured 2026-11-26); data with a point within ~1e-3 of a boundary could flip it
+    # data lies that near a boundary (in every fit the smallest |decision| is over 100 times the
+    # routes' difference; measured 2026-11-26); a point within ~1e-3 of a boundary could flip
     assert res["test_acc"] == np.mean(accs)
     assert [f["C"] for f in res["folds"]] == cs
     assert 0.5 < res["val_acc"] <= 1.0
