@@ -117,6 +117,8 @@ def test_pretraining_runs_as_one_ray_unit(cluster, data_root, tmp_path):
     on_ray = pretrain(cfg, tmp_path / "ray", workers=1, show_progress=False, executor=RayExecutor())
     assert on_ray["steps"] == serial["steps"] > 0 and on_ray["runtime"]["torch_threads"] == 1
     a, b = (load_encoder(tmp_path / d / "encoder.pt")[0] for d in ("serial", "ray"))
+    # both on one torch thread (cpus_per_unit=1; the Ray unit's checked above), the same
+    # operations in another process: bit-exact by construction
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
 
 
@@ -186,6 +188,8 @@ def test_ray_sweep_matches_serial_and_survives_a_killed_worker(cluster, serial_r
               executor=RayExecutor(cpus_per_unit=1))
     watcher.join(10)
     assert seen.get("killed"), "no unit worker was running when the checkpoint appeared"
+    # accuracies compared exactly: every unit runs on one torch thread (results() holds the
+    # threads, so a unit on more fails here) and a retried unit replays its checkpointed run
     assert results(tmp_path) == serial_reference
     import csv
 

@@ -57,7 +57,7 @@ def check(args, tmp_path, marker, unit_glob, data_root):
     ref_units = sorted(ref_out.glob(unit_glob))
     cut_units = sorted(cut_out.glob(unit_glob))
     assert ref_units and [u.relative_to(ref_out) for u in ref_units] == [u.relative_to(cut_out) for u in cut_units]
-    for a, b in zip(ref_units, cut_units):
+    for a, b in zip(ref_units, cut_units):  # exact: one thread (ENV) each, the resumed run replays the unbroken one
         assert rows(a / "metrics.csv") == rows(b / "metrics.csv")
         ra, rb = (json.loads((u / "result.json").read_text()) for u in (a, b))
         assert ra.get("selections") == rb.get("selections")
@@ -97,6 +97,7 @@ def test_pretraining_killed_between_chunks(smiles, tmp_path, data_root):
 
     a = torch.load(ref / "encoder.pt", weights_only=True)["state_dict"]
     b = torch.load(cut / "encoder.pt", weights_only=True)["state_dict"]
+    # every command on one thread (ENV) and the resumed run replays the unbroken one: bit-exact
     assert all(torch.equal(a[k], b[k]) for k in a)
 
 

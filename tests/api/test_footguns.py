@@ -82,7 +82,9 @@ def test_a_graph_without_edge_index_is_an_edgeless_graph():
     model = autogcl.AutoGCL(hidden=4, num_layers=2)
     model.fit(plain + [bare], epochs=1, batch_size=5, progress=False, device="cpu")
     z = model.embed([bare, Data(num_nodes=4, edge_index=torch.empty(2, 0, dtype=torch.long))])
-    assert torch.equal(z[0], z[1])  # the same as an explicitly edgeless graph
+    # the same as an explicitly edgeless graph: identical inputs in two rows of one batch, which a
+    # BLAS kernel may still compute in different blocks (another summation order): float32 rounding
+    torch.testing.assert_close(z[0], z[1], rtol=1e-5, atol=1e-6)
     with_x = Data(x=torch.rand(3, 2))
     assert autogcl.GraphCL(hidden=4, num_layers=1).embed([with_x]).shape == (1, 4)
 
@@ -95,7 +97,7 @@ def test_linear_probe_takes_class_names():
     probe = autogcl.LinearProbe(folds=2, epochs=30, lr=0.1, device="cpu")
     by_name = probe(x, names)
     by_index = probe(x, (names == "inactive").astype(int))  # sorted names: active 0, inactive 1
-    assert by_name["acc"] == by_index["acc"] and by_name["acc"] > 0.9
+    assert by_name["acc"] == by_index["acc"] and by_name["acc"] > 0.9  # the same labels, the same fit: bit-exact
     names[:4] = None  # unlabeled
     assert probe(x, names)["unlabeled_left_out"] == 4
     assert autogcl.SVMEvaluator(folds=2, inner_folds=2)(x, list(names))["unlabeled_left_out"] == 4

@@ -252,6 +252,7 @@ def test_an_in_memory_dataset_is_prepared_without_a_pass_over_its_graphs_and_the
     for key in ("x", "edge_index", "batch", "ptr"):
         assert torch.equal(a[key], b[key]), key
     assert torch.equal(fast.labels, slow.labels) and torch.equal(a.y.view(-1), b.y.view(-1))
+    # the same batches (equal above) through the same model: bit-exact by construction
     assert torch.equal(model.embed(ds), model.embed([ds[i] for i in range(len(ds))]))
     part = ds[10:30]  # a subset of a dataset: its graphs only (another batch: float32 rounding)
     torch.testing.assert_close(model.embed(part), model.embed(ds)[10:30], **BATCHING)

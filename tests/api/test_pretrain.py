@@ -57,7 +57,7 @@ def test_an_interrupted_fit_continues_from_its_checkpoint_folder(corpus, tmp_pat
                     on_epoch=lambda rows, encoder: seen.append(len(rows)))
     assert seen == [2] and len(again.history) == 2 and not again.stopped_early
     a, b = whole.encoder.state_dict(), enc.encoder.state_dict()
-    assert all(torch.equal(a[k], b[k]) for k in a)
+    assert all(torch.equal(a[k], b[k]) for k in a)  # one process; the resumed fit replays the same operations
 
 
 @pytest.mark.parametrize("options, match", [({"method": "simclr"}, "unknown method 'simclr'; choose from autogcl"),

@@ -45,6 +45,7 @@ def test_every_strategy_fits_predicts_and_scores_partly_labeled_graphs(strategy)
     pred = model.predict(graphs)
     assert pred.shape == (24,) and pred.dtype == torch.long
     proba = model.predict_proba(graphs)
+    # predict is the argmax of the same forward's log-probabilities: the same numbers
     assert torch.allclose(proba.sum(1), torch.ones(24)) and torch.equal(proba.argmax(1), pred)
     labeled = [g for g in graphs if getattr(g, "y", None) is not None and int(g.y) >= 0]
     assert model.score(labeled) == pytest.approx(float((pred[::3] == truth[::3]).double().mean()))
@@ -193,7 +194,12 @@ def test_predict_agrees_with_the_train_mode_forward_once_settled(data_root, clas
     model = fit_small(ds, labels, classifier, "supervised", epochs=5, batch_size=64)
     logp, _ = train_mode_log_proba(model, ds)
     torch.testing.assert_close(model.predict_proba(ds), logp.exp(), atol=1e-4, rtol=0)
-    assert torch.equal(model.predict(ds), logp.argmax(1))
+    # the predicted class is the training-mode one wherever its two most likely classes are
+    # further apart than the two forwards may differ (2 x 1e-4); nearer, rounding may pick either
+    top2 = logp.exp().topk(2, dim=1).values
+    clear = top2[:, 0] - top2[:, 1] > 2e-4
+    assert clear.sum() >= 0.9 * len(ds), "too few clear graphs for the comparison to mean anything"
+    assert torch.equal(model.predict(ds)[clear], logp.argmax(1)[clear])
 
 
 def test_settle_batchnorm_sets_the_pooled_statistics_and_restores_the_modes():

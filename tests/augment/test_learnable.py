@@ -87,6 +87,7 @@ def test_sample_is_one_hot(batch):
     gen = ViewGenerator(batch.num_features, hidden=16, add_mask=True)
     _, sample = gen(batch)
     assert sample.shape == (batch.num_nodes, 3)
+    # straight-through values are exact: (1 - s) + s rounds to 1 and (0 - s) + s to 0 for s in [0, 1]
     assert torch.equal(sample.detach().sum(1), torch.ones(batch.num_nodes))
 
 
@@ -111,7 +112,7 @@ def test_geometry_keeping_generator_views():
         retained = ~drop
         if dropped == "weight":
             assert view.num_nodes == batch.num_nodes
-            assert torch.equal(view.node_weight.detach(), retained.float())
+            assert torch.equal(view.node_weight.detach(), retained.float())  # exact 0/1 (straight-through)
             xs, orig = view.x, batch.x
         elif dropped == "remove":
             assert view.num_nodes == int(retained.sum())

@@ -68,6 +68,8 @@ def weights(trainer) -> dict:
 
 
 def same_weights(a: dict, b: dict) -> bool:
+    # bit equality: the fits compared run in one process on the same torch threads (small_fit
+    # sets one) and a resumed fit replays the unbroken one's operations: bit-exact by construction
     return a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
 
 

@@ -174,6 +174,8 @@ def test_sigterm_to_molecule_pretraining_keeps_its_last_chunk_and_resumes(data_r
     done = cli(shlex.split(m[1])[1:], tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]
     a, b = (torch.load(tmp_path / d / "encoder.pt", weights_only=True)["state_dict"] for d in ("ref", "cut"))
+    # every command runs with OMP_NUM_THREADS=1 (ENV) and the resumed one replays the unbroken
+    # one's operations: bit-exact by construction
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
 
 
@@ -211,4 +213,4 @@ def test_the_estimators_fit_stops_with_its_checkpoint_and_a_second_fit_continues
     rows = again.fit(graphs, epochs=3, batch_size=32, device="cpu", seed=1, progress=False, checkpoint=ckpt)
     assert [r["epoch"] for r in rows] == [1, 2, 3]
     assert untimed(rows) == untimed(ref.history)
-    assert torch.equal(again.embed(graphs), ref.embed(graphs))
+    assert torch.equal(again.embed(graphs), ref.embed(graphs))  # one process, the same operations: bit-exact

@@ -72,7 +72,7 @@ def test_resume_after_interruption_gives_the_same_encoder(corpus, tmp_path, monk
         P.pretrain(cfg, tmp_path / "cut", workers=1, show_progress=False)
     a, _, _ = load_encoder(tmp_path / "full" / "encoder.pt")
     b, _, _ = load_encoder(tmp_path / "cut" / "encoder.pt")
-    for k in a:
+    for k in a:  # one process; the resumed run replays the unbroken one's operations: bit-exact
         assert torch.equal(a[k], b[k]), k
 
 

@@ -348,6 +348,7 @@ def _resume_equals(tmp_path, corpus, out, unbroken):
     assert rc == 0, log[-3000:]
     assert "resuming at epoch" in log
     b = torch.load(out / "encoder.pt", weights_only=True)["state_dict"]
+    # the same 2-process job (one thread each, _env) replayed from its checkpoint: bit-exact
     assert unbroken.keys() == b.keys() and all(torch.equal(unbroken[k], b[k]) for k in unbroken)
 
 

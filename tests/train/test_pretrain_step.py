@@ -79,6 +79,8 @@ def test_sampling_and_removal_views_equal_the_reference_bit_for_bit(monkeypatch)
     got_losses, got = run_steps(6, {}, monkeypatch)
     want_losses, want = run_steps(6, {(ViewGenerator, "sample"): reference_sample,
                                       (MoleculeViewGenerator, "make_view"): reference_make_view}, monkeypatch)
+    # bit-exact by construction: the forced rows are exact 0/1 values either way ((keep + row) -
+    # row there, row + (keep - row) here), and the removal view gathers the same rows
     assert got_losses == want_losses
     assert got.keys() == want.keys()
     assert all(torch.equal(got[n], want[n]) for n in want)
