@@ -225,6 +225,19 @@ def test_a_marked_figure_must_be_in_the_file_it_names():
     assert _problems("the paper's 88.64 ± 0.36") != []
 
 
+def test_a_cited_file_holding_a_commit_hash_is_read(tmp_path):
+    """A file cited for a figure may hold a commit hash whose digits read as a number too long
+    to round (``8e109`` inside ``...b850d1b8e109a16``): it is skipped, the figure still found."""
+    from decimal import Decimal
+
+    from docsgen.figures import holds
+
+    f = tmp_path / "provenance.json"
+    f.write_text('{"commit": "b43426088c0a7e7b663fc3865b850d1b8e109a16", "mean": 0.7385}')
+    assert holds(f, Decimal("73.85"), 2, 1.0)
+    assert not holds(f, Decimal("73.86"), 2, 1.0)
+
+
 def test_a_region_not_reproducible_must_say_so():
     body = "| run | val |\n|---|---|\n| a | 70.12 ± 1.63 |\n"
     said = ("<!-- figures: not reproducible -->\n*Not reproducible from committed files: never committed.*\n\n"

@@ -151,6 +151,8 @@ def holds(path: Path, value: Decimal, decimals: int, scale: float) -> bool:
         factors.append(Decimal(1) / Decimal(str(scale)))
     for y in _numbers(path):
         y = abs(y)  # the sign is the prose's ("-14.59", "+0.36")
+        if y.adjusted() > 18:  # a hash or an id of many digits: too long to round, never a figure
+            continue
         for f in factors:
             if (y * f).quantize(q, rounding="ROUND_HALF_EVEN") == value or \
                     (y * f).quantize(q, rounding="ROUND_HALF_UP") == value:
