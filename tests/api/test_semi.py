@@ -168,7 +168,11 @@ def test_eval_mode_predicts_the_labeled_graphs_it_fitted(data_root, classifier, 
     model = fit_small(ds, labels, classifier, strategy, epochs=EPOCHS_TO_FIT.get(strategy, 40))
     logp, y = train_mode_log_proba(model, labeled)
     assert torch.nn.functional.nll_loss(logp, y) < 0.2  # fitted: near-zero loss on its labeled graphs
-    assert model.score(labeled) >= 0.95  # and eval mode (predict) gets them right too
+    # and eval mode (predict) gets them right too: 0.95-1.0 of the 20 graphs here (joint_cls
+    # with the GIN at 19 of 20, on the edge of 0.95), while the fault, eval mode on the running
+    # statistics of one BatchNorm step an epoch, scores 0.65-0.75 (the test below): one graph of
+    # slack for a near-tie that another machine's rounding may flip
+    assert model.score(labeled) >= 0.9
 
 
 @pytest.mark.parametrize("classifier", CLASSIFIERS)
