@@ -226,16 +226,18 @@ def test_a_marked_figure_must_be_in_the_file_it_names():
 
 
 def test_a_cited_file_holding_a_commit_hash_is_read(tmp_path):
-    """A file cited for a figure may hold a commit hash whose digits read as a number too long
-    to round (``8e109`` inside ``...b850d1b8e109a16``): it is skipped, the figure still found."""
+    """A file cited for a figure may hold a commit hash: the digits inside it (``8e109`` in
+    ``...b850d1b8e109a16``, once a number too long to round) are no number, so the check neither
+    crashes nor finds a figure there; the file's own figures are still found."""
     from decimal import Decimal
 
     from docsgen.figures import holds
 
     f = tmp_path / "provenance.json"
-    f.write_text('{"commit": "b43426088c0a7e7b663fc3865b850d1b8e109a16", "mean": 0.7385}')
-    assert holds(f, Decimal("73.85"), 2, 1.0)
+    f.write_text('{"commit": "b43426088c0a7e7b663fc3865b850d1b8e109a16", "mean": 0.7385, "seed0": 3.5}')
+    assert holds(f, Decimal("73.85"), 2, 1.0) and holds(f, Decimal("3.5"), 1, 1.0)
     assert not holds(f, Decimal("73.86"), 2, 1.0)
+    assert not holds(f, Decimal("3865"), 0, 1.0) and not holds(f, Decimal("0"), 0, 1.0)  # in the hash, "seed0"
 
 
 def test_a_region_not_reproducible_must_say_so():
@@ -289,8 +291,8 @@ def test_the_queue_counts_a_cells_committed_units_before_its_summary(tmp_path):
 
 
 def test_the_queue_says_why_a_long_unit_waits():
-    """A cell whose one unit is estimated longer than a GPU window (MUV, HIV: a seed of 93,087 and
-    41,127 molecules) says that the window never starts it; a cell that fits says nothing more.
+    """A cell whose one unit is estimated longer than a GPU window (MUV, HIV: a seed of tens of
+    thousands of molecules) says that the window never starts it; a cell that fits says nothing more.
     The window's length is the script's default budget."""
     from docsgen.queue import queue_block
 
@@ -300,14 +302,15 @@ def test_the_queue_says_why_a_long_unit_waits():
     assert re.search(r'--budget "\$\{BUDGET:-(\d+)\}"', script).group(1) == str(GPU_WINDOW_S)
     rows = {line.split(" | ")[2]: line for line in queue_block(REPO).splitlines()[2:]}
     why = f"longer than a GPU window ({GPU_WINDOW_S} s)"
-    checked = 0
+    longer = shorter = 0
     for c in CELLS:
         label = " / ".join(c.label)
         est = unit_seconds(c, REPO, "cuda")
         if label not in rows or est is None:
             continue
         assert (why in rows[label]) == (est[0] > GPU_WINDOW_S), (label, est)
-        checked += 1
-    assert why in rows["hiv / autogcl"] and why in rows["muv / none"]
-    assert why not in rows["bbbp / none"]
-    assert checked >= 4
+        longer += est[0] > GPU_WINDOW_S
+        shorter += est[0] <= GPU_WINDOW_S
+    # both sides of the window among the committed queue's cells (today MUV, HIV, Tox21 and
+    # ToxCast above it, the small transfer sets below)
+    assert longer and shorter, (longer, shorter)

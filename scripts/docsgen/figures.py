@@ -133,7 +133,9 @@ def _numbers(path: Path) -> list[Decimal]:
     if path not in _NUMBERS:
         text = path.read_text(encoding="utf-8", errors="replace")
         out = []
-        for s in re.findall(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?", text.replace(",", "")):
+        # a number stands alone: the digits inside a word (a commit hash's "8e109" in
+        # "...b850d1b8e109a16", "seed0") are none
+        for s in re.findall(r"(?<![\w.])-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?(?!\w)", text.replace(",", "")):
             try:
                 out.append(Decimal(s))
             except InvalidOperation:
@@ -151,8 +153,6 @@ def holds(path: Path, value: Decimal, decimals: int, scale: float) -> bool:
         factors.append(Decimal(1) / Decimal(str(scale)))
     for y in _numbers(path):
         y = abs(y)  # the sign is the prose's ("-14.59", "+0.36")
-        if y.adjusted() > 18:  # a hash or an id of many digits: too long to round, never a figure
-            continue
         for f in factors:
             if (y * f).quantize(q, rounding="ROUND_HALF_EVEN") == value or \
                     (y * f).quantize(q, rounding="ROUND_HALF_UP") == value:
