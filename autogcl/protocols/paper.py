@@ -475,7 +475,8 @@ def _spawn(argv: list[str], root: Path, log: Path) -> subprocess.Popen:
 
 def _summarise(cell: Cell, root: Path, data_root, extra, spawn, echo) -> bool:
     """After a budgeted window, for a cell split by seeds: the summary of its seeds 0..k-1 when
-    they have all finished and k is more than its committed summary counts (``--seeds k
+    they have all finished and k is more than the committed summary the tables read counts, in
+    whichever of the cell's folders it lies (``--seeds k
     --resume``: no unit trains again). True when it wrote one (the one-seed commands' own
     summaries are never published)."""
     have = {_seed(u) for u in finished_units(Path(root) / cell.out)}
@@ -483,7 +484,9 @@ def _summarise(cell: Cell, root: Path, data_root, extra, spawn, echo) -> bool:
     while k in have and k < cell.seeds:
         k += 1
     hit = cell.found(root)
-    if k == 0 or (hit and hit[0] == Path(cell.runs[0]) and cell.count(hit[1]) >= k):
+    # never shadow a committed summary of as many seeds or more, in any of the cell's folders (the
+    # size study's 3 CPU seeds of a transfer cell): its finished units are published all the same
+    if k == 0 or (hit and cell.count(hit[1]) >= k):
         return False
     argv = _with(_argv(cell.command, data_root, list(extra or []), resume=True), seeds=k)
     if "--resume" not in argv:

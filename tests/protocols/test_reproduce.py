@@ -57,6 +57,7 @@ def test_the_cli_lists_the_gpu_queue(capsys):
 import subprocess  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
+from pathlib import Path  # noqa: E402
 
 from autogcl.protocols.paper import plan, run_budget  # noqa: E402
 
@@ -243,3 +244,38 @@ def test_estimates_read_a_cells_committed_units_before_its_summary_exists(tmp_pa
     assert unit_seconds(dd, tmp_path, "cpu") == (900.0, f"{dd.runs[0]}/summary.json")
     transfer_units = [c for c in CELLS if c.protocol == "transfer" and c.proxy]
     assert transfer_units and unit_seconds(transfer_units[0], tmp_path / "empty", "cpu") is None
+
+
+def test_a_window_never_shadows_a_summary_of_more_seeds_in_another_folder_of_the_cell(tmp_path, monkeypatch):
+    """A transfer cell's tables read its paper folder first, then the size study's (3 CPU seeds,
+    no units to restore). A window that finishes seeds 0 and 1 publishes their units, but no
+    2-seed summary in the paper folder, which would hide the 3 seeds; when the other folder holds
+    fewer seeds than the window finished, the window's summary is published."""
+    script = tmp_path / "fake_autogcl.py"
+    script.write_text(FAKE_SCRIPT)
+    monkeypatch.setenv("AUTOGCL_COMMIT", "abc1234")
+    cell = Cell("unsupervised", ("FAKE", "autogcl"),
+                ("docs/results/summaries/fake/FAKE-autogcl", "docs/results/summaries/sizes/FAKE-autogcl"),
+                FAKE.out, FAKE.command, seeds=10)  # 10 wanted: the 3-seed study leaves it partial
+
+    def study(root, n):  # the other folder's committed summary of n seeds
+        vals = {"mean": 70.0, "std": 0.0, "values": [70.0] * n}
+        folder = root / cell.runs[1]
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "summary.json").write_text(json.dumps({
+            "protocol": "unsupervised", "dataset": "FAKE", "method": "autogcl", "tag": "FAKE-autogcl",
+            "n_seeds": n, "seeds": list(range(n)), "config": {}, "val": vals, "test_max": vals,
+            "train_time_s": 0.3}))
+
+    for n_study, published in ((3, False), (1, True)):
+        root = tmp_path / f"repo{n_study}"
+        study(root, n_study)
+        res = run_budget([cell], root, 4, jobs=2, unit_default=0.5, grace=5, spawn=fake_spawn(script),
+                         echo=lambda _: None)  # seed 2 sleeps a minute: stopped at the budget
+        assert (res["finished"], res["stopped"]) == (2, 1)
+        assert (res["published"] == [cell]) is published
+        assert (root / cell.runs[0] / "summary.json").is_file() is published
+        folder, summary = cell.found(root)
+        assert (folder, cell.count(summary)) == ((Path(cell.runs[0]), 2) if published else (Path(cell.runs[1]), 3))
+        units = root / "docs/results/units/fake/FAKE-autogcl"
+        assert sorted(p.name for p in units.iterdir()) == ["seed0", "seed1"]  # published either way
