@@ -98,6 +98,16 @@ def _endless(loader, device):
             yield to_device(batch, device)
 
 
+def _seed_everything():
+    """autogcl's seed_everything, from the measured version: autogcl.seeding since 61d0bc1,
+    autogcl.runs before (the b434260 baseline)."""
+    try:
+        from autogcl.seeding import seed_everything
+    except ImportError:
+        from autogcl.runs import seed_everything
+    return seed_everything
+
+
 def _chunk(spec):
     if spec.get("chunk_file"):  # a featurised chunk carried from elsewhere (a GPU machine has no RDKit)
         import gzip
@@ -125,7 +135,7 @@ def _pretrain_strategy(spec):
     import torch
 
     from autogcl.protocols.pretrain import PretrainConfig, build_strategy
-    from autogcl.seeding import seed_everything
+    seed_everything = _seed_everything()
 
     width = spec["width"]
     kw = {} if width == 300 else {"dim": width, "gen_hidden": width}
@@ -312,7 +322,7 @@ def child_epochs(spec) -> dict:
 
     from autogcl.data import load_tu
     from autogcl.protocols.unsupervised import UnsupervisedConfig, build_strategy
-    from autogcl.seeding import seed_everything
+    seed_everything = _seed_everything()
 
     ds = load_tu(spec["dataset"], spec.get("data_root"))
     gen = seed_everything(0)

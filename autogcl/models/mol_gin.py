@@ -116,8 +116,10 @@ class BondStructure(NamedTuple):
         gather-and-scatter path updates in place)."""
         if self.adj is not None and x.dtype == base.dtype == self.adj.dtype and x.device == self.adj.device:
             return _AddNeighbourSum.apply(base, x, self.adj, self.adj_t)
-        # in place on a fresh sum (addmm's backward does not read its output)
-        return base.index_add_(0, self.dst, x.index_select(0, self.src))
+        # in place on a fresh sum (addmm's backward does not read its output); under autocast
+        # (--precision bf16) addmm gives bfloat16 and x is float32: summed in the wider type
+        wide = torch.promote_types(base.dtype, x.dtype)
+        return base.to(wide).index_add_(0, self.dst, x.index_select(0, self.src).to(wide))
 
 
 def bond_structure(edge_index: torch.Tensor, edge_attr: torch.Tensor, num_nodes: int, vocab: dict,

@@ -104,8 +104,9 @@ def current() -> DistContext | None:
 
 
 def launched() -> bool:
-    """Whether this process was started by ``torchrun`` (or another launcher) as one of several."""
-    return int(os.environ.get("WORLD_SIZE", "1")) > 1
+    """Whether this process was started by ``torchrun`` (a group of one included: ``torchrun
+    --nproc-per-node 1`` on one GPU runs the NCCL path) or by another launcher as one of several."""
+    return dist.is_torchelastic_launched() or int(os.environ.get("WORLD_SIZE", "1")) > 1
 
 
 def init(device: torch.device | str = "auto", timeout_s: float = 7200.0) -> DistContext | None:

@@ -151,3 +151,22 @@ def test_bond_gin_layer_equals_the_per_bond_formula_with_its_gradients(dtype):
     torch.testing.assert_close(got, want, rtol=tol, atol=tol)
     for a, b in zip(g_got, g_want):
         torch.testing.assert_close(a, b, rtol=tol, atol=tol)
+
+
+def test_the_encoder_runs_under_bfloat16_autocast_close_to_float32():
+    """``--precision bf16`` runs the step under autocast: a layer's bond sum (addmm) comes out in
+    bfloat16 while the atoms' features are float32; the neighbour sum adds them in the wider type
+    (it raised "index_add_(): self (BFloat16) and source (Float)" on an H100). CPU autocast takes
+    the same path as the GPU's (gather and scatter); bfloat16 keeps 8 bits of mantissa, and the
+    training-mode BatchNorm over 13 atoms amplifies it: over seeds 0-4 the embeddings differ from
+    float32 by 1.2-4.5% in norm, so the test allows 10%."""
+    torch.manual_seed(0)
+    b = mol_batch()
+    enc = MolEncoder(VOCAB, dim=16, num_layers=3)
+    want = enc(b)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        got = enc(b)
+    got.float().sum().backward()
+    assert got.dtype == torch.bfloat16
+    assert float((got.float() - want).norm() / want.norm()) < 0.1
+    assert all(p.grad is not None and torch.isfinite(p.grad).all() for p in enc.parameters() if p.requires_grad)

@@ -243,8 +243,8 @@ def corpus(tmp_path_factory, data_root):
     return path
 
 
-def torchrun(args, env, timeout=300):
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+def torchrun(args, env, timeout=300, nproc=2):
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(nproc),
            "-m", "autogcl", "transfer", "pretrain", *args]
     return subprocess.Popen(cmd, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             start_new_session=True)
@@ -285,6 +285,22 @@ def test_torchrun_pretrains_as_documented(tmp_path, corpus):
     for layer in bn:
         assert not torch.equal(state[f"{layer}.weight"], torch.ones_like(state[f"{layer}.weight"])), layer
         assert not torch.equal(state[f"{layer}.bias"], torch.zeros_like(state[f"{layer}.bias"])), layer
+
+
+def test_torchrun_with_one_process_takes_the_distributed_path(tmp_path, corpus):
+    """``torchrun --nproc-per-node 1`` is how one GPU runs the NCCL path (docs/distributed.md):
+    it must join a process group of one (here gloo) and not fall back to a plain run, as it did
+    on an H100 (no process group, world size read as "not launched")."""
+    import json
+
+    out = tmp_path / "O"
+    rc, log = _finish(torchrun(["--corpus", str(corpus), "--max-molecules", "1000", "--chunk-size", "1000",
+                                "--epochs", "1", "--device", "cpu", "--no-progress", "--out", str(out)],
+                               _env(tmp_path), nproc=1))
+    assert rc == 0, log[-3000:]
+    assert "distributed run: 1 processes (gloo), this is rank 0 on cpu" in log
+    result = json.loads((out / "result.json").read_text())
+    assert result["world_size"] == 1 and result["steps"] == 3  # 3 full batches of 256 in 1000 molecules
 
 
 def _worker_pids(launcher: int) -> dict[int, int]:
