@@ -447,7 +447,10 @@ def machine(args) -> str:
 
 def code_commit() -> str | None:
     """The checkout's commit (the library code a benchmark's "this" rows ran), ``+`` when
-    autogcl/ has uncommitted changes; ``None`` outside a git checkout."""
+    autogcl/ has uncommitted changes; outside a git checkout (a GPU machine's copy) the
+    ``AUTOGCL_COMMIT`` the caller sets, else ``None``."""
+    if not (REPO / ".git").exists():
+        return os.environ.get("AUTOGCL_COMMIT") or None
     try:
         head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,
                               check=True).stdout.strip()
