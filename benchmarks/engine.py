@@ -447,10 +447,12 @@ def machine(args) -> str:
 
 def code_commit() -> str | None:
     """The checkout's commit (the library code a benchmark's "this" rows ran), ``+`` when
-    autogcl/ has uncommitted changes; outside a git checkout (a GPU machine's copy) the
-    ``AUTOGCL_COMMIT`` the caller sets, else ``None``."""
-    if not (REPO / ".git").exists():
-        return os.environ.get("AUTOGCL_COMMIT") or None
+    autogcl/ has uncommitted changes, or the ``AUTOGCL_COMMIT`` the caller sets, which comes
+    first (as in autogcl.protocols.paper.code_commit): a GPU machine's copy of the working tree
+    may carry a stale git folder (on an H100 it named the session's first commit, 51e275d+);
+    ``None`` when neither is there."""
+    if os.environ.get("AUTOGCL_COMMIT", "").strip():
+        return os.environ["AUTOGCL_COMMIT"].strip()
     try:
         head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,
                               check=True).stdout.strip()

@@ -143,12 +143,13 @@ def test_cpu_routes_writes_every_route_with_finite_timings_and_the_eager_steps_n
     assert all(math.isfinite(w["cpu_step_ms"]) and w["cpu_step_ms"] > 0 for w in doc["windows"])
 
 
-def test_every_engine_benchmark_file_names_the_code_commit_it_measured(tmp_path):
+def test_every_engine_benchmark_file_names_the_code_commit_it_measured(tmp_path, monkeypatch):
     """``engine.write`` (every benchmark of benchmarks/engine.py) records the checkout's commit,
     which the docs' performance tables name."""
     import argparse
 
     engine = _script("engine")
+    monkeypatch.delenv("AUTOGCL_COMMIT", raising=False)
     head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True)
     if head.returncode != 0:  # a source tree without git: nothing to name
         assert engine.code_commit() is None
@@ -158,3 +159,6 @@ def test_every_engine_benchmark_file_names_the_code_commit_it_measured(tmp_path)
     doc = json.loads((tmp_path / "tu_memory_t.json").read_text())
     assert doc["commit"].rstrip("+") == head.stdout.strip()
     assert doc["rows"] == [{"peak_rss_mb": 1.0}] and doc["note"] == "a note"
+    # the caller's AUTOGCL_COMMIT comes first (a GPU machine's copy may hold a stale git folder)
+    monkeypatch.setenv("AUTOGCL_COMMIT", "abc1234")
+    assert engine.code_commit() == "abc1234"

@@ -32,6 +32,7 @@ import torch
 import torch.distributed as dist
 from torch import nn
 
+from ..devices import engine_of
 from ..errors import ConfigError
 from ..models.norm import sync
 
@@ -122,7 +123,7 @@ def init(device: torch.device | str = "auto", timeout_s: float = 7200.0) -> Dist
         return None
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     local = int(os.environ.get("LOCAL_RANK", rank))
-    spec = str(device).lower()
+    spec = engine_of(device).device.lower()  # the CLI passes an Engine: its str() never reads "cuda"
     use_cuda = spec.startswith("cuda") or (spec == "auto" and torch.cuda.is_available())
     if use_cuda:
         if not torch.cuda.is_available():

@@ -383,3 +383,24 @@ def test_sigterm_to_one_process_stops_every_process_at_one_step_and_resumes(tmp_
     codes = re.findall(r"exitcode\s+:\s*(-?\d+)", log)  # the summary lines, one per rank
     assert sorted(codes) == ["143", "143"], log[-3000:]
     _resume_equals(tmp_path, corpus, out, unbroken)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the error on a machine without a CUDA GPU")
+def test_a_launched_process_asked_for_cuda_uses_cuda_or_says_it_cannot(monkeypatch):
+    """The command line passes an :class:`autogcl.devices.Engine`, not a string. ``init`` read
+    its ``str()``, which never starts with "cuda": ``torchrun ... --device cuda`` on an H100 joined
+    a gloo group on the CPU and trained there (566 molecules/s) without a word. It must read the
+    engine's device: on a machine without a GPU that is a clear error before any process group."""
+    from autogcl.devices import Engine
+    from autogcl.errors import ConfigError
+    from autogcl.train import distributed
+
+    monkeypatch.setattr(distributed, "_CURRENT", None)
+    monkeypatch.setenv("TORCHELASTIC_RUN_ID", "test")  # as torchrun sets it, a group of one
+    for var, value in (("RANK", "0"), ("WORLD_SIZE", "1"), ("LOCAL_RANK", "0")):
+        monkeypatch.setenv(var, value)
+    assert distributed.launched()
+    for device in (Engine("cuda"), Engine("cuda", "bf16"), "cuda", "cuda:0"):
+        with pytest.raises(ConfigError, match="sees no CUDA GPU"):
+            distributed.init(device)
+    assert distributed._CURRENT is None and not torch.distributed.is_initialized()
