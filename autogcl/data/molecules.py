@@ -19,6 +19,7 @@ import logging
 import math
 import os
 import re
+import signal
 import zlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -185,6 +186,21 @@ class Featurized:
     skipped: list[Skipped] = field(default_factory=list)
 
 
+def _pool_worker_signals() -> None:
+    """A featurising worker dies on SIGTERM, as ``Pool.terminate`` expects, and leaves SIGINT to
+    its parent: a forked worker inherits the command's SIGTERM handler (:mod:`autogcl.preempt`),
+    which raised inside the pool's queue lock at the pool's end, printed a traceback, and could
+    leave the lock held, so that the parent waited for the workers forever (transfer HIV hung
+    there on the CPU)."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def featurize_pool(workers: int):
+    """The process pool :func:`featurize` runs on (forked where the platform allows)."""
+    return get_context(_START_METHOD).Pool(workers, initializer=_pool_worker_signals)
+
+
 def featurize(smiles: list[str], rows: list[int] | None = None, source: str = "SMILES",
               workers: int | None = None, block: int = 2000, progress: bool = True) -> Featurized:
     """Featurise a list of SMILES on ``workers`` processes (default: all cores), with a
@@ -196,7 +212,7 @@ def featurize(smiles: list[str], rows: list[int] | None = None, source: str = "S
     bar = tqdm(total=len(smiles), desc=f"featurising {source}", unit="mol", disable=not progress,
                leave=False)
     if workers > 1 and len(blocks) > 1:
-        with get_context(_START_METHOD).Pool(workers) as pool:
+        with featurize_pool(workers) as pool:
             results = pool.imap(_featurize_block, blocks)
             _collect(results, blocks, rows, source, res, bar)
     else:

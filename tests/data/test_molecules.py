@@ -110,3 +110,26 @@ def test_rows_are_file_lines_and_nan_is_missing(tmp_path):
     p.write_text('smiles,name,a\nCCO,"two\nlines",1\nCCN,x,nan\n')
     _, lines, y, _ = read_labeled_csv(p, "smiles", ["a"])
     assert lines == [2, 4] and math.isnan(y[1, 0])
+
+
+def test_featurising_workers_die_on_sigterm_under_the_commands_signal_handling(capfd):
+    """A command (:func:`autogcl.preempt.handling`) catches SIGTERM; the featurising pool's
+    forked workers inherited that handler, so ``Pool.terminate`` at the pool's end made them
+    raise inside the queue's lock: a traceback per worker, and a lock left held could make the
+    parent wait forever (transfer HIV hung there). The workers must take SIGTERM's default (die)
+    and ignore SIGINT (the parent's to handle), and a pooled featurisation ends quietly."""
+    import signal
+
+    from autogcl import preempt
+    from autogcl.data.molecules import featurize, featurize_pool
+
+    with preempt.handling():
+        assert signal.getsignal(signal.SIGTERM) not in (signal.SIG_DFL, signal.SIG_IGN)  # the handler is on
+        with featurize_pool(2) as pool:
+            got = pool.map(signal.getsignal, [signal.SIGTERM, signal.SIGINT] * 2, chunksize=1)
+        assert got == [signal.SIG_DFL, signal.SIG_IGN] * 2
+        capfd.readouterr()
+        for _ in range(5):  # before the fix, about one pool end in two printed a worker's traceback
+            res = featurize(["CCO", "c1ccccc1", "CC(=O)N", "CCN"] * 50, workers=2, block=20, progress=False)
+            assert len(res.arrays) == 200
+    assert "Preempted" not in capfd.readouterr().err
