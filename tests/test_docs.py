@@ -259,6 +259,10 @@ def test_generated_tables_name_the_commit_of_their_runs(checkout):
     (folder / "provenance.json").write_text(json.dumps({"commit": "abc1234", "devices": ["cpu"]}), encoding="utf-8")
     readme = regenerate(checkout)["README.md"][1]
     assert "`abc1234` (1 run folder)" in readme and "commit not recorded (5 run folders" in readme
+    # units of two windows (autogcl.protocols.paper.publish: unit_commits)
+    (folder / "provenance.json").write_text(json.dumps(
+        {"commit": "bbb2222", "unit_commits": {"abc1234": 2, "bbb2222": 1}, "devices": ["cuda"]}), encoding="utf-8")
+    assert "`abc1234 + bbb2222` (1 run folder)" in regenerate(checkout)["README.md"][1]
 
 
 def test_a_single_run_shows_no_spread():

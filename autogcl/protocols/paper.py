@@ -213,25 +213,44 @@ def code_commit(root: Path | None = None) -> tuple[str | None, bool]:
 
 def publish_units(cell: Cell, root: Path) -> list[Path]:
     """Copy the finished units of ``cell.out`` (``config.json``, ``metrics.csv``, ``result.json``:
-    no checkpoints) into the committed units folder of ``cell.runs[0]``; the units copied."""
+    no checkpoints) into the committed units folder of ``cell.runs[0]``; the units copied. A
+    unit new to that folder gets a ``provenance.json`` naming the code commit that ran it
+    (:func:`code_commit`) and its device, so that a later summary over units of several windows
+    names every commit; units already committed keep theirs (or none, if they predate it)."""
     src = Path(root) / cell.out
     units = Path(root) / units_folder(cell.runs[0])
     copied = []
+    commit, dirty = code_commit()
     for unit in finished_units(src):
         target = units / unit.relative_to(src)
+        new = not (target / "result.json").is_file()
         target.mkdir(parents=True, exist_ok=True)
         for name in ("config.json", "metrics.csv", "result.json"):
             if (unit / name).is_file():
                 shutil.copy2(unit / name, target / name)
+        if new and commit:
+            record = {"commit": commit, "dirty": dirty, "device": (_result(unit).get("runtime") or {}).get("device"),
+                      "published": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+            (target / "provenance.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
         copied.append(target)
     return copied
+
+
+def _unit_commit(unit: Path) -> str | None:
+    """The commit a committed unit's ``provenance.json`` names (None where it has none)."""
+    try:
+        return json.loads((unit / "provenance.json").read_text(encoding="utf-8")).get("commit")
+    except (OSError, json.JSONDecodeError, AttributeError):
+        return None
 
 
 def publish(cell: Cell, root: Path) -> Path | None:
     """Copy a finished sweep's ``summary.json`` (and its finished units: :func:`publish_units`)
     from ``cell.out`` into the committed folder ``cell.runs[0]``, with a ``provenance.json``
-    naming the code commit (:func:`code_commit`) and the devices its units ran on; the folder
-    written, or None when the sweep has no summary yet (its finished units are copied anyway)."""
+    naming the code commit (:func:`code_commit`) and the devices its units ran on; where the
+    units' own provenance names other commits (units of earlier windows), ``unit_commits``
+    counts the units of each commit. The folder written, or None when the sweep has no summary
+    yet (its finished units are copied anyway)."""
     src = Path(root) / cell.out
     units = publish_units(cell, root)
     if not (src / cell.file).is_file():
@@ -247,6 +266,12 @@ def publish(cell: Cell, root: Path) -> Path | None:
     commit, dirty = code_commit()
     record = {"commit": commit, "dirty": dirty, "devices": sorted(devices),
               "published": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+    per_unit: dict[str, int] = {}
+    for unit in units:
+        c = _unit_commit(unit) or "not recorded"
+        per_unit[c] = per_unit.get(c, 0) + 1
+    if set(per_unit) - {commit}:
+        record["unit_commits"] = dict(sorted(per_unit.items()))
     (dst / "provenance.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
     return dst
 

@@ -41,15 +41,19 @@ class Table:
 
 def folder_commit(folder: Path) -> str | None:
     """The code commit of a committed run folder: its ``provenance.json`` (written by
-    ``autogcl reproduce``), else a ``commit`` its summary or result records; None if neither."""
+    ``autogcl reproduce``; "a + b" when its units ran at several commits, ``unit_commits``),
+    else a ``commit`` its summary or result records; None if neither."""
     folder = Path(folder)
     for name in ("provenance.json", "summary.json", "result.json"):
         f = folder / name
         if f.is_file():
             try:
-                commit = json.loads(f.read_text(encoding="utf-8")).get("commit")
+                data = json.loads(f.read_text(encoding="utf-8"))
+                commit, several = data.get("commit"), data.get("unit_commits")
             except (json.JSONDecodeError, AttributeError):
-                commit = None
+                commit, several = None, None
+            if several:
+                return " + ".join(str(c)[:12] for c in sorted(several))
             if commit:
                 return str(commit)[:12]
     return None

@@ -2,6 +2,7 @@
 commands, land in their committed folders, and a second call has nothing left to do."""
 
 import json
+import re
 
 from autogcl.cli import main
 from autogcl.protocols.paper import CELLS, Cell, missing, reproduce
@@ -12,7 +13,8 @@ CHEAP = Cell("unsupervised", ("MUTAG", "autogcl"), ("docs/results/summaries/tiny
              "--data-root ../shared/data --out runs/tiny/unsupervised --resume --no-progress", seeds=1)
 
 
-def test_a_missing_cell_runs_and_is_published_once(tmp_path, data_root):
+def test_a_missing_cell_runs_and_is_published_once(tmp_path, data_root, monkeypatch):
+    monkeypatch.setenv("AUTOGCL_COMMIT", "abc1234")
     lines = []
     assert reproduce([CHEAP], tmp_path, data_root=str(data_root), dry_run=True, echo=lines.append) == []
     assert "--data-root " + str(data_root) in lines[0] and "--resume" not in lines[0]
@@ -30,7 +32,11 @@ def test_a_missing_cell_runs_and_is_published_once(tmp_path, data_root):
     summary = json.loads((tmp_path / CHEAP.runs[0] / "summary.json").read_text())
     assert summary["dataset"] == "MUTAG" and summary["n_seeds"] == 1
     unit = tmp_path / "docs/results/units/tiny/MUTAG-autogcl/seed0"
-    assert sorted(p.name for p in unit.iterdir()) == ["config.json", "metrics.csv", "result.json"]  # no checkpoints
+    # no checkpoints; the unit names the commit and device that ran it
+    assert sorted(p.name for p in unit.iterdir()) == ["config.json", "metrics.csv", "provenance.json", "result.json"]
+    unit_record = json.loads((unit / "provenance.json").read_text())
+    assert (unit_record["commit"], unit_record["device"]) == ("abc1234", "cpu")
+    assert "unit_commits" not in json.loads((tmp_path / CHEAP.runs[0] / "provenance.json").read_text())
     assert missing([CHEAP], tmp_path) == []
     assert reproduce([CHEAP], tmp_path, run=run, echo=lines.append) == [] and len(calls) == 1  # nothing left
 
@@ -162,7 +168,9 @@ def test_the_cli_plans_a_budgeted_window(capsys):
     assert main(["reproduce", "--missing", "--dry-run", "--budget", "540", "--jobs", "8", "--compute", "gpu",
                  "--only", "transfer / bbbp / none", "--data-root", "/mirror", "--device", "cuda"]) == 0
     out = capsys.readouterr().out
-    assert "plan: transfer / bbbp / none seed 0:" in out and "summaries/gpu/transfer" in out
+    # a GPU estimate: the bbbp GPU study's summary, or the cell's own committed GPU units once
+    # a window has run some (the first seeds left then depend on what is committed)
+    assert re.search(r"plan: transfer / bbbp / none seed \d: ~\d+ s \(docs/results/(summaries/gpu|units/paper)/transfer", out)
     assert "tox21" not in out
 
 
@@ -279,3 +287,29 @@ def test_a_window_never_shadows_a_summary_of_more_seeds_in_another_folder_of_the
         assert (folder, cell.count(summary)) == ((Path(cell.runs[0]), 2) if published else (Path(cell.runs[1]), 3))
         units = root / "docs/results/units/fake/FAKE-autogcl"
         assert sorted(p.name for p in units.iterdir()) == ["seed0", "seed1"]  # published either way
+
+
+def test_a_summary_over_units_of_several_windows_names_each_commit(tmp_path, monkeypatch):
+    """Each window's new units name the commit that ran them (their provenance.json); a summary
+    published over units of two windows counts the units of each commit, and the units that
+    were committed already keep the commit of their own window."""
+    script = tmp_path / "fake_autogcl.py"
+    script.write_text(FAKE_SCRIPT)
+    root = tmp_path / "repo"
+    monkeypatch.setenv("AUTOGCL_COMMIT", "aaa1111")
+    res = run_budget([FAKE], root, 4, jobs=2, unit_default=0.5, grace=5, spawn=fake_spawn(script),
+                     echo=lambda _: None)  # seeds 0 and 1 finish, seed 2 is stopped
+    assert (res["finished"], res["stopped"]) == (2, 1)
+    first = json.loads((root / FAKE.runs[0] / "provenance.json").read_text())
+    assert first["commit"] == "aaa1111" and "unit_commits" not in first
+
+    monkeypatch.setenv("AUTOGCL_COMMIT", "bbb2222")
+    monkeypatch.setenv("SLOW_SEED", "99")  # seed 2 is quick now
+    res = run_budget([FAKE], root, 10, jobs=2, unit_default=0.5, grace=5, spawn=fake_spawn(script),
+                     echo=lambda _: None)
+    assert res["finished"] == 1 and res["published"] == [FAKE]
+    record = json.loads((root / FAKE.runs[0] / "provenance.json").read_text())
+    assert record["commit"] == "bbb2222" and record["unit_commits"] == {"aaa1111": 2, "bbb2222": 1}
+    units = root / "docs/results/units/fake/FAKE-autogcl"
+    assert [json.loads((units / f"seed{s}" / "provenance.json").read_text())["commit"] for s in range(3)] == [
+        "aaa1111", "aaa1111", "bbb2222"]
