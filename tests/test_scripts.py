@@ -396,3 +396,32 @@ def test_gpu_window_on_the_cpu_with_a_tiny_budget(data_root, tmp_path):
     assert again.returncode == 0, again.stdout[-2000:] + again.stderr[-2000:]
     log = (out / "window.log").read_text()
     assert "start " not in log and ("not started" in log or "every listed cell is done" in log)
+
+
+def test_gpu_checks_prepares_what_the_device_call_reads(data_root, tmp_path):
+    """scripts/gpu_checks.sh prepare writes the folder a lent GPU's call carries: the baseline's
+    code, a small corpus (the header and CORPUS_LINES molecules), a featurised chunk that the
+    benchmark reads, and the window's data (gpu_window.sh prepare); run without OUT refuses."""
+    import gzip
+    import os
+    import subprocess
+    import sys
+
+    gpu = tmp_path / "gpu"
+    env = {**os.environ, "GPU_DIR": str(gpu), "BASE": "HEAD", "CHUNK": "50", "CORPUS_LINES": "100", "WHEELS": "0",
+           "SOURCE_DATA": str(data_root), "PYTHON": sys.executable, "AUTOGCL_CACHE": str(tmp_path / "cache")}
+    env.pop("OUT", None)
+    script = str(ROOT / "scripts" / "gpu_checks.sh")
+    done = subprocess.run(["bash", script, "prepare"], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert (gpu / "base" / "autogcl" / "__init__.py").is_file()
+    with gzip.open(gpu / "window" / "data" / "pretrain" / "moses_train.csv.gz", "rt") as f:
+        lines = f.read().splitlines()
+    assert lines[0] == "SMILES" and len(lines) == 101
+    assert (gpu / "window" / "data" / "moleculenet").is_dir()
+    from tests.test_benchmarks import _script
+
+    chunk = _script("engine")._chunk({"chunk_file": str(gpu / "chunk10k.pt.gz")})
+    assert 40 <= len(chunk) <= 50 and chunk[0].x.shape[1] == 2  # the first 50 MOSES molecules that parse
+    refused = subprocess.run(["bash", script, "run"], env=env, capture_output=True, text=True, timeout=60)
+    assert refused.returncode != 0 and "set OUT" in refused.stderr

@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# One prepared call for a lent GPU: the checks the test suite cannot make there, then the budgeted
+# window of paper cells (scripts/gpu_window.sh) with the time left (docs/reproducing.md).
+#
+#   bash scripts/gpu_checks.sh prepare      # here: .gpu/ (b434260's code, a featurised chunk, a small
+#                                           # corpus; gpu_window.sh prepare: data and an RDKit wheel)
+#   # the device call, carrying .gpu, with a 600-second limit:
+#   AUTOGCL_COMMIT=<sha> bash scripts/gpu_checks.sh run
+#   bash scripts/gpu_window.sh unpack DIR   # here, DIR the files_at/win of the call; then copy
+#                                           # DIR/perf/*.json to docs/results/perf and run scripts/docs.py
+#
+# run, each step time-boxed, everything under $OUT (at most 8 files come back):
+#   1. `torchrun --nproc-per-node 1 ... --device cuda`: one pre-training epoch on NCCL; nccl.log
+#      must say "distributed run: 1 processes (nccl)" and name no untrained BatchNorm;
+#   2. the CUDA tests (tests/test_cuda.py, the molecule GIN under bf16 autocast): cuda_tests.log;
+#   3. full-size throughput against b434260 with the bf16 and compile rows (perf/*.json, 3 windows
+#      of 200 steps each, medians), alone on the GPU;
+#   4. gpu_window.sh run with BUDGET = what is left of CALL_S (win/window.tar.gz, win/window.log).
+# Environment: OUT (required for run), CALL_S (the call's limit, default 570), PYTHON (python3),
+# CORPUS_LINES (molecules of the small corpus, default 20000), CHUNK (molecules of the featurised
+# chunk, default 10000), BASE (the baseline commit, default b434260), GPU_DIR (default .gpu), TAG
+# (the benchmark files' tag, default h100: name the card).
+set -uo pipefail
+HERE="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$HERE"
+STAGE=${1:-run}
+PY=${PYTHON:-python3}
+G=${GPU_DIR:-.gpu}
+
+if [ "$STAGE" = prepare ]; then
+  SRC=${SOURCE_DATA:-../shared/data}
+  mkdir -p "$G/base" "$G/window/data/pretrain"
+  git archive "${BASE:-b434260}" autogcl | tar -x -C "$G/base" || { echo "gpu_checks: no git archive of ${BASE:-b434260}" >&2; exit 1; }
+  "$PY" - "$SRC/pretrain/moses_train.csv.gz" "$G/window/data/pretrain/moses_train.csv.gz" "${CORPUS_LINES:-20000}" <<'PYEOF'
+import gzip, sys
+src, dst, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+with gzip.open(src, "rt") as f, gzip.open(dst, "wt") as g:
+    for i, line in enumerate(f):
+        if i > n:  # the header, then n molecules
+            break
+        g.write(line)
+PYEOF
+  PYTHONPATH="$HERE" "$PY" - "$SRC" "$G/chunk10k.pt.gz" "${CHUNK:-10000}" <<'PYEOF'
+import gzip, shutil, sys
+from autogcl.data.corpus import MoleculeCorpus
+from autogcl.protocols.pretrain import resolve_corpus
+root, dst, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+chunk = MoleculeCorpus(resolve_corpus("", root), max_molecules=n, chunk_size=n, progress=False).prepare()[0]
+with open(chunk.path, "rb") as f, gzip.open(dst, "wb") as g:
+    shutil.copyfileobj(f, g)
+PYEOF
+  WINDOW="$G/window" PYTHON="$PY" bash scripts/gpu_window.sh prepare || exit 1
+  exit 0
+fi
+[ "$STAGE" = run ] || { echo "usage: gpu_checks.sh prepare|run" >&2; exit 2; }
+: "${OUT:?set OUT to the folder that receives the logs and files}"
+T0=$(date +%s); el() { echo $(( $(date +%s) - T0 )); }
+mkdir -p "$OUT/perf" "$OUT/win"
+exec > >(tee -a "$OUT/checks.log") 2>&1
+export PYTHONUNBUFFERED=1
+echo "== $(date -u) gpu_checks at ${AUTOGCL_COMMIT:-an unnamed commit}"; nvidia-smi -L 2> /dev/null; "$PY" -V; nproc
+if ls "$G"/window/whl/*.whl > /dev/null 2>&1 && ! "$PY" -c 'import rdkit' 2> /dev/null; then
+  "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site "$G"/window/whl/*.whl
+fi
+export PYTHONPATH="$HERE:/tmp/site${PYTHONPATH:+:$PYTHONPATH}"
+C=$G/window/data/pretrain/moses_train.csv.gz
+
+echo "== $(el) s: one NCCL pre-training epoch (torchrun, one process)"
+OMP_NUM_THREADS=4 NCCL_DEBUG=WARN timeout -k 5 120 "$PY" -m torch.distributed.run --standalone --nproc-per-node 1 \
+  -m autogcl transfer pretrain --corpus "$C" --max-molecules 20000 --chunk-size 10000 --epochs 1 --device cuda \
+  --no-progress --out /tmp/nccl-epoch --workers 8 > "$OUT/nccl.log" 2>&1
+echo "exit code $?" >> "$OUT/nccl.log"
+"$PY" - >> "$OUT/nccl.log" 2>&1 <<'PYEOF'
+import json, torch
+r = json.load(open("/tmp/nccl-epoch/result.json"))
+s = torch.load("/tmp/nccl-epoch/encoder.pt", weights_only=True)["state_dict"]
+bn = [k for k in s if ".bns." in k and k.endswith(("weight", "bias"))]
+still = [k for k in bn if bool((s[k] == (1 if k.endswith("weight") else 0)).all())]
+print(f"world_size {r['world_size']}, {r['molecules_per_s']:.0f} molecules/s; untrained BatchNorm tensors: {still} of {len(bn)}")
+PYEOF
+grep -m1 "distributed run" "$OUT/nccl.log"; tail -2 "$OUT/nccl.log"
+
+echo "== $(el) s: the CUDA tests"
+timeout -k 5 90 "$PY" -m pytest -q -rs -p no:cacheprovider tests/test_cuda.py tests/models/test_mol_gin.py \
+  > "$OUT/cuda_tests.log" 2>&1; tail -2 "$OUT/cuda_tests.log"
+
+echo "== $(el) s: full-size throughput against b434260, bf16 and compile rows"
+OMP_NUM_THREADS=1 timeout -k 5 170 "$PY" benchmarks/engine.py --sections throughput --widths 300 --device cuda \
+  --baseline-path "$G/base" --chunk-file "$G/chunk10k.pt.gz" --windows 3 --steps 200 --tag "${TAG:-h100}" --out "$OUT/perf" \
+  --note "measured on a lent GPU with nothing else running on it; baseline: b434260 (git archive into .gpu/base); a row missing here was cut by the 170 s limit of this step"
+
+LEFT=$(( ${CALL_S:-570} - $(el) - 40 ))
+echo "== $(el) s: the budgeted window, $LEFT s"
+if [ "$LEFT" -gt 60 ]; then
+  WINDOW="$G/window" BUDGET=$LEFT GRACE=15 OUT="$OUT/win" PYTHON="$PY" bash scripts/gpu_window.sh run > /dev/null 2>&1
+  tail -1 "$OUT/win/window.log"
+fi
+echo "== $(el) s: done"
