@@ -501,7 +501,8 @@ def cmd_reproduce(args) -> int:
     cells = select(CELLS, cfg.compute, cfg.only)
     if cfg.budget is not None:
         res = run_budget(cells, Path(cfg.root), cfg.budget, data_root=run.data_root, extra=extra, jobs=cfg.jobs,
-                         unit_default=cfg.unit_seconds, grace=cfg.grace, dry_run=cfg.dry_run)
+                         unit_default=cfg.unit_seconds, grace=cfg.grace, margin=cfg.margin,
+                         dry_run=cfg.dry_run)
         return 1 if res["failed"] else 0
     reproduce(cells, Path(cfg.root), data_root=run.data_root, extra=extra, resume=run.resume, dry_run=cfg.dry_run,
               run=main)

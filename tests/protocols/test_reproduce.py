@@ -165,7 +165,7 @@ def test_estimates_come_from_committed_summaries_of_the_same_device(tmp_path):
 
 
 def test_the_cli_plans_a_budgeted_window(capsys):
-    assert main(["reproduce", "--missing", "--dry-run", "--budget", "540", "--jobs", "8", "--compute", "gpu",
+    assert main(["reproduce", "--missing", "--dry-run", "--budget", "540", "--jobs", "8", "--margin", "1.5", "--compute", "gpu",
                  "--only", "transfer / bbbp / none", "--data-root", "/mirror", "--device", "cuda"]) == 0
     out = capsys.readouterr().out
     # a GPU estimate: the bbbp GPU study's summary, or the cell's own committed GPU units once
@@ -313,3 +313,18 @@ def test_a_summary_over_units_of_several_windows_names_each_commit(tmp_path, mon
     units = root / "docs/results/units/fake/FAKE-autogcl"
     assert [json.loads((units / f"seed{s}" / "provenance.json").read_text())["commit"] for s in range(3)] == [
         "aaa1111", "aaa1111", "bbb2222"]
+
+
+def test_a_unit_starts_only_when_its_estimate_times_the_margin_fits(tmp_path):
+    """Estimates are training times; start-up and units sharing a device add to them. With
+    --margin 1.3 (the default) a unit estimated at 10 s does not start in 12 s; with 1.0 it does."""
+    script = tmp_path / "fake_autogcl.py"
+    script.write_text(FAKE_SCRIPT)
+    lines = []
+    res = run_budget([FAKE], tmp_path / "a", 12, unit_default=10, grace=5, spawn=fake_spawn(script),
+                     echo=lines.append)
+    assert res["not_started"] == 3 and res["finished"] == 0
+    assert any("~10 s (x 1.3) does not fit the budget" in line for line in lines)
+    res = run_budget([FAKE], tmp_path / "b", 12, unit_default=10, grace=5, margin=1.0, spawn=fake_spawn(script),
+                     echo=lambda _: None)
+    assert res["finished"] >= 1
