@@ -45,7 +45,8 @@ _installed = False
 #: False in processes whose signals belong to someone else: a Ray worker's (Ray stops and
 #: retries tasks with them), and the processes of a data-parallel run under torchrun, where one
 #: process stopping alone would leave the others waiting in a collective (their training loop
-#: handles signals by :func:`collective` instead)
+#: handles signals by :func:`collective` instead; a torchrun group of one keeps it: no other
+#: process waits for it)
 enabled = os.environ.get("WORLD_SIZE", "1") in ("", "1")
 
 

@@ -103,7 +103,9 @@ def _seed_everything():
     autogcl.runs before (the b434260 baseline)."""
     try:
         from autogcl.seeding import seed_everything
-    except ImportError:
+    except ModuleNotFoundError as exc:
+        if exc.name != "autogcl.seeding":
+            raise
         from autogcl.runs import seed_everything
     return seed_everything
 

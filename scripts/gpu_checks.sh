@@ -16,7 +16,7 @@
 #   3. full-size throughput against b434260 with the bf16 and compile rows (perf/*.json, 3 windows
 #      of 200 steps each, medians), alone on the GPU;
 #   4. gpu_window.sh run with BUDGET = what is left of CALL_S (win/window.tar.gz, win/window.log).
-# Environment: OUT (required for run), CALL_S (the call's limit, default 570), PYTHON (python3),
+# Environment: OUT and AUTOGCL_COMMIT (required for run), CALL_S (the call's limit, default 570), PYTHON (python3),
 # CORPUS_LINES (molecules of the small corpus, default 20000), CHUNK (molecules of the featurised
 # chunk, default 10000), BASE (the baseline commit, default b434260), GPU_DIR (default .gpu), TAG
 # (the benchmark files' tag, default h100: name the card).
@@ -31,7 +31,7 @@ if [ "$STAGE" = prepare ]; then
   SRC=${SOURCE_DATA:-../shared/data}
   mkdir -p "$G/base" "$G/window/data/pretrain"
   git archive "${BASE:-b434260}" autogcl | tar -x -C "$G/base" || { echo "gpu_checks: no git archive of ${BASE:-b434260}" >&2; exit 1; }
-  "$PY" - "$SRC/pretrain/moses_train.csv.gz" "$G/window/data/pretrain/moses_train.csv.gz" "${CORPUS_LINES:-20000}" <<'PYEOF'
+  "$PY" - "$SRC/pretrain/moses_train.csv.gz" "$G/window/data/pretrain/moses_train.csv.gz" "${CORPUS_LINES:-20000}" <<'PYEOF' || exit 1
 import gzip, sys
 src, dst, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
 with gzip.open(src, "rt") as f, gzip.open(dst, "wt") as g:
@@ -40,7 +40,7 @@ with gzip.open(src, "rt") as f, gzip.open(dst, "wt") as g:
             break
         g.write(line)
 PYEOF
-  PYTHONPATH="$HERE" "$PY" - "$SRC" "$G/chunk10k.pt.gz" "${CHUNK:-10000}" <<'PYEOF'
+  PYTHONPATH="$HERE" "$PY" - "$SRC" "$G/chunk10k.pt.gz" "${CHUNK:-10000}" <<'PYEOF' || exit 1
 import gzip, shutil, sys
 from autogcl.data.corpus import MoleculeCorpus
 from autogcl.protocols.pretrain import resolve_corpus
@@ -54,9 +54,13 @@ PYEOF
 fi
 [ "$STAGE" = run ] || { echo "usage: gpu_checks.sh prepare|run" >&2; exit 2; }
 : "${OUT:?set OUT to the folder that receives the logs and files}"
+# the commit every published unit names: the device's copy may hold a stale git folder
+: "${AUTOGCL_COMMIT:?set AUTOGCL_COMMIT to the commit of the working tree the call carries}"
+export AUTOGCL_COMMIT
 T0=$(date +%s); el() { echo $(( $(date +%s) - T0 )); }
 mkdir -p "$OUT/perf" "$OUT/win"
 exec > >(tee -a "$OUT/checks.log") 2>&1
+TEE=$!
 export PYTHONUNBUFFERED=1
 echo "== $(date -u) gpu_checks at ${AUTOGCL_COMMIT:-an unnamed commit}"; nvidia-smi -L 2> /dev/null; "$PY" -V; nproc
 if ls "$G"/window/whl/*.whl > /dev/null 2>&1 && ! "$PY" -c 'import rdkit' 2> /dev/null; then
@@ -66,7 +70,9 @@ export PYTHONPATH="$HERE:/tmp/site${PYTHONPATH:+:$PYTHONPATH}"
 C=$G/window/data/pretrain/moses_train.csv.gz
 
 echo "== $(el) s: one NCCL pre-training epoch (torchrun, one process)"
-OMP_NUM_THREADS=4 NCCL_DEBUG=WARN timeout -k 5 120 "$PY" -m torch.distributed.run --standalone --nproc-per-node 1 \
+rm -rf /tmp/nccl-epoch  # never read an earlier call's run on a warm machine
+# -k 40: torchrun gives its workers about 30 s to stop before it kills them
+OMP_NUM_THREADS=4 NCCL_DEBUG=WARN timeout -k 40 120 "$PY" -m torch.distributed.run --standalone --nproc-per-node 1 \
   -m autogcl transfer pretrain --corpus "$C" --max-molecules 20000 --chunk-size 10000 --epochs 1 --device cuda \
   --no-progress --out /tmp/nccl-epoch --workers 8 > "$OUT/nccl.log" 2>&1
 echo "exit code $?" >> "$OUT/nccl.log"
@@ -89,10 +95,13 @@ OMP_NUM_THREADS=1 timeout -k 5 170 "$PY" benchmarks/engine.py --sections through
   --baseline-path "$G/base" --chunk-file "$G/chunk10k.pt.gz" --windows 3 --steps 200 --tag "${TAG:-h100}" --out "$OUT/perf" \
   --note "measured on a lent GPU with nothing else running on it; baseline: b434260 (git archive into .gpu/base); a row missing here was cut by the 170 s limit of this step"
 
-LEFT=$(( ${CALL_S:-570} - $(el) - 40 ))
+# 90 s kept for the window's grace, its summaries and its archive
+LEFT=$(( ${CALL_S:-570} - $(el) - 90 ))
 echo "== $(el) s: the budgeted window, $LEFT s"
 if [ "$LEFT" -gt 60 ]; then
   WINDOW="$G/window" BUDGET=$LEFT GRACE=15 OUT="$OUT/win" PYTHON="$PY" bash scripts/gpu_window.sh run > /dev/null 2>&1
   tail -1 "$OUT/win/window.log"
 fi
 echo "== $(el) s: done"
+exec >&- 2>&-
+wait "$TEE"  # tee has written all of checks.log before the call collects $OUT

@@ -425,3 +425,7 @@ def test_gpu_checks_prepares_what_the_device_call_reads(data_root, tmp_path):
     assert 40 <= len(chunk) <= 50 and chunk[0].x.shape[1] == 2  # the first 50 MOSES molecules that parse
     refused = subprocess.run(["bash", script, "run"], env=env, capture_output=True, text=True, timeout=60)
     assert refused.returncode != 0 and "set OUT" in refused.stderr
+    env.pop("AUTOGCL_COMMIT", None)
+    refused = subprocess.run(["bash", script, "run"], env={**env, "OUT": str(tmp_path / "out")}, capture_output=True,
+                             text=True, timeout=60)  # the units it publishes must name their commit
+    assert refused.returncode != 0 and "set AUTOGCL_COMMIT" in refused.stderr

@@ -16,6 +16,7 @@ Everything here reads JSON and starts processes: no torch.
 from __future__ import annotations
 
 from ..choices import AUG_NODE_DROP
+import filecmp
 import json
 import os
 import shutil
@@ -223,7 +224,9 @@ def publish_units(cell: Cell, root: Path) -> list[Path]:
     commit, dirty = code_commit()
     for unit in finished_units(src):
         target = units / unit.relative_to(src)
-        new = not (target / "result.json").is_file()
+        # new to the committed folder, or another run of that unit (a local rerun): its provenance is written
+        new = not (target / "result.json").is_file() or not filecmp.cmp(unit / "result.json", target / "result.json",
+                                                                         shallow=False)
         target.mkdir(parents=True, exist_ok=True)
         for name in ("config.json", "metrics.csv", "result.json"):
             if (unit / name).is_file():
@@ -270,7 +273,8 @@ def publish(cell: Cell, root: Path) -> Path | None:
     for unit in units:
         c = _unit_commit(unit) or "not recorded"
         per_unit[c] = per_unit.get(c, 0) + 1
-    if set(per_unit) - {commit}:
+    named = set(per_unit) - {"not recorded"}
+    if (commit and set(per_unit) != {commit}) or (not commit and named):
         record["unit_commits"] = dict(sorted(per_unit.items()))
     (dst / "provenance.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
     return dst

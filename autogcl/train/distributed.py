@@ -127,7 +127,7 @@ def init(device: torch.device | str = "auto", timeout_s: float = 7200.0) -> Dist
     use_cuda = spec.startswith("cuda") or (spec == "auto" and torch.cuda.is_available())
     if use_cuda:
         if not torch.cuda.is_available():
-            raise ConfigError(f"--device {device}: this torch build sees no CUDA GPU (use --device cpu)")
+            raise ConfigError(f"--device {spec}: this torch build sees no CUDA GPU (use --device cpu)")
         if local >= torch.cuda.device_count():
             raise ConfigError(f"process {rank} has LOCAL_RANK {local} but {torch.cuda.device_count()} GPU(s) are "
                               "visible: start at most one process per GPU (--nproc_per_node)")

@@ -52,8 +52,8 @@ def folder_commit(folder: Path) -> str | None:
                 commit, several = data.get("commit"), data.get("unit_commits")
             except (json.JSONDecodeError, AttributeError):
                 commit, several = None, None
-            if several:
-                return " + ".join(str(c)[:12] for c in sorted(several))
+            if several:  # "not recorded": units that predate their provenance.json
+                return " + ".join(str(c)[:12] if c != "not recorded" else "units without a commit" for c in sorted(several))
             if commit:
                 return str(commit)[:12]
     return None

@@ -315,11 +315,13 @@ def test_a_summary_over_units_of_several_windows_names_each_commit(tmp_path, mon
         "aaa1111", "aaa1111", "bbb2222"]
 
 
-def test_a_unit_starts_only_when_its_estimate_times_the_margin_fits(tmp_path):
+def test_a_unit_starts_only_when_its_estimate_times_the_margin_fits(tmp_path, monkeypatch):
     """Estimates are training times; start-up and units sharing a device add to them. With
-    --margin 1.3 (the default) a unit estimated at 10 s does not start in 12 s; with 1.0 it does."""
+    --margin 1.3 (the default) a unit estimated at 10 s does not start in 12 s; with 1.0 it does;
+    the command line passes its --margin on."""
     script = tmp_path / "fake_autogcl.py"
     script.write_text(FAKE_SCRIPT)
+    monkeypatch.setenv("SLOW_SEED", "99")  # every fake unit is quick
     lines = []
     res = run_budget([FAKE], tmp_path / "a", 12, unit_default=10, grace=5, spawn=fake_spawn(script),
                      echo=lines.append)
@@ -328,3 +330,43 @@ def test_a_unit_starts_only_when_its_estimate_times_the_margin_fits(tmp_path):
     res = run_budget([FAKE], tmp_path / "b", 12, unit_default=10, grace=5, margin=1.0, spawn=fake_spawn(script),
                      echo=lambda _: None)
     assert res["finished"] >= 1
+
+    import autogcl.protocols.paper as paper
+
+    seen = {}
+
+    def fake_budget(cells, root, budget, **kw):
+        seen.update(kw, budget=budget)
+        return {"failed": 0}
+
+    monkeypatch.setattr(paper, "run_budget", fake_budget)
+    assert main(["reproduce", "--missing", "--budget", "12", "--margin", "1.7", "--only", "transfer / bbbp / none",
+                 "--root", str(tmp_path / "c")]) == 0
+    assert (seen["budget"], seen["margin"]) == (12.0, 1.7)
+
+
+def test_unit_provenance_when_the_commit_is_unknown_or_a_unit_was_run_again(tmp_path, monkeypatch):
+    """Without a known commit, units that name none make no "unit_commits" (the tables then say
+    "commit not recorded", not a commit called "not recorded"); a unit run again locally with
+    another result gets the provenance of its new run."""
+    import autogcl.protocols.paper as paper
+
+    script = tmp_path / "fake_autogcl.py"
+    script.write_text(FAKE_SCRIPT)
+    monkeypatch.setenv("SLOW_SEED", "99")
+    monkeypatch.setattr(paper, "code_commit", lambda root=None: (None, False))
+    root = tmp_path / "repo"
+    res = run_budget([FAKE], root, 10, jobs=1, unit_default=0.5, grace=5, spawn=fake_spawn(script),
+                     echo=lambda _: None)
+    assert res["published"] == [FAKE]
+    record = json.loads((root / FAKE.runs[0] / "provenance.json").read_text())
+    assert record["commit"] is None and "unit_commits" not in record
+    units = root / "docs/results/units/fake/FAKE-autogcl"
+    assert not (units / "seed0" / "provenance.json").exists()  # nothing to name
+
+    monkeypatch.setattr(paper, "code_commit", lambda root=None: ("ccc3333", False))
+    (root / FAKE.out / "seed0" / "result.json").write_text(json.dumps({"seed": 0, "acc": 99.0,
+                                                                       "runtime": {"device": "cuda"}}))
+    paper.publish_units(FAKE, root)
+    assert json.loads((units / "seed0" / "provenance.json").read_text())["commit"] == "ccc3333"
+    assert not (units / "seed1" / "provenance.json").exists()  # the same result: left as it was
