@@ -68,6 +68,20 @@ def _torch_threads():
         torch.set_num_threads(before)
 
 
+@pytest.fixture(autouse=True)
+def _environment():
+    """A test that runs the command line in its own process (``autogcl.cli.main``) leaves the
+    next test the environment it found: ``--log-dir``/``--tracking`` export
+    ``AUTOGCL_LOG_DIR``/``AUTOGCL_TRACKING`` for the command's child processes, and a later
+    test's child then logged to the first test's MLflow folder (which MLflow 3 refuses without
+    ``MLFLOW_ALLOW_FILE_STORE``: three fault and script tests failed after it in one worker)."""
+    before = dict(os.environ)
+    yield
+    if os.environ != before:
+        os.environ.clear()
+        os.environ.update(before)
+
+
 @pytest.fixture(scope="session")
 def data_root() -> Path:
     if not (DATA_ROOT / "TU" / "MUTAG" / "raw").is_dir():
