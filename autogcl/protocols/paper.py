@@ -239,6 +239,10 @@ def publish_units(cell: Cell, root: Path) -> list[Path]:
     return copied
 
 
+#: the key of ``unit_commits`` (:func:`publish`) for units whose provenance names no commit
+UNRECORDED = "not recorded"
+
+
 def _unit_commit(unit: Path) -> str | None:
     """The commit a committed unit's ``provenance.json`` names (None where it has none)."""
     try:
@@ -271,9 +275,9 @@ def publish(cell: Cell, root: Path) -> Path | None:
               "published": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     per_unit: dict[str, int] = {}
     for unit in units:
-        c = _unit_commit(unit) or "not recorded"
+        c = _unit_commit(unit) or UNRECORDED
         per_unit[c] = per_unit.get(c, 0) + 1
-    named = set(per_unit) - {"not recorded"}
+    named = set(per_unit) - {UNRECORDED}
     if (commit and set(per_unit) != {commit}) or (not commit and named):
         record["unit_commits"] = dict(sorted(per_unit.items()))
     (dst / "provenance.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
@@ -539,8 +543,7 @@ def _summarise(cell: Cell, root: Path, data_root, extra, spawn, echo) -> bool:
 
 def run_budget(cells, root: Path, budget: float, *, data_root: str | None = None, extra: list[str] | None = None,
                jobs: int = 1, unit_default: float | None = None, grace: float = 60.0, margin: float = MARGIN,
-               dry_run: bool = False,
-               spawn=_spawn, echo=print, clock=time.monotonic) -> dict:
+               dry_run: bool = False, spawn=_spawn, echo=print, clock=time.monotonic) -> dict:
     """Run the :func:`plan` of ``cells`` within ``budget`` seconds, ``jobs`` processes at a
     time: a job starts only when its estimate times ``margin`` fits the time left (a job without an
     estimate never does), and one job at a time per sweep folder (the protocols lock it), so the jobs packed

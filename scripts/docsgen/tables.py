@@ -15,8 +15,8 @@ from typing import Callable
 
 from autogcl.errors import DataError
 from autogcl.protocols import published
-from autogcl.protocols.paper import ABLATION_CELLS, CELLS, RESULTS, SEMI_CELLS, TRANSFER_CELLS, UNSUPERVISED_CELLS, \
-    Cell
+from autogcl.protocols.paper import ABLATION_CELLS, CELLS, RESULTS, SEMI_CELLS, TRANSFER_CELLS, UNRECORDED, \
+    UNSUPERVISED_CELLS, Cell
 from autogcl.protocols.spread import SPREAD
 
 from .perf import PERF, goals_block, perf_block
@@ -52,8 +52,8 @@ def folder_commit(folder: Path) -> str | None:
                 commit, several = data.get("commit"), data.get("unit_commits")
             except (json.JSONDecodeError, AttributeError):
                 commit, several = None, None
-            if several:  # "not recorded": units that predate their provenance.json
-                return " + ".join(str(c)[:12] if c != "not recorded" else "units without a commit" for c in sorted(several))
+            if several:  # UNRECORDED: units that predate their provenance.json
+                return " + ".join("units without a commit" if c == UNRECORDED else str(c)[:12] for c in sorted(several))
             if commit:
                 return str(commit)[:12]
     return None
