@@ -448,21 +448,17 @@ def machine(args) -> str:
 
 
 def code_commit() -> str | None:
-    """The checkout's commit (the library code a benchmark's "this" rows ran), ``+`` when
-    autogcl/ has uncommitted changes, or the ``AUTOGCL_COMMIT`` the caller sets, which comes
-    first (as in autogcl.protocols.paper.code_commit): a GPU machine's copy of the working tree
-    may carry a stale git folder (on an H100 it named the session's first commit, 51e275d+);
-    ``None`` when neither is there."""
-    if os.environ.get("AUTOGCL_COMMIT", "").strip():
-        return os.environ["AUTOGCL_COMMIT"].strip()
-    try:
-        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True,
-                              check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "autogcl"], cwd=REPO, capture_output=True,
-                               text=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return None
-    return head + ("+" if dirty else "")
+    """The checkout's commit (the library code a benchmark's "this" rows ran), short, ``+`` when
+    autogcl/ has uncommitted changes, or the ``AUTOGCL_COMMIT`` the caller sets, which comes first:
+    :func:`autogcl.protocols.paper.code_commit` (a GPU machine's copy of the working tree may
+    carry a stale git folder; on an H100 it named the session's first commit, 51e275d+); ``None``
+    when neither is there."""
+    from autogcl.protocols.paper import code_commit as library_commit
+
+    sha, dirty = library_commit(REPO)
+    if sha is None or os.environ.get("AUTOGCL_COMMIT", "").strip():
+        return sha
+    return sha[:7] + ("+" if dirty else "")
 
 
 def write(args, name: str, rows: list[dict], note: str = "", **extra) -> None:

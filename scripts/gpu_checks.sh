@@ -8,6 +8,9 @@
 #   AUTOGCL_COMMIT=<sha> bash scripts/gpu_checks.sh run
 #   bash scripts/gpu_window.sh unpack DIR   # here, DIR the files_at/win of the call; then copy
 #                                           # DIR/perf/*.json to docs/results/perf and run scripts/docs.py
+#   # a second call on the warm machine, if the device time left allows it:
+#   AUTOGCL_COMMIT=<sha> SUITE_S=240 bash scripts/gpu_checks.sh suite   # then copy
+#                                           # DIR/suite/*.json to docs/results/suite and run scripts/docs.py
 #
 # run, each step time-boxed, everything under $OUT (at most 8 files come back):
 #   1. `torchrun --nproc-per-node 1 ... --device cuda`: one pre-training epoch on NCCL; nccl.log
@@ -17,7 +20,8 @@
 #      of 200 steps each, medians), alone on the GPU;
 #   4. gpu_window.sh run with BUDGET = what is left of CALL_S (win/window.tar.gz, win/window.log).
 # Environment: OUT and AUTOGCL_COMMIT (required for run), CALL_S (the call's limit, default 570), PYTHON (python3),
-# CORPUS_LINES (molecules of the small corpus, default 20000), CHUNK (molecules of the featurised
+# SUITE_S (the suite stage's limit, default 240), SUITE_TESTS (its test paths; default the whole suite),
+# WORKERS (its xdist workers, default 12), CORPUS_LINES (molecules of the small corpus, default 20000), CHUNK (molecules of the featurised
 # chunk, default 10000), BASE (the baseline commit, default b434260), GPU_DIR (default .gpu), TAG
 # (the benchmark files' tag, default h100: name the card).
 set -uo pipefail
@@ -49,10 +53,32 @@ chunk = MoleculeCorpus(resolve_corpus("", root), max_molecules=n, chunk_size=n, 
 with open(chunk.path, "rb") as f, gzip.open(dst, "wb") as g:
     shutil.copyfileobj(f, g)
 PYEOF
-  WINDOW="$G/window" PYTHON="$PY" bash scripts/gpu_window.sh prepare || exit 1
+  # the small TU sets and MNIST, which the test suite reads (the suite stage)
+  WINDOW="$G/window" PYTHON="$PY" TU_SETS="${TU_SETS:-MUTAG PROTEINS NCI1}" bash scripts/gpu_window.sh prepare || exit 1
+  [ -d "$G/window/data/MNIST" ] || cp -r --no-preserve=mode "$SRC/MNIST" "$G/window/data/" || exit 1
   exit 0
 fi
-[ "$STAGE" = run ] || { echo "usage: gpu_checks.sh prepare|run" >&2; exit 2; }
+if [ "$STAGE" = suite ]; then
+  # a second call on the warm machine: the whole test suite on another machine's CPU (and GPU),
+  # recorded by scripts/suite_record.py with every failure and skip named (docs/reliability.md);
+  # stopped with SIGINT at SUITE_S seconds, when the record says "cut" and counts what ran
+  : "${OUT:?set OUT to the folder that receives the record}"
+  : "${AUTOGCL_COMMIT:?set AUTOGCL_COMMIT to the commit of the working tree the call carries}"
+  mkdir -p "$OUT"
+  export AUTOGCL_COMMIT PYTHONUNBUFFERED=1 AUTOGCL_TEST_DATA="$(cd "$G/window/data" && pwd)"
+  if ls "$G"/window/whl/*.whl > /dev/null 2>&1 && ! "$PY" -c 'import rdkit' 2> /dev/null; then
+    "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site "$G"/window/whl/*.whl
+  fi
+  export PYTHONPATH="$HERE:/tmp/site${PYTHONPATH:+:$PYTHONPATH}"
+  N=()
+  "$PY" -c 'import xdist' 2> /dev/null && N=(-n "${WORKERS:-12}")
+  OMP_NUM_THREADS=1 "$PY" scripts/suite_record.py --tag "${TAG:-h100}-suite" --out "$OUT/suite" \
+    --timeout-s "${SUITE_S:-240}" --note "a lent GPU machine, data: the carried .gpu/window/data (tests of data it lacks skip)" \
+    -- "${N[@]}" -p no:cacheprovider ${SUITE_TESTS:-} > "$OUT/suite.log" 2>&1
+  tail -3 "$OUT/suite.log"
+  exit 0
+fi
+[ "$STAGE" = run ] || { echo "usage: gpu_checks.sh prepare|run|suite" >&2; exit 2; }
 : "${OUT:?set OUT to the folder that receives the logs and files}"
 # the commit every published unit names: the device's copy may hold a stale git folder
 : "${AUTOGCL_COMMIT:?set AUTOGCL_COMMIT to the commit of the working tree the call carries}"

@@ -32,8 +32,9 @@ if [ "$STAGE" = prepare ]; then
   # carries), and RDKit as a wheel for the device's Python 3.12 (its image has none)
   SRC=${SOURCE_DATA:-../shared/data}
   mkdir -p "$WINDOW/data/TU" "$WINDOW/whl"
-  cp -r "$SRC/moleculenet" "$WINDOW/data/"
-  for d in ${TU_SETS:-}; do cp -r "$SRC/TU/$d" "$WINDOW/data/TU/"; done
+  # writable copies (the mirror is read-only), so that prepare can run again over them
+  cp -r --no-preserve=mode "$SRC/moleculenet" "$WINDOW/data/"
+  for d in ${TU_SETS:-}; do cp -r --no-preserve=mode "$SRC/TU/$d" "$WINDOW/data/TU/"; done
   if [ "${WHEELS:-1}" = 1 ] && ! ls "$WINDOW"/whl/rdkit-*.whl > /dev/null 2>&1; then
     "$PY" -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
       --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \

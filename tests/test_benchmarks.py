@@ -150,14 +150,14 @@ def test_every_engine_benchmark_file_names_the_code_commit_it_measured(tmp_path,
 
     engine = _script("engine")
     monkeypatch.delenv("AUTOGCL_COMMIT", raising=False)
-    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True)
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True)
     if head.returncode != 0:  # a source tree without git: nothing to name
         assert engine.code_commit() is None
         return
     args = argparse.Namespace(out=str(tmp_path), tag="t", device="cpu", threads=1)
     engine.write(args, "tu_memory", [{"peak_rss_mb": 1.0}], "a note")
     doc = json.loads((tmp_path / "tu_memory_t.json").read_text())
-    assert doc["commit"].rstrip("+") == head.stdout.strip()
+    assert doc["commit"].rstrip("+") == head.stdout.strip()[:7]  # short, as the tables show it
     assert doc["rows"] == [{"peak_rss_mb": 1.0}] and doc["note"] == "a note"
     # the caller's AUTOGCL_COMMIT comes first (a GPU machine's copy may hold a stale git folder)
     monkeypatch.setenv("AUTOGCL_COMMIT", "abc1234")

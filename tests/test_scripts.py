@@ -403,6 +403,7 @@ def test_gpu_checks_prepares_what_the_device_call_reads(data_root, tmp_path):
     code, a small corpus (the header and CORPUS_LINES molecules), a featurised chunk that the
     benchmark reads, and the window's data (gpu_window.sh prepare); run without OUT refuses."""
     import gzip
+    import json
     import os
     import subprocess
     import sys
@@ -419,6 +420,11 @@ def test_gpu_checks_prepares_what_the_device_call_reads(data_root, tmp_path):
         lines = f.read().splitlines()
     assert lines[0] == "SMILES" and len(lines) == 101
     assert (gpu / "window" / "data" / "moleculenet").is_dir()
+    for name in ("MUTAG", "PROTEINS", "NCI1"):  # what the suite stage's tests read
+        assert (gpu / "window" / "data" / "TU" / name / "raw").is_dir()
+    assert (gpu / "window" / "data" / "MNIST").is_dir()
+    again = subprocess.run(["bash", script, "prepare"], env=env, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stdout[-2000:] + again.stderr[-2000:]  # over its own copies
     from tests.test_benchmarks import _script
 
     chunk = _script("engine")._chunk({"chunk_file": str(gpu / "chunk10k.pt.gz")})
@@ -429,3 +435,72 @@ def test_gpu_checks_prepares_what_the_device_call_reads(data_root, tmp_path):
     refused = subprocess.run(["bash", script, "run"], env={**env, "OUT": str(tmp_path / "out")}, capture_output=True,
                              text=True, timeout=60)  # the units it publishes must name their commit
     assert refused.returncode != 0 and "set AUTOGCL_COMMIT" in refused.stderr
+    # the suite stage, on a few tests, reading the prepared data: its record comes back under OUT
+    suite = subprocess.run(["bash", script, "suite"], capture_output=True, text=True, timeout=300,
+                           env={**env, "OUT": str(tmp_path / "out"), "AUTOGCL_COMMIT": "abc123", "WORKERS": "1",
+                                "SUITE_TESTS": str(ROOT / "tests" / "data" / "test_mnist.py"), "TAG": "cpu"})
+    assert suite.returncode == 0, suite.stdout[-2000:] + suite.stderr[-2000:]
+    record = json.loads((tmp_path / "out" / "suite" / "cpu-suite.json").read_text())
+    assert record["passed"] > 0 and record["failed"] == record["errors"] == record["skipped"] == 0
+    assert record["commit"] == "abc123" and "cut" not in record
+
+
+def test_suite_record_counts_every_outcome_and_names_failures(tmp_path):
+    """scripts/suite_record.py runs pytest with a JUnit report and keeps, per outcome, the count,
+    and every failure, error and skip by test id with its message; the block of docs/reliability.md
+    shows the counts and names the failed tests."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    tests = tmp_path / "t"
+    tests.mkdir()
+    (tests / "test_mixed.py").write_text(
+        "import pytest\n"
+        "def test_ok():\n    assert 1 + 1 == 2\n"
+        "def test_bad():\n    assert 0.1 + 0.2 == 0.3, 'bits differ'\n"
+        "@pytest.fixture\ndef broken():\n    raise RuntimeError('no fixture')\n"
+        "def test_error(broken):\n    pass\n"
+        "def test_skip():\n    pytest.skip('no GPU here')\n"
+        "def test_env():\n    import os\n    assert os.environ['SUITE_PROBE'] == 'set'\n")
+    out = tmp_path / "records"
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "suite_record.py"), "--tag", "probe", "--out",
+                           str(out), "--env", "SUITE_PROBE=set", "--", str(tests), "-p", "no:cacheprovider"],
+                          capture_output=True, text=True, timeout=240, env={**os.environ, "AUTOGCL_COMMIT": "abc123"})
+    assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]  # pytest's exit status: tests failed
+    d = json.loads((out / "probe.json").read_text())
+    assert (d["passed"], d["failed"], d["errors"], d["skipped"]) == (2, 1, 1, 1)
+    assert d["env"] == {"SUITE_PROBE": "set"} and d["commit"] == "abc123" and d["exit_code"] == 1
+    assert {f["test"].split("::")[-1]: f["kind"] for f in d["failures"]} == {"test_bad": "failure", "test_error": "error"}
+    assert "bits differ" in next(f["message"] for f in d["failures"] if f["test"].endswith("test_bad"))
+    assert [s["reason"] for s in d["skips"]] == ["no GPU here"] and "cut" not in d
+    assert not list(out.glob(".*junit*"))  # the JUnit file is read, then removed
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from docsgen.tables import SUITE, suite_block
+
+    assert suite_block(tmp_path).startswith("not run")
+    (tmp_path / SUITE).mkdir(parents=True)
+    (tmp_path / SUITE / "probe.json").write_text(json.dumps(d))
+    block = suite_block(tmp_path)
+    assert "| 2 | 1 | 1 | 1 | 1 |" in block and "`SUITE_PROBE=set`" in block
+    assert "test_bad` (failure): " in block and "test_error` (error)" in block
+
+
+def test_suite_record_marks_a_stopped_run_as_cut(tmp_path):
+    """A suite stopped at its time limit (a bounded device call) is recorded as cut, with the
+    counts of the tests that ran, never as a pass."""
+    import json
+    import subprocess
+    import sys
+
+    tests = tmp_path / "t"
+    tests.mkdir()
+    (tests / "test_slow.py").write_text("import time\ndef test_a():\n    pass\ndef test_b():\n    time.sleep(60)\n")
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "suite_record.py"), "--tag", "cut", "--out",
+                           str(tmp_path / "r"), "--timeout-s", "8", "--", str(tests), "-p", "no:cacheprovider"],
+                          capture_output=True, text=True, timeout=120)
+    d = json.loads((tmp_path / "r" / "cut.json").read_text())
+    assert "SIGINT after 8 s" in d["cut"] and d["exit_code"] != 0 and done.returncode != 0
+    assert d.get("passed", 0) <= 1 and d.get("failed", 0) == 0

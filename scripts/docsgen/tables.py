@@ -198,6 +198,34 @@ def _paper_table(name: str, cells, head: tuple[str, str], unit: str, protocol: s
 REGRESSION_RECORDS = ("regression_logp.json", "regression_logp_tox21.json")
 
 
+SUITE = f"{RESULTS}/suite"
+
+
+def suite_block(root: Path) -> str:
+    """The recorded runs of the whole test suite away from its usual setting (``docs/results/suite/*.json``,
+    written by ``scripts/suite_record.py``): where each ran, under what, and what passed, failed
+    and skipped; a failed or erroring test is named."""
+    files = sorted((Path(root) / SUITE).glob("*.json"))
+    if not files:
+        return f"not run: no `{SUITE}/*.json` (python scripts/suite_record.py)"
+    rows, failures = [], []
+    for f in files:
+        d = json.loads(f.read_text(encoding="utf-8"))
+        m = d["machine"]
+        where = f"{m['cpu']}, {m['cores']} cores" + (f", {m['cuda']}" if m.get("cuda") else "")
+        env = ", ".join(f"`{k}={v}`" for k, v in d.get("env", {}).items()) or "-"
+        args = " ".join(d.get("pytest_args", [])) or "-"
+        counts = " | ".join(str(d.get(k, "-")) for k in ("passed", "failed", "errors", "skipped"))
+        cut = f" ({d['cut']})" if d.get("cut") else ""
+        rows.append(f"| `{f.name}` | {d['date']} | {where} | {m.get('aten_cpu_capability') or '-'} | {env} | "
+                    f"`{args}` | {counts} | {d['exit_code']}{cut} | `{str(d.get('commit'))[:12]}` |")
+        failures += [f"- `{f.name}`: `{x['test']}` ({x['kind']}): {x['message']}" for x in d.get("failures", [])]
+    head = ("| record | date | machine | ATen CPU capability | environment | pytest arguments | passed | failed | "
+            "errors | skipped | exit code | code commit |\n|---|---|---|---|---|---|---|---|---|---|---|---|")
+    tail = ["", "Failed or erroring tests:", *failures] if failures else ["", "No test failed or erred in these runs."]
+    return "\n".join([head, *rows, *tail])
+
+
 def regression_block(root: Path) -> str:
     """The molecule regression example's runs (``docs/results/regression_logp*.json``, written by
     ``scripts/regression_logp.py``), one table per record (:data:`REGRESSION_RECORDS`; the first
@@ -294,6 +322,7 @@ TABLES = (
           "OMP_NUM_THREADS=1 autogcl visualize views --data-root ../shared/data --seed S", "Figure (views on MNIST)"),
     Table("performance", "docs/performance.md", perf_block, (PERF,), "python benchmarks/engine.py", ""),
     Table("goals", "docs/performance.md", goals_block, (PERF,), "python benchmarks/engine.py", ""),
+    Table("suite", "docs/reliability.md", suite_block, (SUITE,), "python scripts/suite_record.py", ""),
     Table("queue", f"{RESULTS}/gpu_queue.md", queue_block, tuple(r for c in CELLS for r in c.runs),
           "autogcl reproduce --missing", "Tables 2-4"),
     Table("queue-goals", f"{RESULTS}/gpu_queue.md", goals_block, (PERF,), "python benchmarks/engine.py", ""),

@@ -370,3 +370,28 @@ def test_unit_provenance_when_the_commit_is_unknown_or_a_unit_was_run_again(tmp_
     paper.publish_units(FAKE, root)
     assert json.loads((units / "seed0" / "provenance.json").read_text())["commit"] == "ccc3333"
     assert not (units / "seed1" / "provenance.json").exists()  # the same result: left as it was
+
+
+def test_the_largest_transfer_sets_are_estimated_from_the_largest_set_measured_on_the_cpu():
+    """MUV and HIV have no committed run; their CPU estimate scales tox21's committed CPU
+    summary by the number of molecules (not bbbp's, 20-46 times smaller), while their GPU
+    estimate still reads the GPU runs of bbbp."""
+    import pytest
+
+    from autogcl.protocols.paper import MOLECULES, RESULTS, TRANSFER_CELLS, unit_seconds
+    from tests.conftest import REPO
+
+    for cell in TRANSFER_CELLS:
+        ds, pre = cell.label
+        tag = "mosesfullx1" if pre == "autogcl" else "no_pretrain"
+        tox21 = f"{RESULTS}/summaries/paper/transfer/{tag}/tox21"
+        cpu_proxies = [f for f, _ in cell.proxy if "/gpu/" not in f]
+        if ds in ("muv", "hiv"):
+            assert cpu_proxies[0] == tox21 and dict(cell.proxy)[tox21] == MOLECULES[ds] / MOLECULES["tox21"]
+            est = unit_seconds(cell, REPO, "cpu")
+            tox = json.loads((REPO / tox21 / "summary.json").read_text())
+            expect = (tox["train_time_s"] + tox.get("eval_time_s", 0.0)) * MOLECULES[ds] / MOLECULES["tox21"]
+            assert est[0] == pytest.approx(expect, rel=1e-9) and est[1].startswith(tox21)
+            assert "/gpu/" in unit_seconds(cell, REPO, "cuda")[1]
+        else:
+            assert tox21 not in cpu_proxies

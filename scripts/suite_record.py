@@ -1,0 +1,150 @@
+"""Run the test suite once and record what happened, to show that it passes away from the
+machine it was written on (docs/reliability.md, "The suite elsewhere").
+
+    python scripts/suite_record.py --tag cpu-default-isa --env ATEN_CPU_CAPABILITY=default \
+        --env MKL_ENABLE_INSTRUCTIONS=SSE4_2 -- -n 2
+    python scripts/suite_record.py --tag h100 -- -n 8        # on a lent GPU machine
+
+It runs ``python -m pytest -q -rs --junitxml=...`` with the given environment and extra pytest
+arguments, reads the JUnit file (every test case, with its outcome), and writes
+``docs/results/suite/<tag>.json``: the counts, every failed or erroring test by id with the first
+line of its message, every skip with its reason, the machine (CPU model, cores, the ATen CPU
+capability torch used), torch, the code commit, the environment it set and the pytest arguments.
+A run whose pytest was cut (no JUnit file) is recorded as such, never as a pass. Exit status: the
+pytest exit status.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import signal
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from autogcl.atomic import atomic_write_text  # noqa: E402
+from autogcl.protocols.paper import code_commit  # noqa: E402
+
+OUT = REPO / "docs" / "results" / "suite"
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _commit() -> str | None:
+    """The code's commit (``AUTOGCL_COMMIT`` first, as for published runs), ``+`` when autogcl/
+    has uncommitted changes."""
+    sha, dirty = code_commit(REPO)
+    return sha and sha + ("+" if dirty and not sha.endswith("+dirty") else "")
+
+
+def read_junit(path: Path) -> dict:
+    """Counts, failures and skips of a JUnit XML file written by pytest."""
+    root = ET.parse(path).getroot()
+    cases = root.iter("testcase")
+    out = {"passed": 0, "failed": 0, "errors": 0, "skipped": 0, "failures": [], "skips": []}
+    for case in cases:
+        if not case.get("name"):  # pytest's entry for a test stopped by SIGINT: it did not finish
+            continue
+        test = f"{case.get('classname', '')}::{case.get('name', '')}"
+        outcome = "passed"
+        for child in case:
+            if child.tag in ("failure", "error", "skipped"):
+                outcome = child.tag
+                message = (child.get("message") or child.text or "").strip().splitlines()
+                first = message[0][:300] if message else ""
+                if child.tag == "skipped":
+                    out["skips"].append({"test": test, "reason": first})
+                else:
+                    out["failures"].append({"test": test, "kind": child.tag, "message": first})
+                break
+        key = {"passed": "passed", "failure": "failed", "error": "errors", "skipped": "skipped"}[outcome]
+        out[key] += 1
+    return out
+
+
+def capability(env: dict) -> str | None:
+    probe = subprocess.run([sys.executable, "-c", "import torch; print(torch.backends.cpu.get_cpu_capability())"],
+                           env=env, capture_output=True, text=True)
+    return probe.stdout.strip() or None
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--tag", required=True, help="the record's name: docs/results/suite/TAG.json")
+    p.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
+                   help="an environment variable set for the run (repeatable)")
+    p.add_argument("--note", default="", help="free text kept in the record (where, under what load)")
+    p.add_argument("--out", type=Path, default=OUT, help="the folder of the records")
+    p.add_argument("--timeout-s", type=float, default=None,
+                   help="stop pytest with SIGINT after this many seconds (it then writes the tests so far)")
+    p.add_argument("pytest_args", nargs="*", help="after --: extra pytest arguments (-n 2, a test path)")
+    args = p.parse_args(argv)
+    env = dict(os.environ)
+    set_env = {}
+    for item in args.env:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            p.error(f"--env {item!r}: expected KEY=VALUE")
+        set_env[key] = value
+    env.update(set_env)
+    args.out.mkdir(parents=True, exist_ok=True)
+    junit = args.out / f".{args.tag}.junit.xml"
+    junit.unlink(missing_ok=True)
+    cmd = [sys.executable, "-m", "pytest", "-q", "-rs", f"--junitxml={junit}", *args.pytest_args]
+    start = time.time()
+    stopped = None
+    proc = subprocess.Popen(cmd, cwd=REPO, env=env)
+    try:
+        rc = proc.wait(timeout=args.timeout_s)
+    except (subprocess.TimeoutExpired, KeyboardInterrupt) as stop:  # a bounded call, or Ctrl-C: keep what finished
+        proc.send_signal(signal.SIGINT)
+        try:
+            rc = proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            rc = proc.wait()
+        after = f"after {args.timeout_s:g} s" if isinstance(stop, subprocess.TimeoutExpired) else "(interrupted)"
+        stopped = f"stopped by SIGINT {after}: the counts are of the tests that ran"
+    wall = time.time() - start
+    import torch
+
+    record = {
+        "tag": args.tag, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "commit": _commit(),
+        "machine": {"cpu": cpu_model(), "cores": os.cpu_count(), "platform": platform.platform(),
+                    "aten_cpu_capability": capability(env),
+                    "cuda": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None},
+        "python": platform.python_version(), "torch": torch.__version__, "env": set_env,
+        "pytest_args": args.pytest_args, "exit_code": rc, "wall_s": round(wall, 1), "note": args.note,
+    }
+    if junit.is_file():
+        record.update(read_junit(junit))
+        junit.unlink()
+    else:
+        stopped = stopped or "pytest wrote no JUnit file (stopped before its end)"
+    if stopped:
+        record["cut"] = stopped
+    path = args.out / f"{args.tag}.json"
+    atomic_write_text(path, json.dumps(record, indent=1) + "\n")
+    counts = {k: record.get(k) for k in ("passed", "failed", "errors", "skipped")}
+    print(f"suite_record: {path.relative_to(REPO) if path.is_relative_to(REPO) else path}: exit {rc}, {counts}")
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())
