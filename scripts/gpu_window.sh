@@ -15,8 +15,10 @@
 #
 # Environment: OUT (where the results go; required for run), BUDGET (seconds, default 500, autogcl.protocols.paper.GPU_WINDOW_S: with
 # the start, GRACE and the packing, it fits a 600-second call), GRACE (30), JOBS (8), DEVICE (cuda),
-# ONLY (cells whose "protocol / label" contains it; default "transfer / ": the cells with a GPU
-# estimate whose data travels), COMPUTE (gpu), UNIT_SECONDS (assumed unit time where no committed
+# ONLY (cells whose "protocol / label" contains one of its comma-separated texts; default
+# "transfer / ,semi / REDDIT-BINARY": the cells with a GPU estimate whose data travels; a semi
+# cell runs the next folds that fit, --fold-limit), TU_SETS (the TU sets prepare copies; default
+# REDDIT-BINARY), COMPUTE (gpu), UNIT_SECONDS (assumed unit time where no committed
 # run estimates it), DATA (data root; default .gpu/window/data), ROOT (the repository whose
 # docs/results receives the runs; default .), PYTHON (python3), AUTOGCL_COMMIT (the code's
 # commit: the device's copy has no git folder).
@@ -28,13 +30,13 @@ WINDOW=${WINDOW:-.gpu/window}
 PY=${PYTHON:-python3}
 
 if [ "$STAGE" = prepare ]; then
-  # the MoleculeNet files, DD and REDDIT-BINARY (COLLAB's raw files exceed the 64 MiB a call
-  # carries), and RDKit as a wheel for the device's Python 3.12 (its image has none)
+  # the MoleculeNet files, REDDIT-BINARY (COLLAB's raw files exceed the 64 MiB a call carries),
+  # and RDKit as a wheel for the device's Python 3.12 (its image has none)
   SRC=${SOURCE_DATA:-../shared/data}
   mkdir -p "$WINDOW/data/TU" "$WINDOW/whl"
   # writable copies (the mirror is read-only), so that prepare can run again over them
   cp -r --no-preserve=mode "$SRC/moleculenet" "$WINDOW/data/"
-  for d in ${TU_SETS:-}; do cp -r --no-preserve=mode "$SRC/TU/$d" "$WINDOW/data/TU/"; done
+  for d in ${TU_SETS-REDDIT-BINARY}; do cp -r --no-preserve=mode "$SRC/TU/$d" "$WINDOW/data/TU/"; done
   if [ "${WHEELS:-1}" = 1 ] && ! ls "$WINDOW"/whl/rdkit-*.whl > /dev/null 2>&1; then
     "$PY" -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
       --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
@@ -75,7 +77,7 @@ mkdir -p "$(dirname "$STAMP")"
 touch "$STAMP"
 sleep 1  # files published from here on are newer than the stamp
 args=(reproduce --missing --compute "${COMPUTE:-gpu}" --budget "${BUDGET:-500}" --grace "${GRACE:-30}"
-      --jobs "${JOBS:-8}" --data-root "$DATA" --device "$DEVICE" --root "$ROOT" --only "${ONLY-transfer / }")
+      --jobs "${JOBS:-8}" --data-root "$DATA" --device "$DEVICE" --root "$ROOT" --only "${ONLY-transfer / ,semi / REDDIT-BINARY}")
 [ -n "${UNIT_SECONDS:-}" ] && args+=(--unit-seconds "$UNIT_SECONDS")
 "$PY" -m autogcl "${args[@]}" 2>&1 | tee "$OUT/window.log"
 rc=${PIPESTATUS[0]}

@@ -65,7 +65,8 @@ class Cell:
     compute: str = "cpu"
     file: str = "summary.json"
     #: committed summaries of similar runs, with a factor, that estimate this cell's unit time
-    #: where its own folders hold none: ((folder, factor), ...)
+    #: where its own folders hold none: ((folder, factor), ...); a factor may be a pair of folders
+    #: (a, b): the ratio of their unit times on the CPU
     proxy: tuple = ()
 
     def found(self, root: Path) -> tuple[Path, dict] | None:
@@ -108,9 +109,16 @@ def _unsup_cell(ds: str, method: str) -> Cell:
 def _semi_cell(ds: str, row: str) -> Cell:
     big = ds in BIG_SEMI and not (ds == "DD" and row in ("labeled", "graphcl_cl"))
     dev = " --device cuda" if big else ""
+    # a fold of a big set, from its unsupervised AutoGCL runs (a seed: 30 epochs and the SVM; on
+    # a GPU, docs/results/gpu.md) times DD's ratio of this row's fold to that seed, both measured
+    # on the CPU
+    ratio = (f"{RESULTS}/summaries/semi/DD-{row}", f"{RESULTS}/summaries/unsupervised/DD-autogcl")
+    proxy = tuple((f"{RESULTS}/summaries/{where}unsupervised/{ds}-autogcl", ratio) for where in ("gpu/", "")
+                  ) if big and ds != "DD" else ()
     return Cell("semi", (ds, row), (f"{RESULTS}/summaries/semi/{ds}-{row}",), f"runs/tables/semi/{ds}-{row}",
                 f"autogcl semi --dataset {ds} --row {row} --seeds 1 --data-root {DATA} --out runs/tables/semi "
-                f"--resume{dev}", published.SEMI.get((row, ds)), seeds=10, compute="gpu" if big else "cpu")
+                f"--resume{dev}", published.SEMI.get((row, ds)), seeds=10, compute="gpu" if big else "cpu",
+                proxy=proxy)
 
 
 ENCODER = "pretrained/autogcl-moses-fullx1.pt"
@@ -268,6 +276,12 @@ def publish(cell: Cell, root: Path) -> Path | None:
     if not (src / cell.file).is_file():
         return None
     dst = Path(root) / cell.runs[0]
+    if cell.file == "summary.json" and (dst / cell.file).is_file():
+        # never replace a committed summary by one of fewer seeds or folds (a sweep folder that
+        # kept the summary of an earlier, shorter run)
+        new, old = (json.loads(f.read_text(encoding="utf-8")) for f in (src / cell.file, dst / cell.file))
+        if cell.count(new) < cell.count(old):
+            return None
     dst.mkdir(parents=True, exist_ok=True)
     shutil.copy2(src / cell.file, dst / cell.file)
     devices = set()
@@ -349,8 +363,15 @@ def _units_seconds(cell: Cell, root: Path, kind: str) -> tuple[float, str] | Non
 
 def _summary_seconds(folders, root: Path, kind: str) -> tuple[float, str] | None:
     """The per-unit time of the first summary among ``folders`` ((folder, factor) pairs) that ran
-    on ``kind``, times its factor."""
+    on ``kind``, times its factor (a pair of folders: the ratio of their per-unit times on the
+    CPU; the entry is skipped when either is missing)."""
     for folder, factor in folders:
+        ratio = ""
+        if isinstance(factor, tuple):
+            a, b = (_summary_seconds([(x, 1.0)], root, "cpu") for x in factor)
+            if not a or not b or not b[0]:
+                continue
+            factor, ratio = a[0] / b[0], f" ({Path(factor[0]).name} / {Path(factor[1]).name} on the CPU)"
         f = Path(root) / folder / "summary.json"
         if not f.is_file():
             continue
@@ -367,7 +388,7 @@ def _summary_seconds(folders, root: Path, kind: str) -> tuple[float, str] | None
             per_unit = float(s["train_time_s"]) + float(s.get("eval_time_s", 0.0))
         else:
             continue
-        return per_unit * factor, f"{folder}/summary.json" + (f" x {factor:.2g}" if factor != 1.0 else "")
+        return per_unit * factor, f"{folder}/summary.json" + (f" x {factor:.2g}{ratio}" if factor != 1.0 else "")
     return None
 
 
@@ -392,7 +413,8 @@ class ReproduceConfig(Config):
     compute: str = option("all", "only the cells that fit the 2-core CPU machine (cpu), only those queued for a "
                                  "GPU (gpu), or all", choices=("all", "cpu", "gpu"))
     only: str | None = option(None, "only the cells whose 'protocol / label' contains this text (e.g. "
-                                    "'transfer / tox21')", type=str, metavar="TEXT")
+                                    "'transfer / tox21'), or one of several texts separated by commas",
+                              type=str, metavar="TEXT")
     budget: float | None = option(None, "seconds for the whole run: only units whose estimated time fits what is "
                                         "left start, and running ones are stopped (SIGTERM: they checkpoint) at "
                                         "the budget; finished units and summaries are published either way",
@@ -414,9 +436,10 @@ class ReproduceConfig(Config):
 
 def select(cells, compute: str = "all", only: str | None = None) -> list[Cell]:
     """The manifest's cells on ``compute`` (``all``, ``cpu``, ``gpu``) whose ``protocol / label``
-    contains ``only``."""
+    contains ``only`` (or one of its comma-separated texts)."""
+    texts = [t for t in (only or "").split(",") if t.strip()]
     return [c for c in cells if compute in ("all", c.compute)
-            and (not only or only in " / ".join((c.protocol,) + tuple(c.label)))]
+            and (not texts or any(t in " / ".join((c.protocol,) + tuple(c.label)) for t in texts))]
 
 
 def _argv(command: str, data_root: str | None, extra: list[str], resume: bool) -> list[str]:
@@ -470,6 +493,22 @@ class Job:
     seconds: float | None
     source: str
     label: str
+    #: a semi command runs its folds in order, resumably: a job that does not fit whole may start
+    #: with only the next folds that fit (``--fold-limit done + m``); ``per_unit`` is one fold's
+    #: estimate, ``done`` the folds finished before it
+    per_unit: float | None = None
+    done: int = 0
+
+    def shortened(self, seconds_left: float, margin: float) -> "Job | None":
+        """This job cut to the folds that fit ``seconds_left`` (each estimated at ``per_unit`` x
+        ``margin``); None when it cannot be cut or not even one fold fits."""
+        if self.per_unit is None or self.units <= 1:
+            return None
+        m = min(int(seconds_left // (self.per_unit * margin)), self.units - 1)
+        if m < 1:
+            return None
+        return Job(self.cells, _with(self.argv, fold_limit=self.done + m), m, self.per_unit * m, self.source,
+                   f"{self.label.rsplit(' (', 1)[0]} ({m} of {self.units} units: --fold-limit {self.done + m})")
 
 
 def plan(cells, root: Path, *, data_root: str | None = None, extra: list[str] | None = None,
@@ -503,9 +542,12 @@ def plan(cells, root: Path, *, data_root: str | None = None, extra: list[str] | 
                     jobs.append(Job(group, _with(argv, first_seed=s, seeds=1), 1, seconds, source, f"{name} seed {s}"))
             continue
         want = max(c.seeds or 1 for c in group)
-        left = max(want - len(finished_units(root / first.out)), 1)
+        done = len(finished_units(root / first.out))
+        left = max(want - done, 1)
         total = None if seconds is None else seconds * left
-        jobs.append(Job(group, argv, left, total, source, f"{name} ({left} units)"))
+        folds = len(group) == 1 and argv[0] == "semi" and "--fold-limit" not in argv  # cut by --fold-limit
+        jobs.append(Job(group, argv, left, total, source, f"{name} ({left} units)",
+                        per_unit=seconds if folds else None, done=done if folds else 0))
     rank = {id(c): (0 if c.status(root) == "missing" else 1) for c in cells}
     return sorted(jobs, key=lambda j: (rank.get(id(j.cells[0]), 1), float("inf") if j.seconds is None else j.seconds))
 
@@ -580,15 +622,20 @@ def run_budget(cells, root: Path, budget: float, *, data_root: str | None = None
         for j in list(queue):
             if len(running) >= jobs:
                 break
-            if j.seconds is None or now + j.seconds * margin > deadline:
+            if j.seconds is None:
+                continue
+            run = j if now + j.seconds * margin <= deadline else j.shortened(deadline - now, margin)
+            if run is None:
                 continue
             if any(c.out == r.cells[0].out for r in running.values() for c in j.cells):
                 continue  # one process per sweep folder (its lock): the next seed waits for this one
             queue.remove(j)
             n += 1
-            running[spawn(j.argv, root, logs / f"{n:03d}.log")] = j
-            echo(f"reproduce: start {j.label}: autogcl {' '.join(j.argv)}")
-        if not running and not any(j.seconds is not None and now + j.seconds * margin <= deadline for j in queue):
+            running[spawn(run.argv, root, logs / f"{n:03d}.log")] = run
+            echo(f"reproduce: start {run.label}: autogcl {' '.join(run.argv)}")
+        if not running and not any(j.seconds is not None and (now + j.seconds * margin <= deadline
+                                                              or j.shortened(deadline - now, margin))
+                                   for j in queue):
             break  # nothing running and nothing left that fits
         for proc, j in list(running.items()):
             rc = proc.poll()
@@ -615,8 +662,9 @@ def run_budget(cells, root: Path, budget: float, *, data_root: str | None = None
              + ("" if rc == 0 else "; its checkpoint stays for the next call"))
     counts["not_started"] = len(queue)
     for j in queue:
+        one = j.per_unit if j.per_unit is not None else j.seconds
         why = ("no estimate (give --unit-seconds)" if j.seconds is None else
-               f"~{j.seconds:.0f} s (x {margin:g}) does not fit the budget" if j.seconds * margin > budget else
+               f"~{one:.0f} s (x {margin:g}) does not fit the budget" if one * margin > budget else
                f"~{j.seconds:.0f} s no longer fitted when a slot was free")
         echo(f"reproduce: not started: {j.label}: {why}")
     published = []

@@ -213,21 +213,6 @@ def test_seeds_of_one_sweep_folder_never_run_at_once(tmp_path, monkeypatch):
     assert events == ["start0", "done0", "start1", "done1", "start2", "done2"], lines
 
 
-def test_cpu_estimates_scale_the_cpu_size_study_not_the_gpu_runs():
-    """The queue's CPU column (why MUV and HIV wait for a GPU): a cell no CPU run has touched
-    reads the size study's CPU bbbp summary, scaled by the number of molecules; the GPU column
-    reads the GPU runs."""
-    from autogcl.protocols.paper import MOLECULES, TRANSFER_CELLS, unit_seconds
-    from tests.conftest import REPO
-
-    muv = next(c for c in TRANSFER_CELLS if c.label == ("muv", "none"))
-    cpu, gpu = unit_seconds(muv, REPO, "cpu"), unit_seconds(muv, REPO, "cuda")
-    assert "summaries/sizes/transfer/no_pretrain/bbbp" in cpu[1] and "summaries/gpu/transfer" in gpu[1]
-    bbbp = json.loads((REPO / "docs/results/summaries/sizes/transfer/no_pretrain/bbbp/summary.json").read_text())
-    want = (bbbp["train_time_s"] + bbbp.get("eval_time_s", 0.0)) * MOLECULES["muv"] / MOLECULES["bbbp"]
-    assert abs(cpu[0] - want) < 1e-6 * want and cpu[0] > gpu[0]
-
-
 def test_estimates_read_a_cells_committed_units_before_its_summary_exists(tmp_path):
     """A cell whose first units finished (committed as units, no summary yet) is estimated from
     the mean time of those units on the device asked for; units of the other device don't count,
@@ -373,9 +358,9 @@ def test_unit_provenance_when_the_commit_is_unknown_or_a_unit_was_run_again(tmp_
 
 
 def test_the_largest_transfer_sets_are_estimated_from_the_largest_set_measured_on_the_cpu():
-    """MUV and HIV have no committed run; their CPU estimate scales tox21's committed CPU
-    summary by the number of molecules (not bbbp's, 20-46 times smaller), while their GPU
-    estimate still reads the GPU runs of bbbp."""
+    """The queue's CPU column (why MUV and HIV wait for a GPU): MUV and HIV have no committed run;
+    their CPU estimate scales tox21's committed CPU summary by the number of molecules (not
+    bbbp's, 20-46 times smaller), while their GPU estimate still reads the GPU runs of bbbp."""
     import pytest
 
     from autogcl.protocols.paper import MOLECULES, RESULTS, TRANSFER_CELLS, unit_seconds
@@ -392,6 +377,106 @@ def test_the_largest_transfer_sets_are_estimated_from_the_largest_set_measured_o
             tox = json.loads((REPO / tox21 / "summary.json").read_text())
             expect = (tox["train_time_s"] + tox.get("eval_time_s", 0.0)) * MOLECULES[ds] / MOLECULES["tox21"]
             assert est[0] == pytest.approx(expect, rel=1e-9) and est[1].startswith(tox21)
-            assert "/gpu/" in unit_seconds(cell, REPO, "cuda")[1]
+            gpu = unit_seconds(cell, REPO, "cuda")
+            assert "/gpu/" in gpu[1] and est[0] > gpu[0]
         else:
             assert tox21 not in cpu_proxies
+
+
+#: a stand-in for `autogcl semi`: folds in order (each FOLD_S seconds), resumable, --fold-limit k
+#: runs the first k; a finished command writes the summary of the folds it covers
+FAKE_SEMI_SCRIPT = r'''
+import json, os, signal, sys, time
+from pathlib import Path
+signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+argv = sys.argv[1:]
+opt = lambda name, d=None: argv[argv.index(name) + 1] if name in argv else d
+out = Path(opt("--out")) / "FAKE-joint"
+k = int(opt("--fold-limit", 10))
+for fold in range(k):
+    unit = out / "seed0" / f"fold{fold}"
+    if (unit / "result.json").is_file():
+        continue
+    time.sleep(float(os.environ.get("FOLD_S", 0.3)))
+    unit.mkdir(parents=True, exist_ok=True)
+    (unit / "result.json").write_text(json.dumps({"fold": fold, "acc": 0.7, "runtime": {"device": "cpu"}}))
+vals = {"mean": 70.0, "std": 0.0, "values": [70.0] * k}
+(out / "summary.json").write_text(json.dumps({
+    "protocol": "semi", "dataset": "FAKE", "row": "joint", "tag": "FAKE-joint", "n_seeds": 1, "n_folds": k,
+    "config": {}, "val": vals, "test_max": vals, "time_per_fold_s": 0.3}))
+'''
+
+FAKE_SEMI = Cell("semi", ("FAKE", "joint"), ("docs/results/summaries/fakesemi/FAKE-joint",), "runs/fakesemi/FAKE-joint",
+                 "autogcl semi --dataset FAKE --row joint --seeds 1 --out runs/fakesemi --resume", seeds=10)
+
+
+def test_a_semi_cell_too_long_for_the_budget_runs_the_folds_that_fit(tmp_path, monkeypatch):
+    """A semi command is one job of the folds it lacks; when they do not all fit, the window starts
+    it with --fold-limit for the next folds that fit (estimate x margin each), publishes the
+    summary of the folds done, and the next window continues from there. A committed summary is
+    never replaced by one of fewer folds."""
+    from autogcl.protocols.paper import publish
+
+    script = tmp_path / "fake_semi.py"
+    script.write_text(FAKE_SEMI_SCRIPT)
+    monkeypatch.setenv("AUTOGCL_COMMIT", "abc1234")
+    monkeypatch.setenv("FOLD_S", "0.2")
+    root = tmp_path / "repo"
+    root.mkdir()
+    (job,) = plan([FAKE_SEMI], root, unit_default=1.0)
+    assert (job.units, job.seconds, job.per_unit, job.done) == (10, 10.0, 1.0, 0)
+    assert job.shortened(2.5, 1.0).argv[-2:] == ["--fold-limit", "2"] and job.shortened(0.9, 1.0) is None
+    lines = []
+    res = run_budget([FAKE_SEMI], root, 3.5, unit_default=1.0, margin=1.2, grace=5, spawn=fake_spawn(script),
+                     echo=lines.append)  # 10 folds of 1 s x 1.2 do not fit 3.5 s; 2 folds do (2.4 s)
+    started = [line for line in lines if line.startswith("reproduce: start ")]
+    assert len(started) == 1 and "--fold-limit 2" in started[0] and "(2 of 10 units" in started[0], lines
+    assert (res["finished"], res["stopped"], res["published"]) == (1, 0, [FAKE_SEMI])
+    summary = json.loads((root / FAKE_SEMI.runs[0] / "summary.json").read_text())
+    assert summary["n_folds"] == 2 and FAKE_SEMI.status(root) == "partial"
+    assert len(list((root / "docs/results/units/fakesemi/FAKE-joint/seed0").iterdir())) == 2
+    # the next window continues at fold 2
+    (job,) = plan([FAKE_SEMI], root, unit_default=1.0)
+    assert (job.units, job.done) == (8, 2) and job.shortened(3.5 * job.per_unit, 1.0).argv[-1] == "5"
+    # a sweep folder holding an older, shorter summary does not shadow the committed one
+    short = root / FAKE_SEMI.out / "summary.json"
+    short.write_text(json.dumps({**summary, "n_folds": 1}))
+    assert publish(FAKE_SEMI, root) is None
+    assert json.loads((root / FAKE_SEMI.runs[0] / "summary.json").read_text())["n_folds"] == 2
+
+
+def test_only_takes_several_texts():
+    from autogcl.protocols.paper import CELLS, select
+
+    both = select(CELLS, "gpu", "transfer / hiv,semi / REDDIT-BINARY")
+    assert {c.label for c in both} == {("hiv", "none"), ("hiv", "autogcl"), *(("REDDIT-BINARY", r) for r in
+                                                                             ("labeled", "graphcl_cl", "naive", "joint"))}
+    assert select(CELLS, "all", "transfer / hiv") == [c for c in both if c.protocol == "transfer"]
+
+
+def test_big_semi_folds_are_estimated_from_the_sets_autogcl_runs_and_dds_row_ratio():
+    """A REDDIT-BINARY or COLLAB semi fold has no committed run of its own: its estimate is the
+    set's unsupervised AutoGCL seed (GPU runs for cuda, CPU runs for cpu) times DD's ratio of that
+    row's fold to an AutoGCL seed, both on the CPU; COLLAB has no GPU run, so no GPU estimate
+    (and a window never starts it)."""
+    from autogcl.protocols.paper import RESULTS, SEMI_CELLS, unit_seconds
+    from tests.conftest import REPO
+
+    def per_unit(folder):
+        s = json.loads((REPO / folder / "summary.json").read_text())
+        return s["time_per_fold_s"] if "time_per_fold_s" in s else s["train_time_s"] + s.get("eval_time_s", 0.0)
+
+    for cell in SEMI_CELLS:
+        ds, row = cell.label
+        if ds not in ("REDDIT-BINARY", "COLLAB") or cell.found(REPO):
+            continue
+        ratio = per_unit(f"{RESULTS}/summaries/semi/DD-{row}") / per_unit(f"{RESULTS}/summaries/unsupervised/DD-autogcl")
+        cpu = unit_seconds(cell, REPO, "cpu")
+        want = per_unit(f"{RESULTS}/summaries/unsupervised/{ds}-autogcl") * ratio
+        assert abs(cpu[0] - want) < 1e-9 * want and f"DD-{row} / DD-autogcl on the CPU" in cpu[1]
+        gpu = unit_seconds(cell, REPO, "cuda")
+        if ds == "COLLAB":
+            assert gpu is None
+        else:
+            want = per_unit(f"{RESULTS}/summaries/gpu/unsupervised/{ds}-autogcl") * ratio
+            assert abs(gpu[0] - want) < 1e-9 * want and gpu[0] < cpu[0]
