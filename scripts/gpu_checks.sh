@@ -20,7 +20,8 @@
 #      of 200 steps each, medians), alone on the GPU;
 #   4. gpu_window.sh run with BUDGET = what is left of CALL_S (win/window.tar.gz, win/window.log).
 # Environment: OUT and AUTOGCL_COMMIT (required for run), CALL_S (the call's limit, default 570), PYTHON (python3),
-# SUITE_S (the suite stage's limit, default 240), SUITE_TESTS (its test paths; default the whole suite),
+# TU_SETS (the TU sets prepare carries; default MUTAG PROTEINS NCI1 REDDIT-BINARY: the suite's and
+# the window's), SUITE_S (the suite stage's limit, default 240), SUITE_TESTS (its test paths; default the whole suite),
 # WORKERS (its xdist workers, default 12), CORPUS_LINES (molecules of the small corpus, default 20000), CHUNK (molecules of the featurised
 # chunk, default 10000), BASE (the baseline commit, default b434260), GPU_DIR (default .gpu), TAG
 # (the benchmark files' tag, default h100: name the card).
@@ -54,7 +55,7 @@ with open(chunk.path, "rb") as f, gzip.open(dst, "wb") as g:
     shutil.copyfileobj(f, g)
 PYEOF
   # the small TU sets and MNIST, which the test suite reads (the suite stage), and the window's REDDIT-BINARY
-  WINDOW="$G/window" PYTHON="$PY" TU_SETS="${TU_SETS:-MUTAG PROTEINS NCI1 REDDIT-BINARY}" bash scripts/gpu_window.sh prepare || exit 1
+  WINDOW="$G/window" PYTHON="$PY" TU_SETS="${TU_SETS-MUTAG PROTEINS NCI1 REDDIT-BINARY}" bash scripts/gpu_window.sh prepare || exit 1
   [ -d "$G/window/data/MNIST" ] || cp -r --no-preserve=mode "$SRC/MNIST" "$G/window/data/" || exit 1
   exit 0
 fi
@@ -65,6 +66,7 @@ if [ "$STAGE" = suite ]; then
   : "${OUT:?set OUT to the folder that receives the record}"
   : "${AUTOGCL_COMMIT:?set AUTOGCL_COMMIT to the commit of the working tree the call carries}"
   mkdir -p "$OUT"
+  [ -d "$G/window/data/TU/MUTAG" ] || { echo "gpu_checks: no $G/window/data/TU/MUTAG: run prepare here and carry $G" >&2; exit 1; }
   export AUTOGCL_COMMIT PYTHONUNBUFFERED=1 AUTOGCL_TEST_DATA="$(cd "$G/window/data" && pwd)"
   if ls "$G"/window/whl/*.whl > /dev/null 2>&1 && ! "$PY" -c 'import rdkit' 2> /dev/null; then
     "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site "$G"/window/whl/*.whl
@@ -74,9 +76,10 @@ if [ "$STAGE" = suite ]; then
   "$PY" -c 'import xdist' 2> /dev/null && N=(-n "${WORKERS:-12}")
   OMP_NUM_THREADS=1 "$PY" scripts/suite_record.py --tag "${TAG:-h100}-suite" --out "$OUT/suite" \
     --timeout-s "${SUITE_S:-240}" --note "a lent GPU machine, data: the carried .gpu/window/data (tests of data it lacks skip)" \
-    -- "${N[@]}" -p no:cacheprovider ${SUITE_TESTS:-} > "$OUT/suite.log" 2>&1
+    -- ${N[@]+"${N[@]}"} -p no:cacheprovider ${SUITE_TESTS:-} > "$OUT/suite.log" 2>&1
+  rc=$?
   tail -3 "$OUT/suite.log"
-  exit 0
+  exit $rc  # pytest's exit status (the record is written either way)
 fi
 [ "$STAGE" = run ] || { echo "usage: gpu_checks.sh prepare|run|suite" >&2; exit 2; }
 : "${OUT:?set OUT to the folder that receives the logs and files}"

@@ -16,7 +16,8 @@
 # Environment: OUT (where the results go; required for run), BUDGET (seconds, default 500, autogcl.protocols.paper.GPU_WINDOW_S: with
 # the start, GRACE and the packing, it fits a 600-second call), GRACE (30), JOBS (8), DEVICE (cuda),
 # ONLY (cells whose "protocol / label" contains one of its comma-separated texts; default
-# "transfer / ,semi / REDDIT-BINARY": the cells with a GPU estimate whose data travels; a semi
+# "transfer / ,semi / REDDIT-BINARY" (the latter when its data was carried): the cells with a GPU
+# estimate whose data travels; a semi
 # cell runs the next folds that fit, --fold-limit), TU_SETS (the TU sets prepare copies; default
 # REDDIT-BINARY), COMPUTE (gpu), UNIT_SECONDS (assumed unit time where no committed
 # run estimates it), DATA (data root; default .gpu/window/data), ROOT (the repository whose
@@ -72,12 +73,15 @@ if [ "$DEVICE" != cpu ] && command -v nvidia-cuda-mps-control > /dev/null \
     && ! pgrep -f nvidia-cuda-mps-control > /dev/null; then
   nvidia-cuda-mps-control -d && echo "CUDA MPS daemon started"  # kernels of several units side by side
 fi
+# the transfer cells, and the REDDIT-BINARY semi rows when their data was carried (TU_SETS)
+DEFAULT_ONLY="transfer / "
+[ -d "$DATA/TU/REDDIT-BINARY" ] && DEFAULT_ONLY="transfer / ,semi / REDDIT-BINARY"
 STAMP="$ROOT/runs/reproduce/.window-start"
 mkdir -p "$(dirname "$STAMP")"
 touch "$STAMP"
 sleep 1  # files published from here on are newer than the stamp
 args=(reproduce --missing --compute "${COMPUTE:-gpu}" --budget "${BUDGET:-500}" --grace "${GRACE:-30}"
-      --jobs "${JOBS:-8}" --data-root "$DATA" --device "$DEVICE" --root "$ROOT" --only "${ONLY-transfer / ,semi / REDDIT-BINARY}")
+      --jobs "${JOBS:-8}" --data-root "$DATA" --device "$DEVICE" --root "$ROOT" --only "${ONLY-$DEFAULT_ONLY}")
 [ -n "${UNIT_SECONDS:-}" ] && args+=(--unit-seconds "$UNIT_SECONDS")
 "$PY" -m autogcl "${args[@]}" 2>&1 | tee "$OUT/window.log"
 rc=${PIPESTATUS[0]}

@@ -48,13 +48,27 @@ def cpu_model() -> str:
 
 def _commit() -> str | None:
     """The code's commit (``AUTOGCL_COMMIT`` first, as for published runs), ``+`` when autogcl/
-    has uncommitted changes."""
+    or tests/ have uncommitted changes."""
     sha, dirty = code_commit(REPO)
+    if sha and not os.environ.get("AUTOGCL_COMMIT", "").strip():
+        tests = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", "tests"], cwd=REPO,
+                               capture_output=True, text=True)
+        dirty = dirty or bool(tests.stdout.strip())
     return sha and sha + ("+" if dirty and not sha.endswith("+dirty") else "")
 
 
+def _signal_group(proc: subprocess.Popen, sig: int) -> None:
+    try:
+        os.killpg(proc.pid, sig)
+    except ProcessLookupError:
+        pass
+
+
 def read_junit(path: Path) -> dict:
-    """Counts, failures and skips of a JUnit XML file written by pytest."""
+    """Counts, failures and skips of a JUnit XML file written by pytest: a test case counts once,
+    by its first failure, error or skip (a test that fails and then errs in teardown is a
+    failure; an xfail is a skip, as pytest writes it); a case without a name (a test stopped
+    by SIGINT) does not count."""
     root = ET.parse(path).getroot()
     cases = root.iter("testcase")
     out = {"passed": 0, "failed": 0, "errors": 0, "skipped": 0, "failures": [], "skips": []}
@@ -109,18 +123,19 @@ def main(argv=None) -> int:
     cmd = [sys.executable, "-m", "pytest", "-q", "-rs", f"--junitxml={junit}", *args.pytest_args]
     start = time.time()
     stopped = None
-    proc = subprocess.Popen(cmd, cwd=REPO, env=env)
+    # its own session, so that a stop reaches pytest and its xdist workers once, from here
+    proc = subprocess.Popen(cmd, cwd=REPO, env=env, start_new_session=True)
     try:
         rc = proc.wait(timeout=args.timeout_s)
     except (subprocess.TimeoutExpired, KeyboardInterrupt) as stop:  # a bounded call, or Ctrl-C: keep what finished
-        proc.send_signal(signal.SIGINT)
-        try:
-            rc = proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            rc = proc.wait()
         after = f"after {args.timeout_s:g} s" if isinstance(stop, subprocess.TimeoutExpired) else "(interrupted)"
         stopped = f"stopped by SIGINT {after}: the counts are of the tests that ran"
+        _signal_group(proc, signal.SIGINT)  # pytest writes its JUnit report of the tests so far
+        try:
+            rc = proc.wait(timeout=60)
+        except (subprocess.TimeoutExpired, KeyboardInterrupt):
+            _signal_group(proc, signal.SIGKILL)
+            rc = proc.wait()
     wall = time.time() - start
     import torch
 
@@ -133,7 +148,10 @@ def main(argv=None) -> int:
         "pytest_args": args.pytest_args, "exit_code": rc, "wall_s": round(wall, 1), "note": args.note,
     }
     if junit.is_file():
-        record.update(read_junit(junit))
+        try:
+            record.update(read_junit(junit))
+        except ET.ParseError as exc:  # killed while writing it
+            stopped = stopped or f"pytest's JUnit file is damaged ({exc})"
         junit.unlink()
     else:
         stopped = stopped or "pytest wrote no JUnit file (stopped before its end)"

@@ -18,6 +18,7 @@ from __future__ import annotations
 from ..choices import AUG_NODE_DROP
 import filecmp
 import json
+import math
 import os
 import shutil
 import signal
@@ -66,7 +67,8 @@ class Cell:
     file: str = "summary.json"
     #: committed summaries of similar runs, with a factor, that estimate this cell's unit time
     #: where its own folders hold none: ((folder, factor), ...); a factor may be a pair of folders
-    #: (a, b): the ratio of their unit times on the CPU
+    #: (a, b): the ratio of their unit times on the CPU; a third element "train": training times
+    #: alone (of the folder and of b)
     proxy: tuple = ()
 
     def found(self, root: Path) -> tuple[Path, dict] | None:
@@ -109,12 +111,12 @@ def _unsup_cell(ds: str, method: str) -> Cell:
 def _semi_cell(ds: str, row: str) -> Cell:
     big = ds in BIG_SEMI and not (ds == "DD" and row in ("labeled", "graphcl_cl"))
     dev = " --device cuda" if big else ""
-    # a fold of a big set, from its unsupervised AutoGCL runs (a seed: 30 epochs and the SVM; on
-    # a GPU, docs/results/gpu.md) times DD's ratio of this row's fold to that seed, both measured
-    # on the CPU
+    # a fold of a big set, from its unsupervised AutoGCL runs (a seed's 30 epochs, without the SVM,
+    # which ran on the CPU even in the GPU runs of docs/results/gpu.md) times DD's ratio of this
+    # row's fold to such a seed, both measured on the CPU
     ratio = (f"{RESULTS}/summaries/semi/DD-{row}", f"{RESULTS}/summaries/unsupervised/DD-autogcl")
-    proxy = tuple((f"{RESULTS}/summaries/{where}unsupervised/{ds}-autogcl", ratio) for where in ("gpu/", "")
-                  ) if big and ds != "DD" else ()
+    proxy = tuple((f"{RESULTS}/summaries/{where}unsupervised/{ds}-autogcl", ratio, "train")
+                  for where in ("gpu/", "")) if big and ds != "DD" else ()
     return Cell("semi", (ds, row), (f"{RESULTS}/summaries/semi/{ds}-{row}",), f"runs/tables/semi/{ds}-{row}",
                 f"autogcl semi --dataset {ds} --row {row} --seeds 1 --data-root {DATA} --out runs/tables/semi "
                 f"--resume{dev}", published.SEMI.get((row, ds)), seeds=10, compute="gpu" if big else "cpu",
@@ -138,9 +140,9 @@ def _transfer_cell(ds: str, pre: str) -> Cell:
     scale = MOLECULES[ds] / MOLECULES["bbbp"]
     proxy = tuple((f"{RESULTS}/summaries/gpu/transfer/{t}/bbbp", scale) for t in ("no_pretrain", "moses200k"))
     if MOLECULES[ds] > MOLECULES["toxcast"]:
-        # the largest sets from the largest set measured on the CPU (tox21, 1 seed): bbbp's 2,039
-        # molecules scaled 20-46 times under-estimate them several times over (HIV's first epochs
-        # on the 2-core machine, 2026-11-26)
+        # the largest sets from tox21's CPU run (1 seed; its 12 tasks are nearer MUV's 17 and HIV's 1
+        # than toxcast's 617): bbbp's 2,039 molecules scaled 20-46 times under-estimate them several
+        # times over (HIV's first epochs on the 2-core machine, 2026-11-26)
         proxy += ((f"{RESULTS}/summaries/paper/transfer/{tag}/tox21", MOLECULES[ds] / MOLECULES["tox21"]),)
     proxy += tuple((f"{RESULTS}/summaries/sizes/transfer/{t}/bbbp", scale) for t in (tag, "no_pretrain"))
     return Cell("transfer", (ds, pre), tuple(runs), f"runs/paper/transfer/{tag}/{ds}",
@@ -279,8 +281,11 @@ def publish(cell: Cell, root: Path) -> Path | None:
     if cell.file == "summary.json" and (dst / cell.file).is_file():
         # never replace a committed summary by one of fewer seeds or folds (a sweep folder that
         # kept the summary of an earlier, shorter run)
-        new, old = (json.loads(f.read_text(encoding="utf-8")) for f in (src / cell.file, dst / cell.file))
-        if cell.count(new) < cell.count(old):
+        try:
+            old = json.loads((dst / cell.file).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            old = {}  # an unreadable committed summary is replaced
+        if cell.count(json.loads((src / cell.file).read_text(encoding="utf-8"))) < cell.count(old):
             return None
     dst.mkdir(parents=True, exist_ok=True)
     shutil.copy2(src / cell.file, dst / cell.file)
@@ -362,13 +367,17 @@ def _units_seconds(cell: Cell, root: Path, kind: str) -> tuple[float, str] | Non
 
 
 def _summary_seconds(folders, root: Path, kind: str) -> tuple[float, str] | None:
-    """The per-unit time of the first summary among ``folders`` ((folder, factor) pairs) that ran
-    on ``kind``, times its factor (a pair of folders: the ratio of their per-unit times on the
-    CPU; the entry is skipped when either is missing)."""
-    for folder, factor in folders:
+    """The per-unit time of the first summary among ``folders`` ((folder, factor) pairs, or
+    (folder, factor, "train") for the training time alone) that ran on ``kind``, times its factor
+    (a pair of folders: the ratio of their per-unit times on the CPU, the second one's training
+    time alone with "train"; the entry is skipped when either is missing)."""
+    for entry in folders:
+        folder, factor = entry[:2]
+        train = entry[2:] == ("train",)  # training time only (an unsupervised seed without its SVM)
         ratio = ""
         if isinstance(factor, tuple):
-            a, b = (_summary_seconds([(x, 1.0)], root, "cpu") for x in factor)
+            a = _summary_seconds([(factor[0], 1.0)], root, "cpu")
+            b = _summary_seconds([(factor[1], 1.0) + entry[2:]], root, "cpu")
             if not a or not b or not b[0]:
                 continue
             factor, ratio = a[0] / b[0], f" ({Path(factor[0]).name} / {Path(factor[1]).name} on the CPU)"
@@ -385,10 +394,11 @@ def _summary_seconds(folders, root: Path, kind: str) -> tuple[float, str] | None
         if "time_per_fold_s" in s:  # semi: a unit is a fold
             per_unit = float(s["time_per_fold_s"])
         elif "train_time_s" in s:  # unsupervised, transfer: means over seeds
-            per_unit = float(s["train_time_s"]) + float(s.get("eval_time_s", 0.0))
+            per_unit = float(s["train_time_s"]) + (0.0 if train else float(s.get("eval_time_s", 0.0)))
         else:
             continue
-        return per_unit * factor, f"{folder}/summary.json" + (f" x {factor:.2g}{ratio}" if factor != 1.0 else "")
+        what = f"{folder}/summary.json" + (" (training time)" if train else "")
+        return per_unit * factor, what + (f" x {factor:.2g}{ratio}" if factor != 1.0 else "")
     return None
 
 
@@ -437,7 +447,7 @@ class ReproduceConfig(Config):
 def select(cells, compute: str = "all", only: str | None = None) -> list[Cell]:
     """The manifest's cells on ``compute`` (``all``, ``cpu``, ``gpu``) whose ``protocol / label``
     contains ``only`` (or one of its comma-separated texts)."""
-    texts = [t for t in (only or "").split(",") if t.strip()]
+    texts = [t.strip() for t in (only or "").split(",") if t.strip()]
     return [c for c in cells if compute in ("all", c.compute)
             and (not texts or any(t in " / ".join((c.protocol,) + tuple(c.label)) for t in texts))]
 
@@ -495,20 +505,44 @@ class Job:
     label: str
     #: a semi command runs its folds in order, resumably: a job that does not fit whole may start
     #: with only the next folds that fit (``--fold-limit done + m``); ``per_unit`` is one fold's
-    #: estimate, ``done`` the folds finished before it
+    #: estimate, ``done`` the folds 0..done-1 finished before it, ``floor`` the folds of the
+    #: splits its sweep folder saved (a limit below them is refused by the semi command)
     per_unit: float | None = None
     done: int = 0
+    floor: int = 0
+    #: what is left of the job after a shortened run of it (:meth:`shortened`)
+    rest: "Job | None" = None
 
     def shortened(self, seconds_left: float, margin: float) -> "Job | None":
         """This job cut to the folds that fit ``seconds_left`` (each estimated at ``per_unit`` x
-        ``margin``); None when it cannot be cut or not even one fold fits."""
-        if self.per_unit is None or self.units <= 1:
+        ``margin``), never below ``floor``; None when it cannot be cut or not even one fold fits."""
+        one = self.per_unit
+        if one is None or not math.isfinite(one) or one <= 0 or self.units <= 1:
             return None
-        m = min(int(seconds_left // (self.per_unit * margin)), self.units - 1)
-        if m < 1:
+        m = min(int(seconds_left // (one * margin)), self.units - 1)
+        m = max(m, self.floor - self.done) if m >= 1 else 0
+        if m < 1 or m * one * margin > seconds_left or m >= self.units:
             return None
-        return Job(self.cells, _with(self.argv, fold_limit=self.done + m), m, self.per_unit * m, self.source,
-                   f"{self.label.rsplit(' (', 1)[0]} ({m} of {self.units} units: --fold-limit {self.done + m})")
+        limit = self.done + m
+        name = self.label.rsplit(" (", 1)[0]
+        rest = Job(self.cells, self.argv, self.units - m, one * (self.units - m), self.source,
+                   f"{name} ({self.units - m} units)", per_unit=one, done=limit, floor=max(self.floor, limit))
+        return Job(self.cells, _with(self.argv, fold_limit=limit), m, one * m, self.source,
+                   f"{name} ({m} of {self.units} units: --fold-limit {limit})", rest=rest)
+
+
+def _fold_prefix(out: Path, finished) -> tuple[int, int]:
+    """(d, f) for a one-seed semi sweep folder: folds 0..d-1 are finished (so ``--fold-limit d + m``
+    runs at most m new ones), and its saved splits hold f folds (0 when none)."""
+    have = {u.name for u in finished if u.parent.name == "seed0"}
+    d = 0
+    while f"fold{d}" in have:
+        d += 1
+    try:
+        f = len(json.loads((out / "seed0" / "splits.json").read_text(encoding="utf-8"))["folds"])
+    except (OSError, ValueError, KeyError, TypeError):
+        f = 0
+    return d, f
 
 
 def plan(cells, root: Path, *, data_root: str | None = None, extra: list[str] | None = None,
@@ -542,12 +576,13 @@ def plan(cells, root: Path, *, data_root: str | None = None, extra: list[str] | 
                     jobs.append(Job(group, _with(argv, first_seed=s, seeds=1), 1, seconds, source, f"{name} seed {s}"))
             continue
         want = max(c.seeds or 1 for c in group)
-        done = len(finished_units(root / first.out))
-        left = max(want - done, 1)
+        finished = finished_units(root / first.out)
+        left = max(want - len(finished), 1)
         total = None if seconds is None else seconds * left
         folds = len(group) == 1 and argv[0] == "semi" and "--fold-limit" not in argv  # cut by --fold-limit
+        prefix, floor = _fold_prefix(root / first.out, finished) if folds else (0, 0)
         jobs.append(Job(group, argv, left, total, source, f"{name} ({left} units)",
-                        per_unit=seconds if folds else None, done=done if folds else 0))
+                        per_unit=seconds if folds else None, done=prefix, floor=floor))
     rank = {id(c): (0 if c.status(root) == "missing" else 1) for c in cells}
     return sorted(jobs, key=lambda j: (rank.get(id(j.cells[0]), 1), float("inf") if j.seconds is None else j.seconds))
 
@@ -593,7 +628,9 @@ def run_budget(cells, root: Path, budget: float, *, data_root: str | None = None
                dry_run: bool = False, spawn=_spawn, echo=print, clock=time.monotonic) -> dict:
     """Run the :func:`plan` of ``cells`` within ``budget`` seconds, ``jobs`` processes at a
     time: a job starts only when its estimate times ``margin`` fits the time left (a job without an
-    estimate never does), and one job at a time per sweep folder (the protocols lock it), so the jobs packed
+    estimate never does; a semi job of several folds may start with the next folds that fit,
+    :meth:`Job.shortened`, and its rest is queued again when it ends), and one job at a time per
+    sweep folder (the protocols lock it), so the jobs packed
     together are different cells; at the budget every running job gets SIGTERM (the protocols
     checkpoint and exit 143)
     and ``grace`` seconds to exit. Then every finished unit and summary is published
@@ -644,6 +681,8 @@ def run_budget(cells, root: Path, budget: float, *, data_root: str | None = None
             del running[proc]
             counts["finished" if rc == 0 else "failed"] += 1
             echo(f"reproduce: {'done' if rc == 0 else f'failed (exit code {rc})'}: {j.label}")
+            if rc == 0 and j.rest is not None:  # a shortened job ended early: its next folds may fit
+                queue.append(j.rest)
         time.sleep(0.2)
     for proc, j in running.items():  # the budget is spent: checkpoint and stop
         try:

@@ -201,6 +201,14 @@ REGRESSION_RECORDS = ("regression_logp.json", "regression_logp_tox21.json")
 SUITE = f"{RESULTS}/suite"
 
 
+def _short_commit(commit) -> str:
+    """A record's commit, short, keeping its mark of uncommitted changes; "-" when none."""
+    if not commit:
+        return "-"
+    dirty = str(commit).endswith("+") or str(commit).endswith("+dirty")
+    return f"`{str(commit).split('+')[0][:12]}{'+' if dirty else ''}`"
+
+
 def suite_block(root: Path) -> str:
     """The recorded runs of the whole test suite away from its usual setting (``docs/results/suite/*.json``,
     written by ``scripts/suite_record.py``): where each ran, under what, and what passed, failed
@@ -218,7 +226,7 @@ def suite_block(root: Path) -> str:
         counts = " | ".join(str(d.get(k, "-")) for k in ("passed", "failed", "errors", "skipped"))
         cut = f" ({d['cut']})" if d.get("cut") else ""
         rows.append(f"| `{f.name}` | {d['date']} | {where} | {m.get('aten_cpu_capability') or '-'} | {env} | "
-                    f"`{args}` | {counts} | {d['exit_code']}{cut} | `{str(d.get('commit'))[:12]}` |")
+                    f"`{args}` | {counts} | {d['exit_code']}{cut} | {_short_commit(d.get('commit'))} |")
         failures += [f"- `{f.name}`: `{x['test']}` ({x['kind']}): {x['message']}" for x in d.get("failures", [])]
     head = ("| record | date | machine | ATen CPU capability | environment | pytest arguments | passed | failed | "
             "errors | skipped | exit code | code commit |\n|---|---|---|---|---|---|---|---|---|---|---|---|")
