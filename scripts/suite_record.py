@@ -57,6 +57,15 @@ def _commit() -> str | None:
     return sha and sha + ("+" if dirty and not sha.endswith("+dirty") else "")
 
 
+def _own_session() -> None:
+    """In the child before pytest starts: its own session, so that a stop reaches pytest and its
+    xdist workers once, from here; and SIGINT back to its default, so that Python turns it into
+    KeyboardInterrupt even where this script's parent ignores it (an xdist worker does, and an
+    ignored signal stays ignored across exec)."""
+    os.setsid()
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _signal_group(proc: subprocess.Popen, sig: int) -> None:
     try:
         os.killpg(proc.pid, sig)
@@ -123,8 +132,7 @@ def main(argv=None) -> int:
     cmd = [sys.executable, "-m", "pytest", "-q", "-rs", f"--junitxml={junit}", *args.pytest_args]
     start = time.time()
     stopped = None
-    # its own session, so that a stop reaches pytest and its xdist workers once, from here
-    proc = subprocess.Popen(cmd, cwd=REPO, env=env, start_new_session=True)
+    proc = subprocess.Popen(cmd, cwd=REPO, env=env, preexec_fn=_own_session)
     try:
         rc = proc.wait(timeout=args.timeout_s)
     except (subprocess.TimeoutExpired, KeyboardInterrupt) as stop:  # a bounded call, or Ctrl-C: keep what finished

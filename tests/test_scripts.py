@@ -492,6 +492,7 @@ def test_suite_record_marks_a_stopped_run_as_cut(tmp_path):
     """A suite stopped at its time limit (a bounded device call) is recorded as cut, with the
     counts of the tests that ran, never as a pass."""
     import json
+    import signal
     import subprocess
     import sys
     import time
@@ -500,9 +501,11 @@ def test_suite_record_marks_a_stopped_run_as_cut(tmp_path):
     tests.mkdir()
     (tests / "test_slow.py").write_text("import time\ndef test_a():\n    pass\ndef test_b():\n    time.sleep(300)\n")
     t0 = time.monotonic()
+    # started with SIGINT ignored, as in an xdist worker: the record still stops pytest by SIGINT
     done = subprocess.run([sys.executable, str(ROOT / "scripts" / "suite_record.py"), "--tag", "cut", "--out",
                            str(tmp_path / "r"), "--timeout-s", "20", "--", str(tests), "-p", "no:cacheprovider"],
-                          capture_output=True, text=True, timeout=200)
+                          capture_output=True, text=True, timeout=200,
+                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
     assert time.monotonic() - t0 < 150  # stopped, not waited for
     d = json.loads((tmp_path / "r" / "cut.json").read_text())
     assert "SIGINT after 20 s" in d["cut"] and d["exit_code"] != 0 and done.returncode != 0
