@@ -3,12 +3,15 @@
 # window of paper cells (scripts/gpu_window.sh) with the time left (docs/reproducing.md).
 #
 #   bash scripts/gpu_checks.sh prepare      # here: .gpu/ (b434260's code, a featurised chunk, a small
-#                                           # corpus; gpu_window.sh prepare: data and an RDKit wheel)
-#   # the device call, carrying .gpu, with a 600-second limit:
+#                                           # corpus; gpu_window.sh prepare: data and an RDKit wheel;
+#                                           # .gpu/suite: the suite stage's TU sets and MNIST); it
+#                                           # prints what each call carries and fails above 64 MiB
+#   # the device call, carrying [".gpu/base", ".gpu/chunk10k.pt.gz", ".gpu/window"], 600-second limit:
 #   AUTOGCL_COMMIT=<sha> bash scripts/gpu_checks.sh run
 #   bash scripts/gpu_window.sh unpack DIR   # here, DIR the files_at/win of the call; then copy
 #                                           # DIR/perf/*.json to docs/results/perf and run scripts/docs.py
-#   # a second call on the warm machine, if the device time left allows it:
+#   # a second call on the warm machine (.gpu/window is still there), if the device time left
+#   # allows it, carrying [".gpu/suite"]:
 #   AUTOGCL_COMMIT=<sha> SUITE_S=240 bash scripts/gpu_checks.sh suite   # then copy
 #                                           # DIR/suite/*.json to docs/results/suite and run scripts/docs.py
 #
@@ -20,8 +23,8 @@
 #      of 200 steps each, medians), alone on the GPU;
 #   4. gpu_window.sh run with BUDGET = what is left of CALL_S (win/window.tar.gz, win/window.log).
 # Environment: OUT and AUTOGCL_COMMIT (required for run), CALL_S (the call's limit, default 570), PYTHON (python3),
-# TU_SETS (the TU sets prepare carries; default MUTAG PROTEINS NCI1 REDDIT-BINARY: the suite's and
-# the window's), SUITE_S (the suite stage's limit, default 240), SUITE_TESTS (its test paths; default the whole suite),
+# TU_SETS (the window's TU sets; default REDDIT-BINARY), SUITE_SETS (the suite's; default MUTAG
+# PROTEINS NCI1), SUITE_S (the suite stage's limit, default 240), SUITE_TESTS (its test paths; default the whole suite),
 # WORKERS (its xdist workers, default 12), CORPUS_LINES (molecules of the small corpus, default 20000), CHUNK (molecules of the featurised
 # chunk, default 10000), BASE (the baseline commit, default b434260), GPU_DIR (default .gpu), TAG
 # (the benchmark files' tag, default h100: name the card).
@@ -54,9 +57,19 @@ chunk = MoleculeCorpus(resolve_corpus("", root), max_molecules=n, chunk_size=n, 
 with open(chunk.path, "rb") as f, gzip.open(dst, "wb") as g:
     shutil.copyfileobj(f, g)
 PYEOF
-  # the small TU sets and MNIST, which the test suite reads (the suite stage), and the window's REDDIT-BINARY
-  WINDOW="$G/window" PYTHON="$PY" TU_SETS="${TU_SETS-MUTAG PROTEINS NCI1 REDDIT-BINARY}" bash scripts/gpu_window.sh prepare || exit 1
-  [ -d "$G/window/data/MNIST" ] || cp -r --no-preserve=mode "$SRC/MNIST" "$G/window/data/" || exit 1
+  WINDOW="$G/window" PYTHON="$PY" bash scripts/gpu_window.sh prepare || exit 1
+  # the suite stage's data beyond the window's, carried by the second call: the small TU sets and MNIST
+  mkdir -p "$G/suite/data/TU"
+  for d in ${SUITE_SETS-MUTAG PROTEINS NCI1}; do cp -r --no-preserve=mode "$SRC/TU/$d" "$G/suite/data/TU/"; done
+  cp -r --no-preserve=mode "$SRC/MNIST" "$G/suite/data/" || exit 1
+  # what travels: the working tree (tracked and untracked files that git does not ignore) and the carry
+  mib() { awk '{s += $1} END {printf "%.1f", s / 1048576}'; }
+  tree=$( (git ls-files -z; git ls-files -z --others --exclude-standard) | xargs -0 stat -c %s 2> /dev/null | mib)
+  one=$(find "$G/base" "$G/chunk10k.pt.gz" "$G/window" -type f -printf "%s\n" | mib)
+  two=$(find "$G/suite" -type f -printf "%s\n" | mib)
+  echo "gpu_checks: the run call carries $one MiB and the suite call $two MiB, each beside a $tree MiB working tree (64 MiB a call)"
+  awk -v t="$tree" -v a="$one" -v b="$two" 'BEGIN {exit !(t + a > 64 || t + b > 64)}' \
+    && { echo "gpu_checks: a call would carry more than 64 MiB" >&2; exit 1; }
   exit 0
 fi
 if [ "$STAGE" = suite ]; then
@@ -66,8 +79,15 @@ if [ "$STAGE" = suite ]; then
   : "${OUT:?set OUT to the folder that receives the record}"
   : "${AUTOGCL_COMMIT:?set AUTOGCL_COMMIT to the commit of the working tree the call carries}"
   mkdir -p "$OUT"
-  [ -d "$G/window/data/TU/MUTAG" ] || { echo "gpu_checks: no $G/window/data/TU/MUTAG: run prepare here and carry $G" >&2; exit 1; }
-  export AUTOGCL_COMMIT PYTHONUNBUFFERED=1 AUTOGCL_TEST_DATA="$(cd "$G/window/data" && pwd)"
+  for need in "$G/suite/data/TU/MUTAG" "$G/window/data/moleculenet"; do
+    [ -d "$need" ] || { echo "gpu_checks: no $need: run prepare here; the run call carries $G/window, this one $G/suite" >&2; exit 1; }
+  done
+  # one data root: the window's data (still on the warm machine) and the suite's
+  D=$(mktemp -d /tmp/suite-data.XXXX); GA=$(cd "$G" && pwd)
+  mkdir -p "$D/TU"
+  for f in "$GA"/window/data/* "$GA"/suite/data/*; do [ "$(basename "$f")" = TU ] || ln -s "$f" "$D/"; done
+  for f in "$GA"/window/data/TU/* "$GA"/suite/data/TU/*; do [ -e "$f" ] && ln -s "$f" "$D/TU/"; done
+  export AUTOGCL_COMMIT PYTHONUNBUFFERED=1 AUTOGCL_TEST_DATA="$D"
   if ls "$G"/window/whl/*.whl > /dev/null 2>&1 && ! "$PY" -c 'import rdkit' 2> /dev/null; then
     "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site "$G"/window/whl/*.whl
   fi
@@ -75,7 +95,7 @@ if [ "$STAGE" = suite ]; then
   N=()
   "$PY" -c 'import xdist' 2> /dev/null && N=(-n "${WORKERS:-12}")
   OMP_NUM_THREADS=1 "$PY" scripts/suite_record.py --tag "${TAG:-h100}-suite" --out "$OUT/suite" \
-    --timeout-s "${SUITE_S:-240}" --note "a lent GPU machine, data: the carried .gpu/window/data (tests of data it lacks skip)" \
+    --timeout-s "${SUITE_S:-240}" --note "a lent GPU machine; data: the carried .gpu/window/data and .gpu/suite/data (tests of data they lack skip)" \
     -- ${N[@]+"${N[@]}"} -p no:cacheprovider ${SUITE_TESTS:-} > "$OUT/suite.log" 2>&1
   rc=$?
   tail -3 "$OUT/suite.log"

@@ -19,7 +19,7 @@
 # "transfer / ,semi / REDDIT-BINARY" (the latter when its data was carried): the cells with a GPU
 # estimate whose data travels; a semi
 # cell runs the next folds that fit, --fold-limit), TU_SETS (the TU sets prepare copies; default
-# REDDIT-BINARY), COMPUTE (gpu), UNIT_SECONDS (assumed unit time where no committed
+# REDDIT-BINARY), SKIP_SETS (MoleculeNet sets prepare leaves out; default muv hiv), COMPUTE (gpu), UNIT_SECONDS (assumed unit time where no committed
 # run estimates it), DATA (data root; default .gpu/window/data), ROOT (the repository whose
 # docs/results receives the runs; default .), PYTHON (python3), AUTOGCL_COMMIT (the code's
 # commit: the device's copy has no git folder).
@@ -35,8 +35,10 @@ if [ "$STAGE" = prepare ]; then
   # and RDKit as a wheel for the device's Python 3.12 (its image has none)
   SRC=${SOURCE_DATA:-../shared/data}
   mkdir -p "$WINDOW/data/TU" "$WINDOW/whl"
-  # writable copies (the mirror is read-only), so that prepare can run again over them
+  # writable copies (the mirror is read-only), so that prepare can run again over them; without the
+  # sets whose unit never fits a window (SKIP_SETS, default muv hiv), so that all travels in 64 MiB
   cp -r --no-preserve=mode "$SRC/moleculenet" "$WINDOW/data/"
+  for d in ${SKIP_SETS-muv hiv}; do rm -f "$WINDOW/data/moleculenet/$d".*; done
   for d in ${TU_SETS-REDDIT-BINARY}; do cp -r --no-preserve=mode "$SRC/TU/$d" "$WINDOW/data/TU/"; done
   if [ "${WHEELS:-1}" = 1 ] && ! ls "$WINDOW"/whl/rdkit-*.whl > /dev/null 2>&1; then
     "$PY" -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \

@@ -420,9 +420,12 @@ def test_gpu_checks_prepares_what_the_device_call_reads(data_root, tmp_path):
         lines = f.read().splitlines()
     assert lines[0] == "SMILES" and len(lines) == 101
     assert (gpu / "window" / "data" / "moleculenet").is_dir()
-    for name in ("MUTAG", "PROTEINS", "NCI1"):  # what the suite stage's tests read
-        assert (gpu / "window" / "data" / "TU" / name / "raw").is_dir()
-    assert (gpu / "window" / "data" / "MNIST").is_dir()
+    assert (gpu / "window" / "data" / "TU" / "REDDIT-BINARY" / "raw").is_dir()  # the window's semi rows
+    assert not list((gpu / "window" / "data" / "moleculenet").glob("muv.*"))  # never fits a window: left out
+    for name in ("MUTAG", "PROTEINS", "NCI1"):  # what the suite stage's tests read, carried by its own call
+        assert (gpu / "suite" / "data" / "TU" / name / "raw").is_dir()
+    assert (gpu / "suite" / "data" / "MNIST").is_dir()
+    assert "the run call carries" in done.stdout and "64 MiB" in done.stdout
     again = subprocess.run(["bash", script, "prepare"], env=env, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0, again.stdout[-2000:] + again.stderr[-2000:]  # over its own copies
     from tests.test_benchmarks import _script
