@@ -513,6 +513,13 @@ class Job:
     #: what is left of the job after a shortened run of it (:meth:`shortened`)
     rest: "Job | None" = None
 
+    def fitting(self, seconds_left: float, margin: float) -> "Job | None":
+        """This job when its estimate x ``margin`` fits ``seconds_left``, else :meth:`shortened`
+        (None: nothing of it fits, or it has no estimate)."""
+        if self.seconds is None:
+            return None
+        return self if self.seconds * margin <= seconds_left else self.shortened(seconds_left, margin)
+
     def shortened(self, seconds_left: float, margin: float) -> "Job | None":
         """This job cut to the folds that fit ``seconds_left`` (each estimated at ``per_unit`` x
         ``margin``), never below ``floor``; None when it cannot be cut or not even one fold fits."""
@@ -659,9 +666,7 @@ def run_budget(cells, root: Path, budget: float, *, data_root: str | None = None
         for j in list(queue):
             if len(running) >= jobs:
                 break
-            if j.seconds is None:
-                continue
-            run = j if now + j.seconds * margin <= deadline else j.shortened(deadline - now, margin)
+            run = j.fitting(deadline - now, margin)
             if run is None:
                 continue
             if any(c.out == r.cells[0].out for r in running.values() for c in j.cells):
@@ -670,9 +675,7 @@ def run_budget(cells, root: Path, budget: float, *, data_root: str | None = None
             n += 1
             running[spawn(run.argv, root, logs / f"{n:03d}.log")] = run
             echo(f"reproduce: start {run.label}: autogcl {' '.join(run.argv)}")
-        if not running and not any(j.seconds is not None and (now + j.seconds * margin <= deadline
-                                                              or j.shortened(deadline - now, margin))
-                                   for j in queue):
+        if not running and not any(j.fitting(deadline - now, margin) for j in queue):
             break  # nothing running and nothing left that fits
         for proc, j in list(running.items()):
             rc = proc.poll()
