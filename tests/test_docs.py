@@ -92,12 +92,12 @@ def test_a_document_without_its_markers_is_named(checkout):
         regenerate(checkout)
 
 
-def _perf(root, name, device, rows, threads=1):
+def _perf(root, name, device, rows, threads=1, date="2026-11-25 12:00", tag=""):
     folder = root / "docs" / "results" / "perf"
     folder.mkdir(parents=True, exist_ok=True)
     doc = {"benchmark": name, "command": f"python benchmarks/engine.py --sections {name}", "machine": "test box",
-           "device": device, "threads": threads, "torch": "2.x", "date": "2026-11-25 12:00", "rows": rows}
-    (folder / f"{name}_{device}.json").write_text(json.dumps(doc), encoding="utf-8")
+           "device": device, "threads": threads, "torch": "2.x", "date": date, "rows": rows}
+    (folder / f"{name}_{device}{tag}.json").write_text(json.dumps(doc), encoding="utf-8")
 
 
 def test_goals_read_the_benchmark_files(checkout):
@@ -134,6 +134,11 @@ def test_goals_read_the_benchmark_files(checkout):
     page = regenerate(checkout)["docs/performance.md"][1]
     assert "test box" in page and "python benchmarks/engine.py --sections tu_epochs" in page
     assert "| DD AutoGCL epoch on a GPU, s | 0.15" in page
+    # a newer file decides, even when an older one (first by name) measured a better figure
+    _perf(checkout, "tu_epochs", "cuda", [{"code": "this", "dataset": "DD", "method": "autogcl", "s_per_epoch": 0.3}],
+          date="2026-11-26 23:14", tag="-z")
+    value, _, status = dd.measure(checkout)
+    assert status == "missing" and value.startswith("0.3 ") and "tu_epochs_cuda-z.json" in value
 
 
 def test_the_size_study_pages_match_their_regeneration(tmp_path):

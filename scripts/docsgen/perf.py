@@ -66,7 +66,9 @@ class Goal:
     device whose name starts with ``device``) that match ``where``, against ``threshold``
     (``direction`` ``<=`` or ``>=``). ``threshold`` is a number, or a row selector of the same
     file whose ``field`` is the threshold (e.g. the baseline's rows). ``agg``: ``all`` (every
-    matching row must pass; the worst is shown) or ``best`` (the best row)."""
+    matching row must pass; the worst is shown) or ``best`` (the best row). Of several files
+    that measure it, the newest (by its ``date``) decides: an older, better figure never stands
+    in for a newer one."""
 
     name: str
     benchmark: str
@@ -80,7 +82,7 @@ class Goal:
 
     def measure(self, root: Path) -> tuple[str, str, str]:
         """(value, threshold, status) with status ``reached``, ``missing`` or ``not measured``."""
-        for f, doc in perf_files(root):
+        for f, doc in sorted(perf_files(root), key=lambda fd: str(fd[1]["date"]), reverse=True):
             if doc["benchmark"] != self.benchmark or not str(doc["device"]).startswith(self.device):
                 continue
             if self.threads is not None and doc.get("threads") != self.threads:
