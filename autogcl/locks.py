@@ -81,23 +81,26 @@ def exclusive(path: Path, what: str, wait: float = 2.0, folder: bool = False) ->
     lock_path.parent.mkdir(parents=True, exist_ok=True)
     deadline = time.monotonic() + wait
     while True:
+        # the holder's record, read before trying the lock: filelock 3.x opens the lock file with
+        # O_TRUNC as it tries, so a dead run's record would be gone once we hold it
+        record = _read(lock_path)
         lock = FileLock(str(lock_path), is_singleton=False)
         try:
             try:
                 lock.acquire(timeout=0)
             except Timeout:  # held: at once when a live process of this host holds it, else wait for it
-                if _alive(_read(lock_path)):
+                if _alive(_read(lock_path) or record):
                     raise
                 lock.acquire(timeout=max(0.0, deadline - time.monotonic()), poll_interval=0.1)
         except Timeout:
-            holder = _read(lock_path) or "another process"
+            holder = _read(lock_path) or record or "another process"
             raise RunFolderBusy(f"{what} is in use by {holder} (lock {lock_path}); let it finish, or stop it "
                                 "and rerun with --resume") from None
         fd = getattr(getattr(lock, "_context", None), "lock_file_fd", None)
         if fd is None or _same_file(fd, lock_path):
             break
         lock.release()  # the holder we waited for removed the file as it ended: lock the new one
-    stale = _read(lock_path)
+    stale = _read(lock_path) or record
     if stale:
         log.warning("%s: taking over the lock of a run that ended without releasing it (%s)", what, stale)
     try:

@@ -575,7 +575,7 @@ def command_throughput(args) -> dict | None:
                args.device, "--no-progress", "--out", str(Path(tmp) / "run")]
         cmd += ["--data-root", args.data_root] if args.data_root else []
         cmd += ["--corpus", args.corpus] if args.corpus else []
-        env = {**os.environ, "OMP_NUM_THREADS": str(args.threads), "PYTHONPATH": str(REPO)}
+        env = {**os.environ, "OMP_NUM_THREADS": str(args.threads), "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
         out = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=REPO)
         if out.returncode:
             print("  command failed: " + out.stderr.strip()[-300:], flush=True)
@@ -665,7 +665,7 @@ def section_seed(args) -> None:
             cmd = [sys.executable, "-m", "autogcl", "unsupervised", "--dataset", "PROTEINS", "--seeds", "1",
                    "--device", args.device, "--no-progress", "--out", tmp]
             cmd += ["--data-root", args.data_root] if args.data_root else []
-            env = {**os.environ, "OMP_NUM_THREADS": str(args.threads), "PYTHONPATH": path or str(REPO)}
+            env = {**os.environ, "OMP_NUM_THREADS": str(args.threads), "PYTHONPATH": (path or str(REPO)) + os.pathsep + os.environ.get("PYTHONPATH", "")}
             wall, rss = _wall_and_rss(cmd, env)
             result = json.loads(next(Path(tmp).rglob("result.json")).read_text())
         row = {"code": code, "dataset": "PROTEINS", "wall_s": wall, "plain_epochs": wall / plain,

@@ -48,7 +48,7 @@ with gzip.open(src, "rt") as f, gzip.open(dst, "wt") as g:
             break
         g.write(line)
 PYEOF
-  PYTHONPATH="$HERE" "$PY" - "$SRC" "$G/chunk10k.pt.gz" "${CHUNK:-10000}" <<'PYEOF' || exit 1
+  PYTHONPATH="$HERE${PYTHONPATH:+:$PYTHONPATH}" "$PY" - "$SRC" "$G/chunk10k.pt.gz" "${CHUNK:-10000}" <<'PYEOF' || exit 1
 import gzip, shutil, sys
 from autogcl.data.corpus import MoleculeCorpus
 from autogcl.protocols.pretrain import resolve_corpus

@@ -54,7 +54,7 @@ fi
 if [ "$STAGE" = unpack ]; then
   SRC=${2:?usage: gpu_window.sh unpack DIR (the folder holding window.tar.gz)}
   tar xzf "$SRC/window.tar.gz" -C "$HERE"
-  PYTHONPATH="$HERE" "$PY" scripts/docs.py
+  PYTHONPATH="$HERE${PYTHONPATH:+:$PYTHONPATH}" "$PY" scripts/docs.py
   echo "unpacked $SRC/window.tar.gz; commit docs/results/ and the regenerated pages"
   exit 0
 fi

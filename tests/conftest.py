@@ -82,6 +82,24 @@ def _environment():
         os.environ.update(before)
 
 
+def pytest_configure(config):
+    config.addinivalue_line("markers", "cuda: a test of the CUDA paths; it alone sees a GPU (see _cpu_unless_cuda)")
+
+
+@pytest.fixture(autouse=True)
+def _cpu_unless_cuda(request, monkeypatch):
+    """The suite checks the CPU's numbers, also on a machine with a GPU: there ``device="auto"``
+    would pick CUDA, whose scatter-adds are not bitwise deterministic, and the tests that hold a
+    resumed, reloaded or re-seeded run bit-equal (a CPU property: same machine, device and
+    threads) would test the GPU's rounding instead. So, as PyTorch Geometric's tests do, the
+    CUDA paths are tested by the tests marked ``cuda`` (``tests/test_cuda.py``); every other
+    test sees no GPU, in its process (``torch.cuda.is_available``) and in the processes it
+    starts (``CUDA_VISIBLE_DEVICES``)."""
+    if request.node.get_closest_marker("cuda") is None:
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+        monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+
+
 @pytest.fixture(scope="session")
 def data_root() -> Path:
     if not (DATA_ROOT / "TU" / "MUTAG" / "raw").is_dir():

@@ -250,7 +250,15 @@ def test_transfer_sizes_checks_the_shipped_encoders_losses_and_all(data_root):
     released losses are another pre-training, refused for it."""
     import pytest
 
+    from autogcl.data.datasets import fingerprint
+    from autogcl.models.mol_gin import load_encoder
+    from autogcl.protocols.pretrain import resolve_corpus
+
     ts = load_script("transfer_sizes")
+    corpus = resolve_corpus("", data_root)
+    made = ts.recorded_config(load_encoder(ts.ROOT / "pretrained" / "autogcl-moses-fullx1.pt")[2])
+    if made.get("corpus_fingerprint") != fingerprint([corpus])[0]:  # e.g. a GPU call's 20,000-molecule slice
+        pytest.skip(f"the data root's MOSES corpus {corpus} is not the one the shipped encoders were pre-trained on")
     held = ts.study_config(200000, 2, "")
     assert (held["cl_variant"], held["sim_loss"]) == ("simclr", "none")
     named = ts.study_config(200000, 2, "--sim-loss mse --cl-variant released")

@@ -48,7 +48,31 @@ def test_a_second_sweep_on_the_same_folder_stops_at_once_naming_the_holder(tmp_p
         proc.wait()
 
 
-def test_the_lock_of_a_killed_run_is_taken_over(tmp_path, caplog):
+@pytest.mark.parametrize("truncating", [False, True])
+def test_the_lock_of_a_killed_run_is_taken_over(tmp_path, caplog, monkeypatch, truncating):
+    """``truncating``: a filelock that empties the lock file as it tries the lock (3.x opens it
+    with O_TRUNC; 4.x does not): the warning still names the dead run."""
+    if truncating:
+        import autogcl.locks
+
+        real = autogcl.locks.FileLock
+
+        class Truncating:
+            def __init__(self, path, **kw):
+                self.path, self.inner = path, real(path, **kw)
+
+            def acquire(self, *args, **kw):
+                open(self.path, "w").close()
+                return self.inner.acquire(*args, **kw)
+
+            def release(self):
+                self.inner.release()
+
+            @property
+            def _context(self):
+                return self.inner._context
+
+        monkeypatch.setattr(autogcl.locks, "FileLock", Truncating)
     proc = holder(tmp_path)
     proc.send_signal(signal.SIGKILL)  # kill -9: no clean-up ran; its record stays in the lock file
     proc.wait()
