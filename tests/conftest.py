@@ -82,6 +82,14 @@ def _environment():
         os.environ.update(before)
 
 
+# Until CUDA is initialised, torch counts the GPUs under the CUDA_VISIBLE_DEVICES of the moment
+# (and the driver keeps the set it first saw): initialised here, before a test hides the GPU
+# (below), the count is fixed, and the tests marked cuda see the GPU whatever ran before them
+if torch.cuda.is_available():
+    torch.cuda.init()
+    torch.cuda.device_count()
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "cuda: a test of the CUDA paths; it alone sees a GPU (see _cpu_unless_cuda)")
 

@@ -4,7 +4,6 @@ in a subprocess that is killed with SIGKILL once it has written its first checkp
 
 import csv
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -13,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-ENV = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
+from tests.faults.common import ENV  # read as each child starts: the test's environment, its hidden GPU too
 
 
 def cli(args, cwd):

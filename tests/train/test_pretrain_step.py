@@ -89,10 +89,11 @@ def test_sampling_and_removal_views_equal_the_reference_bit_for_bit(monkeypatch)
 def test_steps_with_the_per_bond_layer_agree_to_float_rounding(monkeypatch):
     # the same sums in another order: rounding differences. Adam turns a rounding-level gradient
     # (the bias before a BatchNorm gets 0 up to rounding) into a full step, so the parameters of
-    # later steps are not comparable; the first step's gradients and the losses are
+    # later steps are not comparable; the first step's gradients and the losses are (the losses
+    # to 1e-5 relative: another CPU, the lent H100 machine's, rounded them 1.8e-6 apart)
     got_losses, got = run_steps(1, {}, monkeypatch)
     want_losses, want = run_steps(1, {(BondGINConv, "forward"): reference_layer}, monkeypatch)
-    torch.testing.assert_close(torch.tensor(got_losses), torch.tensor(want_losses), rtol=1e-6, atol=1e-7)
+    torch.testing.assert_close(torch.tensor(got_losses), torch.tensor(want_losses), rtol=1e-5, atol=1e-7)
     grads = [n for n in want if n.endswith(".grad")]
     assert len(grads) > 40 and grads == [n for n in got if n.endswith(".grad")]  # encoder and both generators
     for name in grads:  # within 2e-5 of the tensor's largest entry (5e-6 where it is 0 up to rounding)
