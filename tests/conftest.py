@@ -115,6 +115,15 @@ def data_root() -> Path:
     return DATA_ROOT
 
 
+@pytest.fixture
+def mnist_root(data_root) -> Path:
+    """The data root, for a test of MNIST superpixels: a skip where it holds no MNIST (a GPU
+    call carries a lighter data folder; in CI the skip fails the session, as every data skip)."""
+    if not (data_root / "MNIST" / "raw").is_dir():
+        pytest.skip(f"MNIST raw files not found under {data_root}")
+    return data_root
+
+
 def break_at(strat, cut: int) -> None:
     """Make ``strat`` raise KeyboardInterrupt when epoch ``cut`` starts (an interrupted fit)."""
     real = strat.train_epoch

@@ -116,7 +116,7 @@ def test_finetuning_killed_mid_seed(data_root, tmp_path):
                                                                           f"seed{seed}" / "metrics.csv"))
 
 
-def test_views_killed_in_the_joint_phase(data_root, tmp_path, capsys):
+def test_views_killed_in_the_joint_phase(data_root, mnist_root, tmp_path, capsys):
     """Killed after the first joint epoch: the resumed run reads both phases' checkpoints."""
     args = ["visualize", "views", "--data-root", data_root, "--limit", "60", "--max-epochs", "3",
             "--target-acc", "1", "--examples", "2", "--no-progress"]

@@ -39,7 +39,7 @@ def test_config_defaults_per_classifier():
         ViewsConfig(classifier="gat")
 
 
-def test_cli_classifier_choice(data_root, tmp_path, capsys):
+def test_cli_classifier_choice(data_root, mnist_root, tmp_path, capsys):
     import json
 
     from autogcl.cli import main

@@ -47,7 +47,7 @@ def test_figure_errors_are_clear(tiny_semi, tmp_path, capsys):
     assert "no such run folder" in capsys.readouterr().err
 
 
-def test_views_on_mnist_superpixels(data_root, tmp_path, capsys):
+def test_views_on_mnist_superpixels(data_root, mnist_root, tmp_path, capsys):
     import json
 
     out = tmp_path / "views"
