@@ -417,9 +417,11 @@ def cmd_pretrain(args) -> int:
     out = Path(run.out) if run.out else Path("runs/pretrain") / cfg.method
     res = pretrain(cfg, out, run.data_root, resume=run.resume, workers=run.workers, show_progress=run.progress,
                    device=run.engine, restart_damaged=run.restart_damaged, executor=run.make_executor())
-    from .train.distributed import current
+    from .train.distributed import current, shutdown
 
-    if current() is not None and not current().is_main:  # under torchrun, rank 0 speaks
+    speaks = current() is None or current().is_main  # under torchrun, rank 0 speaks
+    shutdown()  # under torchrun, leave the process group (NCCL warns of leaked resources otherwise)
+    if not speaks:
         return 0
     print(f"pre-trained {res['method']} for {res['epochs']} epoch(s) on {res['corpus']['molecules']} molecules "
           f"({res['corpus']['skipped']} SMILES skipped): {res['molecules_per_s']:.0f} molecules/s, "

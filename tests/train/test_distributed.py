@@ -386,6 +386,33 @@ def test_sigterm_to_one_process_stops_every_process_at_one_step_and_resumes(tmp_
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the error on a machine without a CUDA GPU")
+def test_the_command_leaves_its_process_group(tmp_path, corpus, monkeypatch):
+    """A torchrun command ends by leaving its process group: without it, NCCL warns that
+    ``destroy_process_group()`` was not called (the log of the NCCL epoch on an H100). Here a
+    launched process of one, in this process, on gloo."""
+    import socket
+
+    import torch.distributed as dist
+
+    from autogcl.cli import main
+    from autogcl.train.distributed import current
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    for var, value in (("RANK", "0"), ("WORLD_SIZE", "1"), ("LOCAL_RANK", "0"), ("MASTER_ADDR", "127.0.0.1"),
+                       ("MASTER_PORT", str(port)), ("TORCHELASTIC_RUN_ID", "test")):  # as torchrun sets them
+        monkeypatch.setenv(var, value)
+    monkeypatch.setenv("AUTOGCL_CACHE", str(tmp_path / "cache"))
+    assert main(["transfer", "pretrain", "--corpus", str(corpus), "--max-molecules", "300", "--chunk-size", "300",
+                 "--epochs", "1", "--device", "cpu", "--no-progress", "--workers", "1", "--out",
+                 str(tmp_path / "O")]) == 0
+    import json
+
+    assert json.loads((tmp_path / "O" / "result.json").read_text())["runtime"]["world_size"] == 1  # in a group
+    assert not dist.is_initialized() and current() is None
+
+
 def test_a_launched_process_asked_for_cuda_uses_cuda_or_says_it_cannot(monkeypatch):
     """The command line passes an :class:`autogcl.devices.Engine`, not a string. ``init`` read
     its ``str()``, which never starts with "cuda": ``torchrun ... --device cuda`` on an H100 joined
