@@ -20,7 +20,8 @@ from .errors import AutoGCLError, ConfigError, DataError, write_failure
 log = logging.getLogger("autogcl")
 
 #: RunOptions each command takes, with per-command defaults
-SWEEP = ("seeds", "first_seed", "out", "resume", "restart_damaged", "device", "precision", "compile", "data_root",
+SWEEP = ("seeds", "first_seed", "out", "resume", "restart_damaged", "device", "precision", "compile", "deterministic",
+         "data_root",
          "download", "no_progress", "log_dir", "tracking",
          "executor", "ray_address", "cpus_per_unit", "gpus_per_unit")
 
@@ -391,7 +392,7 @@ def add_transfer(sub) -> None:
         "`autogcl transfer finetune --checkpoint` takes.")
     add_options(pre, PretrainConfig)
     _run_options(pre, ("workers", "data_root", "out", "resume", "restart_damaged", "no_progress", "log_dir",
-                       "tracking", "device", "precision", "compile", "executor",
+                       "tracking", "device", "precision", "compile", "deterministic", "executor",
                        "ray_address", "cpus_per_unit", "gpus_per_unit"), out=None)
     pre.set_defaults(func=cmd_pretrain)
 

@@ -174,6 +174,9 @@ class RunOptions(Config):
     precision: str = option(FP32, "forward passes in float32, or in bfloat16 (bf16: CUDA GPUs that have it; the "
                             "losses stay in float32)", choices=PRECISIONS)
     compile: bool = option(False, "compile the models with torch.compile (CUDA GPUs; the first epochs are slower)")
+    deterministic: bool = option(False, "train with PyTorch's deterministic kernels, so that a seed fixes a GPU run "
+                                 "bit for bit (slower; CUDA's scatter-adds otherwise differ run to run in the last "
+                                 "bits; the CPU's kernels are deterministic already)")
     data_root: str | None = option(None, "data root (else $AUTOGCL_DATA, else the project cache)", type=str)
     download: bool = option(False, "fetch a dataset that the named --data-root / $AUTOGCL_DATA lacks into the "
                             "project cache (without a named root, missing datasets are always fetched)")
@@ -264,10 +267,11 @@ class RunOptions(Config):
 
     @property
     def engine(self):
-        """The :class:`autogcl.devices.Engine` of ``--device``, ``--precision`` and ``--compile``."""
+        """The :class:`autogcl.devices.Engine` of ``--device``, ``--precision``, ``--compile`` and
+        ``--deterministic``."""
         from .devices import Engine
 
-        return Engine(self.device, self.precision, self.compile)
+        return Engine(self.device, self.precision, self.compile, self.deterministic)
 
     @property
     def seed_list(self) -> list[int]:

@@ -3,6 +3,9 @@ and the record (device, torch threads, versions) stored with every run."""
 
 from __future__ import annotations
 
+import contextlib
+import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from .choices import BF16, FP32, PRECISIONS, check_choice
@@ -16,12 +19,15 @@ DEVICE_HELP = "auto (CUDA when available, else CPU), cpu, cuda or cuda:N"
 @dataclass(frozen=True)
 class Engine:
     """Where and how training computes: the device, the precision of the forward passes
-    (``bf16``: autocast to bfloat16 on a CUDA GPU that has it; losses in float32) and whether
-    the models are compiled (``torch.compile``, CUDA only). Taken wherever a ``device`` is."""
+    (``bf16``: autocast to bfloat16 on a CUDA GPU that has it; losses in float32), whether
+    the models are compiled (``torch.compile``, CUDA only) and whether training runs PyTorch's
+    deterministic kernels (``deterministic``: :func:`deterministic_kernels`; on a GPU a seed
+    then fixes the run bit for bit, at some cost in speed). Taken wherever a ``device`` is."""
 
     device: str = "auto"
     precision: str = FP32
     compile: bool = False
+    deterministic: bool = False
 
     def __post_init__(self):
         check_choice("precision", self.precision, PRECISIONS)
@@ -74,6 +80,28 @@ def resolve_device(device: str | torch.device | Engine | None = "auto") -> torch
     return dev
 
 
+@contextlib.contextmanager
+def deterministic_kernels(on: bool = True) -> Iterator[None]:
+    """PyTorch's deterministic kernels while the block runs (``on``), the earlier setting after.
+
+    CUDA's scatter-adds (the sums of message passing and pooling, and their gradients) add in
+    the order their threads finish, so two runs of one seed differ in the last bits, and the
+    differences grow over training. ``torch.use_deterministic_algorithms`` picks deterministic
+    kernels instead, warning (not failing) at an operation that has none; cuBLAS needs
+    ``CUBLAS_WORKSPACE_CONFIG``, set to ``:4096:8`` when unset. The CPU's kernels are
+    deterministic already (for a fixed thread count)."""
+    if not on:
+        yield
+        return
+    before = torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled()
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    try:
+        yield
+    finally:
+        torch.use_deterministic_algorithms(before[0], warn_only=before[1])
+
+
 def runtime_info(device: torch.device | str | Engine = "cpu") -> dict:
     """What a run's numbers depend on beyond its configuration: device, torch threads, versions
     (and precision and compilation, when not the defaults).
@@ -87,6 +115,8 @@ def runtime_info(device: torch.device | str | Engine = "cpu") -> dict:
             info["precision"] = device.precision
         if device.compile:
             info["compile"] = True
+        if device.deterministic:
+            info["deterministic"] = True
     if dev.type == "cuda":
         info["gpu"] = torch.cuda.get_device_name(dev)
         info["cuda"] = torch.version.cuda

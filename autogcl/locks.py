@@ -50,6 +50,13 @@ def lock_file_of(path: Path, folder: bool) -> Path:
     return path / ".autogcl.lock" if folder else path.parent / f".{path.name}.lock"
 
 
+def holder_file(lock_path: Path) -> Path:
+    """Where the holder of the lock file ``lock_path`` (of :func:`exclusive`) writes who it is:
+    a file beside it (``.autogcl.lock``: ``.autogcl.holder.lock``), since filelock 3.x empties the
+    lock file itself as any contender tries the lock (it opens it with O_TRUNC)."""
+    return lock_path.with_name(lock_path.stem + ".holder.lock")
+
+
 def _record() -> str:
     cmd = shlex.join(["autogcl", *sys.argv[1:]]) if sys.argv and sys.argv[0].endswith(("autogcl", "__main__.py")) \
         else shlex.join(sys.argv)
@@ -80,34 +87,34 @@ def exclusive(path: Path, what: str, wait: float = 2.0, folder: bool = False) ->
     lock_path = lock_file_of(path, folder)
     lock_path.parent.mkdir(parents=True, exist_ok=True)
     deadline = time.monotonic() + wait
+    who = holder_file(lock_path)
     while True:
-        # the holder's record, read before trying the lock: filelock 3.x opens the lock file with
-        # O_TRUNC as it tries, so a dead run's record would be gone once we hold it
-        record = _read(lock_path)
         lock = FileLock(str(lock_path), is_singleton=False)
         try:
             try:
                 lock.acquire(timeout=0)
             except Timeout:  # held: at once when a live process of this host holds it, else wait for it
-                if _alive(_read(lock_path) or record):
+                if _alive(_read(who)):
                     raise
                 lock.acquire(timeout=max(0.0, deadline - time.monotonic()), poll_interval=0.1)
         except Timeout:
-            holder = _read(lock_path) or record or "another process"
+            holder = _read(who) or "another process"
             raise RunFolderBusy(f"{what} is in use by {holder} (lock {lock_path}); let it finish, or stop it "
                                 "and rerun with --resume") from None
         fd = getattr(getattr(lock, "_context", None), "lock_file_fd", None)
         if fd is None or _same_file(fd, lock_path):
             break
         lock.release()  # the holder we waited for removed the file as it ended: lock the new one
-    stale = _read(lock_path) or record
+    stale = _read(who)  # a holder that ended cleanly removed it; a killed one left it
     if stale:
         log.warning("%s: taking over the lock of a run that ended without releasing it (%s)", what, stale)
     try:
-        with open(lock_path, "w", encoding="utf-8") as f:
+        with open(who, "w", encoding="utf-8") as f:
             f.write(_record())
         yield lock_path
     finally:
+        with contextlib.suppress(OSError):
+            who.unlink()
         with contextlib.suppress(OSError):
             lock_path.unlink()  # while still held: a waiter then sees it is gone
         lock.release()

@@ -58,6 +58,12 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 
 
+def _pythonpath(first: str) -> str:
+    """A child's ``PYTHONPATH``: ``first`` (the code measured), then the caller's entries (where a
+    machine installs packages, e.g. RDKit on the lent GPU machine), no empty entry."""
+    return os.pathsep.join(p for p in (first, *os.environ.get("PYTHONPATH", "").split(os.pathsep)) if p)
+
+
 # ----------------------------------------------------------------------------------------- children
 
 
@@ -391,7 +397,7 @@ CHILDREN = {"throughput": child_throughput, "ops": child_ops, "split": child_spl
 
 def run_child(kind: str, spec: dict, code: str | None, threads: int) -> dict:
     env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads),
-           "PYTHONPATH": (code or str(REPO)) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+           "PYTHONPATH": _pythonpath(code or str(REPO))}
     cmd = [sys.executable, str(Path(__file__).resolve()), "--_child", kind, "--_spec", json.dumps(spec)]
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=tempfile.gettempdir())
     if out.returncode:
@@ -404,7 +410,7 @@ class Served:
 
     def __init__(self, spec: dict, code: str | None, threads: int):
         env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MKL_NUM_THREADS": str(threads),
-               "PYTHONPATH": (code or str(REPO)) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+               "PYTHONPATH": _pythonpath(code or str(REPO))}
         cmd = [sys.executable, str(Path(__file__).resolve()), "--_child", "throughput", "--_spec", json.dumps(spec)]
         self.err = tempfile.TemporaryFile(mode="w+")  # a file, not a pipe: a chatty child never blocks
         self.proc = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -575,7 +581,7 @@ def command_throughput(args) -> dict | None:
                args.device, "--no-progress", "--out", str(Path(tmp) / "run")]
         cmd += ["--data-root", args.data_root] if args.data_root else []
         cmd += ["--corpus", args.corpus] if args.corpus else []
-        env = {**os.environ, "OMP_NUM_THREADS": str(args.threads), "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+        env = {**os.environ, "OMP_NUM_THREADS": str(args.threads), "PYTHONPATH": _pythonpath(str(REPO))}
         out = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=REPO)
         if out.returncode:
             print("  command failed: " + out.stderr.strip()[-300:], flush=True)
@@ -665,7 +671,7 @@ def section_seed(args) -> None:
             cmd = [sys.executable, "-m", "autogcl", "unsupervised", "--dataset", "PROTEINS", "--seeds", "1",
                    "--device", args.device, "--no-progress", "--out", tmp]
             cmd += ["--data-root", args.data_root] if args.data_root else []
-            env = {**os.environ, "OMP_NUM_THREADS": str(args.threads), "PYTHONPATH": (path or str(REPO)) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+            env = {**os.environ, "OMP_NUM_THREADS": str(args.threads), "PYTHONPATH": _pythonpath(path or str(REPO))}
             wall, rss = _wall_and_rss(cmd, env)
             result = json.loads(next(Path(tmp).rglob("result.json")).read_text())
         row = {"code": code, "dataset": "PROTEINS", "wall_s": wall, "plain_epochs": wall / plain,

@@ -24,7 +24,7 @@
 #   4. gpu_window.sh run with BUDGET = what is left of CALL_S (win/window.tar.gz, win/window.log).
 # Environment: OUT and AUTOGCL_COMMIT (required for run), CALL_S (the call's limit, default 570), PYTHON (python3),
 # TU_SETS (the window's TU sets; default REDDIT-BINARY), SUITE_SETS (the suite's; default MUTAG
-# PROTEINS NCI1), SUITE_S (the suite stage's limit, default 240), SUITE_TESTS (its test paths; default the whole suite),
+# PROTEINS NCI1), SUITE_S (the suite stage's limit, default 240), SUITE_TESTS (its test paths, split on spaces; default the whole suite),
 # WORKERS (its xdist workers, default 12), CORPUS_LINES (molecules of the small corpus, default 20000), CHUNK (molecules of the featurised
 # chunk, default 10000), BASE (the baseline commit, default b434260), GPU_DIR (default .gpu), TAG
 # (the benchmark files' tag, default h100: name the card).
@@ -65,7 +65,7 @@ PYEOF
   cp -r "$G/window/whl" "$G/suite/" 2> /dev/null
   cp -r "$G/window/data/pretrain" "$G/suite/data/" || exit 1
   for f in "$G"/window/data/moleculenet/*; do
-    case "$(basename "$f")" in toxcast*) ;; *) cp "$f" "$G/suite/data/moleculenet/" ;; esac
+    case "$(basename "$f")" in toxcast*) ;; *) cp -r "$f" "$G/suite/data/moleculenet/" || exit 1 ;; esac
   done
   for d in ${SUITE_SETS-MUTAG PROTEINS NCI1}; do cp -r --no-preserve=mode "$SRC/TU/$d" "$G/suite/data/TU/" || exit 1; done
   # what travels: the working tree (tracked and untracked files that git does not ignore) and the carry
@@ -86,7 +86,8 @@ if [ "$STAGE" = suite ]; then
   : "${AUTOGCL_COMMIT:?set AUTOGCL_COMMIT to the commit of the working tree the call carries}"
   mkdir -p "$OUT"
   [ -d "$G/suite/data/TU/MUTAG" ] || { echo "gpu_checks: no $G/suite/data/TU/MUTAG: run prepare here and carry $G/suite" >&2; exit 1; }
-  export AUTOGCL_COMMIT PYTHONUNBUFFERED=1 AUTOGCL_TEST_DATA="$(cd "$G/suite/data" && pwd)"
+  # cuBLAS's workspace for the deterministic CUDA tests, set before any test starts cuBLAS
+  export AUTOGCL_COMMIT PYTHONUNBUFFERED=1 AUTOGCL_TEST_DATA="$(cd "$G/suite/data" && pwd)" CUBLAS_WORKSPACE_CONFIG=:4096:8
   if ls "$G"/suite/whl/*.whl > /dev/null 2>&1 && ! "$PY" -c 'import rdkit' 2> /dev/null; then
     "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site "$G"/suite/whl/*.whl
   fi
@@ -135,7 +136,7 @@ PYEOF
 grep -m1 "distributed run" "$OUT/nccl.log"; tail -2 "$OUT/nccl.log"
 
 echo "== $(el) s: the CUDA tests"
-timeout -k 5 90 "$PY" -m pytest -q -rs -p no:cacheprovider tests/test_cuda.py tests/models/test_mol_gin.py \
+CUBLAS_WORKSPACE_CONFIG=:4096:8 timeout -k 5 90 "$PY" -m pytest -q -rs -p no:cacheprovider tests/test_cuda.py tests/models/test_mol_gin.py \
   > "$OUT/cuda_tests.log" 2>&1; tail -2 "$OUT/cuda_tests.log"
 
 echo "== $(el) s: full-size throughput against b434260, bf16 and compile rows"

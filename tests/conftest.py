@@ -13,6 +13,12 @@ REPO = Path(__file__).resolve().parent.parent
 DATA_ROOT = Path(os.environ.get("AUTOGCL_TEST_DATA", REPO.parent / "shared" / "data"))
 
 
+def pythonpath(*first) -> str:
+    """``PYTHONPATH`` for a child process: ``first`` (this checkout), then the caller's own entries
+    (a machine may install packages there, as the lent GPU machine does RDKit), no empty entry."""
+    return os.pathsep.join(str(p) for p in (*first, *os.environ.get("PYTHONPATH", "").split(os.pathsep)) if str(p))
+
+
 def undirected(pairs):
     e = torch.tensor(pairs, dtype=torch.long).t()
     return torch.cat([e, e.flip(0)], dim=1)
@@ -82,30 +88,65 @@ def _environment():
         os.environ.update(before)
 
 
-# Until CUDA is initialised, torch counts the GPUs under the CUDA_VISIBLE_DEVICES of the moment
-# (and the driver keeps the set it first saw): initialised here, before a test hides the GPU
-# (below), the count is fixed, and the tests marked cuda see the GPU whatever ran before them
-if torch.cuda.is_available():
+#: whether this machine's torch sees a GPU, read before the suite hides it (below)
+CUDA = torch.cuda.is_available()
+if CUDA:  # initialised before the GPU is hidden: the driver keeps the devices it first saw
     torch.cuda.init()
     torch.cuda.device_count()
+_REAL_CUDA = {name: getattr(torch.cuda, name) for name in ("is_available", "device_count", "is_initialized")}
+VISIBLE = os.environ.get("CUDA_VISIBLE_DEVICES")  # as the session found it
 
 
-def pytest_configure(config):
-    config.addinivalue_line("markers", "cuda: a test of the CUDA paths; it alone sees a GPU (see _cpu_unless_cuda)")
-
-
-@pytest.fixture(autouse=True)
-def _cpu_unless_cuda(request, monkeypatch):
+def _hide_cuda() -> None:
     """The suite checks the CPU's numbers, also on a machine with a GPU: there ``device="auto"``
     would pick CUDA, whose scatter-adds are not bitwise deterministic, and the tests that hold a
     resumed, reloaded or re-seeded run bit-equal (a CPU property: same machine, device and
-    threads) would test the GPU's rounding instead. So, as PyTorch Geometric's tests do, the
-    CUDA paths are tested by the tests marked ``cuda`` (``tests/test_cuda.py``); every other
-    test sees no GPU, in its process (``torch.cuda.is_available``) and in the processes it
-    starts (``CUDA_VISIBLE_DEVICES``)."""
-    if request.node.get_closest_marker("cuda") is None:
-        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
-        monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    threads) would test the GPU's rounding instead. So, as in PyTorch Geometric's tests, the
+    CUDA paths are tested by the tests marked ``cuda`` (``tests/test_cuda.py``), and the rest of
+    the session sees no GPU in this process (``torch.cuda``: no device, none initialised; from
+    here on, module- and session-scoped fixtures included) nor in the processes a test or its
+    fixtures start (``CUDA_VISIBLE_DEVICES``, set around each test's setup, call and teardown:
+    set for the whole session, it would hide the GPU from pytest-xdist's workers too)."""
+    torch.cuda.is_available = lambda: False
+    torch.cuda.device_count = lambda: 0
+    torch.cuda.is_initialized = lambda: False
+
+
+_hide_cuda()
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "cuda: a test of the CUDA paths; it alone sees the GPU (see _hide_cuda)")
+
+
+_HIDDEN = pytest.StashKey[str | None]()  # CUDA_VISIBLE_DEVICES before a test hid the GPU
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_setup(item):
+    if item.get_closest_marker("cuda") is None:
+        item.stash[_HIDDEN] = os.environ.get("CUDA_VISIBLE_DEVICES")
+        os.environ["CUDA_VISIBLE_DEVICES"] = ""
+    yield
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    yield
+    if _HIDDEN in item.stash:
+        before = item.stash[_HIDDEN]
+        if before is None:
+            os.environ.pop("CUDA_VISIBLE_DEVICES", None)
+        else:
+            os.environ["CUDA_VISIBLE_DEVICES"] = before
+
+
+@pytest.fixture(autouse=True)
+def _gpu_for_cuda_tests(request, monkeypatch):
+    """A test marked ``cuda`` sees the machine's GPU (function-scoped fixtures only)."""
+    if request.node.get_closest_marker("cuda") is not None:
+        for name, real in _REAL_CUDA.items():
+            monkeypatch.setattr(torch.cuda, name, real)
 
 
 @pytest.fixture(scope="session")

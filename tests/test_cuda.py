@@ -7,9 +7,9 @@ from torch_geometric.loader import DataLoader
 
 import autogcl
 from autogcl.seeding import seed_everything
-from tests.conftest import make_batch
+from tests.conftest import CUDA, make_batch
 
-pytestmark = [pytest.mark.cuda, pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device visible")]
+pytestmark = [pytest.mark.cuda, pytest.mark.skipif(not CUDA, reason="no CUDA device visible")]
 
 
 def test_fit_embed_inspect_on_cuda_and_load_on_cpu(tmp_path):
@@ -28,13 +28,14 @@ def test_fit_embed_inspect_on_cuda_and_load_on_cpu(tmp_path):
 
 
 @pytest.fixture
-def deterministic(monkeypatch):
-    """PyTorch's deterministic kernels (scatter-adds included), for this test alone; cuBLAS needs
-    its workspace setting for them."""
-    monkeypatch.setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
-    torch.use_deterministic_algorithms(True)
-    yield
-    torch.use_deterministic_algorithms(False)
+def deterministic():
+    """PyTorch's deterministic kernels (scatter-adds included) for this test alone, as
+    ``--deterministic`` sets them (``scripts/gpu_checks.sh`` sets cuBLAS's workspace before any
+    test uses cuBLAS)."""
+    from autogcl.devices import deterministic_kernels
+
+    with deterministic_kernels():
+        yield
 
 
 def test_checkpoint_holds_cuda_rng_and_resumes_on_cuda(tmp_path, deterministic):
@@ -58,3 +59,21 @@ def test_checkpoint_holds_cuda_rng_and_resumes_on_cuda(tmp_path, deterministic):
     # with deterministic kernels the resumed run is the uninterrupted one, to float rounding (by
     # default CUDA's scatter-adds are not: the two drifted apart by more than 0.1% in 2 epochs on an H100)
     assert [r["loss"] for r in rows] == pytest.approx([r["loss"] for r in ref], rel=1e-6)
+
+
+def test_deterministic_kernels_make_a_seeded_gpu_fit_repeat_bit_for_bit():
+    """``Engine("cuda", deterministic=True)`` (``--deterministic``): two fits of one seed give the
+    same losses and embeddings bit for bit (by default CUDA's scatter-adds differ run to run)."""
+    from autogcl.devices import Engine
+
+    graphs = make_batch().to_data_list() * 8
+
+    def fit():
+        torch.manual_seed(0)  # the initial weights
+        model = autogcl.AutoGCL(4, hidden=16, num_layers=2, features=None)
+        rows = model.fit(graphs, epochs=2, batch_size=8, device=Engine("cuda", deterministic=True), seed=0,
+                         progress=False)
+        return [r["loss"] for r in rows], model.encoder.state_dict()
+
+    (a, sa), (b, sb) = fit(), fit()
+    assert a == b and all(torch.equal(sa[k], sb[k]) for k in sa)

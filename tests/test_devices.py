@@ -30,3 +30,63 @@ def test_unknown_devices_are_errors():
 def test_runtime_record():
     info = runtime_info("cpu")
     assert info == {"device": "cpu", "torch_threads": torch.get_num_threads(), "torch": torch.__version__}
+
+
+def test_an_engine_with_deterministic_kernels_trains_under_them_and_restores_the_setting():
+    """``Engine(deterministic=True)`` (``--deterministic``): the fit runs under PyTorch's
+    deterministic kernels, the setting before it is back after it, the runtime record says so,
+    and on the CPU (deterministic already) the numbers are those of the default engine."""
+    import autogcl
+    from autogcl.devices import Engine
+    from tests.api.test_estimators import path_graph
+
+    graphs = [path_graph(n, feat=5) for n in range(3, 11)]
+
+    def fit(engine):
+        torch.manual_seed(0)
+        model = autogcl.AutoGCL(5, hidden=8, num_layers=2)
+        seen = []
+        model.encoder.register_forward_hook(lambda *_: seen.append(torch.are_deterministic_algorithms_enabled()))
+        rows = model.fit(graphs, epochs=2, batch_size=4, device=engine, seed=0, progress=False)
+        return rows, list(seen), model.embed(graphs)  # the forward passes of the fit, before embed's
+
+    assert not torch.are_deterministic_algorithms_enabled()
+    rows, seen, z = fit(Engine("cpu", deterministic=True))
+    assert seen and all(seen) and not torch.are_deterministic_algorithms_enabled()
+    plain_rows, plain_seen, plain_z = fit("cpu")
+    assert plain_seen and not any(plain_seen)
+    assert [r["loss"] for r in rows] == pytest.approx([r["loss"] for r in plain_rows], rel=1e-6)
+    torch.testing.assert_close(z, plain_z, rtol=1e-5, atol=1e-6)
+    assert runtime_info(Engine("cpu", deterministic=True))["deterministic"] is True
+    assert "deterministic" not in runtime_info(Engine("cpu"))
+
+
+def test_deterministic_is_a_run_option_of_every_training_command(capsys):
+    from autogcl.cli import main
+    from autogcl.config import RunOptions
+    from autogcl.devices import Engine
+
+    assert RunOptions(deterministic=True, device="cpu").engine == Engine("cpu", "fp32", False, True)
+    for command in (["unsupervised"], ["semi"], ["transfer", "pretrain"], ["transfer", "finetune"]):
+        with pytest.raises(SystemExit):
+            main([*command, "--help"])
+        assert "--deterministic" in capsys.readouterr().out, command
+
+
+def test_the_suite_hides_the_gpu_from_a_test_not_marked_cuda():
+    """conftest's _hide_cuda: on a GPU machine too, the suite checks the CPU's numbers."""
+    import os
+
+    assert os.environ["CUDA_VISIBLE_DEVICES"] == "" and not torch.cuda.is_available()
+    assert torch.cuda.device_count() == 0 and not torch.cuda.is_initialized()
+    assert resolve_device("auto") == torch.device("cpu")
+
+
+@pytest.mark.cuda
+def test_a_test_marked_cuda_sees_the_machine_as_it_is():
+    import os
+
+    from tests.conftest import CUDA, VISIBLE
+
+    assert os.environ.get("CUDA_VISIBLE_DEVICES") == VISIBLE and torch.cuda.is_available() == CUDA
+    assert resolve_device("auto").type == ("cuda" if CUDA else "cpu")

@@ -146,7 +146,8 @@ def _run_distributed(unit: units.Unit, fn, resume: bool, restart_damaged: bool, 
         except AutoGCLError as exc:
             decision = ("error", str(exc))
     decision = ctx.broadcast(decision)
-    if isinstance(decision, tuple):
+    if isinstance(decision, tuple):  # every process agreed on it: leave the group together
+        distributed.shutdown()
         raise DataError(decision[1]) if ctx.is_main else SystemExit(2)
     if decision == "run":
         try:

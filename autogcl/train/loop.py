@@ -24,7 +24,7 @@ import torch
 from .. import atomic, preempt
 from . import checkpoints
 from ..data.batching import to_device  # noqa: F401 (re-exported)
-from ..devices import Engine, resolve_device
+from ..devices import Engine, deterministic_kernels, resolve_device
 from ..errors import OutOfMemory, Preempted, TrainingError
 
 log = logging.getLogger(__name__)
@@ -177,6 +177,8 @@ class Strategy:
 
     #: forward passes under autocast to this dtype (``configure``); ``None``: float32
     autocast_dtype: torch.dtype | None = None
+    #: train with PyTorch's deterministic kernels (an Engine's ``deterministic``)
+    deterministic: bool = False
 
     def autocast(self):
         """The context of a step's forward pass (bfloat16 autocast when configured so)."""
@@ -196,6 +198,7 @@ class Strategy:
                 opt.load_state_dict(opt.state_dict())
         if isinstance(device, Engine):
             self.autocast_dtype = torch.bfloat16 if device.precision == BF16 else None
+            self.deterministic = device.deterministic
             if device.compile and not getattr(self, "_compiled", False):
                 for m in self.modules().values():
                     m.compile(dynamic=True)
@@ -284,7 +287,7 @@ class Trainer:
         from .tracking import tracker_for
 
         tracker = self.tracker if self.tracker is not None else tracker_for(None, self.desc)
-        with lock, preempt.handling(), preempt.deferring():
+        with lock, preempt.handling(), preempt.deferring(), deterministic_kernels(self.strategy.deterministic):
             try:
                 return self._fit(data, epochs, evaluate, stop, {} if extra is None else extra, row_fields, start,
                                  tracker)

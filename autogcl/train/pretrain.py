@@ -20,6 +20,7 @@ import torch
 from .. import preempt
 from . import checkpoints
 from ..data.batching import GraphLoader
+from ..devices import deterministic_kernels
 from ..errors import Preempted
 from .loop import Strategy
 from .tracking import tracker_for
@@ -107,6 +108,7 @@ class ChunkedTrainer:
         :class:`autogcl.errors.Preempted`; in a data-parallel run, every process at the same
         step when any of them was signalled."""
         with contextlib.ExitStack() as guard:
+            guard.enter_context(deterministic_kernels(self.strategy.deterministic))
             if self.dist is None:
                 guard.enter_context(preempt.handling())
                 guard.enter_context(preempt.deferring())

@@ -71,3 +71,29 @@ def test_bad_options_are_config_errors(options, match):
 def test_a_missing_corpus_is_a_data_error(tmp_path):
     with pytest.raises(DataError, match="no such SMILES file"):
         MoleculePretrainer().fit(tmp_path / "none.csv")
+
+
+def test_deterministic_kernels_reach_the_chunked_trainer(corpus, tmp_path, monkeypatch):
+    """``transfer pretrain --deterministic`` trains its chunks under PyTorch's deterministic
+    kernels (the setting is restored after), and the run's record says so."""
+    import contextlib
+    import json
+
+    import autogcl.train.pretrain as chunked
+    from autogcl.cli import main
+
+    asked, real = [], chunked.deterministic_kernels
+
+    @contextlib.contextmanager
+    def spy(on=True):
+        with real(on):
+            asked.append((on, torch.are_deterministic_algorithms_enabled()))
+            yield
+
+    monkeypatch.setattr(chunked, "deterministic_kernels", spy)
+    flags = [f"--{k.replace('_', '-')}={v}" for k, v in {**SMALL, "epochs": 1}.items()]
+    assert main(["transfer", "pretrain", "--corpus", str(corpus), *flags, "--workers", "1", "--deterministic",
+                 "--device", "cpu", "--no-progress", "--out", str(tmp_path / "O")]) == 0
+    assert asked == [(True, True)] and not torch.are_deterministic_algorithms_enabled()
+    result = json.loads((tmp_path / "O" / "result.json").read_text())
+    assert result["runtime"]["deterministic"] is True

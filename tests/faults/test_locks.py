@@ -7,11 +7,12 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 
 import pytest
 
 from autogcl import units
-from autogcl.locks import RunFolderBusy, exclusive, holding_all, lock_file_of
+from autogcl.locks import RunFolderBusy, exclusive, holder_file, holding_all, lock_file_of
 
 from .common import ENV, small_fit
 
@@ -36,12 +37,45 @@ def publish(unit):
     return units.publish(unit, [{"epoch": 1}], {"value": unit.seed})
 
 
-def test_a_second_sweep_on_the_same_folder_stops_at_once_naming_the_holder(tmp_path):
+def truncating_filelock(monkeypatch) -> None:
+    """Make :func:`autogcl.locks.exclusive` use a filelock that empties the lock file as it
+    tries the lock, as filelock 3.x does (it opens the file with O_TRUNC; 4.x does not)."""
+    import autogcl.locks
+
+    real = autogcl.locks.FileLock
+
+    class Truncating:
+        def __init__(self, path, **kw):
+            self.path, self.inner = path, real(path, **kw)
+
+        def acquire(self, *args, **kw):
+            open(self.path, "w").close()
+            return self.inner.acquire(*args, **kw)
+
+        def release(self):
+            self.inner.release()
+
+        @property
+        def _context(self):
+            return self.inner._context
+
+    monkeypatch.setattr(autogcl.locks, "FileLock", Truncating)
+
+
+@pytest.mark.parametrize("truncating", [False, True])
+def test_a_second_sweep_on_the_same_folder_stops_at_once_naming_the_holder(tmp_path, monkeypatch, truncating):
+    """Each later sweep, a third too, where the tries of the second emptied the lock file
+    (``truncating``), names the live holder at once."""
     proc = holder(tmp_path)
+    if truncating:
+        truncating_filelock(monkeypatch)
     try:
-        with pytest.raises(RunFolderBusy, match=rf"--out {tmp_path} is in use by pid {proc.pid} on "
-                                                rf"{socket.gethostname()} since .*: "):
-            units.run_units(toy_units(tmp_path), publish, resume=False, desc="t", show_progress=False)
+        for _ in range(2):
+            t0 = time.monotonic()
+            with pytest.raises(RunFolderBusy, match=rf"--out {tmp_path} is in use by pid {proc.pid} on "
+                                                    rf"{socket.gethostname()} since .*: "):
+                units.run_units(toy_units(tmp_path), publish, resume=False, desc="t", show_progress=False)
+            assert time.monotonic() - t0 < 1.5  # at once: exclusive waits 2 s only for a holder not alive here
         assert not any(p.name.startswith("seed") for p in tmp_path.iterdir())  # nothing was touched
     finally:
         proc.kill()
@@ -53,35 +87,17 @@ def test_the_lock_of_a_killed_run_is_taken_over(tmp_path, caplog, monkeypatch, t
     """``truncating``: a filelock that empties the lock file as it tries the lock (3.x opens it
     with O_TRUNC; 4.x does not): the warning still names the dead run."""
     if truncating:
-        import autogcl.locks
-
-        real = autogcl.locks.FileLock
-
-        class Truncating:
-            def __init__(self, path, **kw):
-                self.path, self.inner = path, real(path, **kw)
-
-            def acquire(self, *args, **kw):
-                open(self.path, "w").close()
-                return self.inner.acquire(*args, **kw)
-
-            def release(self):
-                self.inner.release()
-
-            @property
-            def _context(self):
-                return self.inner._context
-
-        monkeypatch.setattr(autogcl.locks, "FileLock", Truncating)
+        truncating_filelock(monkeypatch)
     proc = holder(tmp_path)
     proc.send_signal(signal.SIGKILL)  # kill -9: no clean-up ran; its record stays in the lock file
     proc.wait()
-    assert f"pid {proc.pid}" in lock_file_of(tmp_path, folder=True).read_text()
+    assert f"pid {proc.pid}" in holder_file(lock_file_of(tmp_path, folder=True)).read_text()
     with caplog.at_level("WARNING", logger="autogcl.locks"):
         results = units.run_units(toy_units(tmp_path), publish, resume=False, desc="t", show_progress=False)
     assert [r["value"] for r in results] == [0, 1]
     assert f"taking over the lock of a run that ended without releasing it (pid {proc.pid}" in caplog.text
-    assert not lock_file_of(tmp_path, folder=True).exists()  # a run that ends removes its lock
+    lock = lock_file_of(tmp_path, folder=True)
+    assert not lock.exists() and not holder_file(lock).exists()  # a run that ends removes its lock
 
 
 def _cpu_seconds(cmd) -> tuple[subprocess.CompletedProcess, float]:

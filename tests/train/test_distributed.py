@@ -18,7 +18,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from tests.conftest import REPO
+from tests.conftest import REPO, pythonpath
 
 SMILES = ["CCO", "c1ccccc1O", "CC(=O)Nc1ccc(O)cc1", "C1CCNCC1", "CCN(CC)CC", "O=C(O)c1ccccc1",
           "CC(C)Cc1ccc(C(C)C(=O)O)cc1", "C[C@H](N)C(=O)O"]
@@ -252,7 +252,7 @@ def torchrun(args, env, timeout=300, nproc=2):
 
 def _env(tmp_path):
     return {**os.environ, "OMP_NUM_THREADS": "1", "AUTOGCL_CACHE": str(tmp_path / "cache"),
-            "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+            "PYTHONPATH": pythonpath(REPO)}
 
 
 def _finish(proc, timeout=300):
@@ -385,7 +385,6 @@ def test_sigterm_to_one_process_stops_every_process_at_one_step_and_resumes(tmp_
     _resume_equals(tmp_path, corpus, out, unbroken)
 
 
-@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the error on a machine without a CUDA GPU")
 def test_the_command_leaves_its_process_group(tmp_path, corpus, monkeypatch):
     """A torchrun command ends by leaving its process group: without it, NCCL warns that
     ``destroy_process_group()`` was not called (the log of the NCCL epoch on an H100). Here a
@@ -404,15 +403,26 @@ def test_the_command_leaves_its_process_group(tmp_path, corpus, monkeypatch):
                        ("MASTER_PORT", str(port)), ("TORCHELASTIC_RUN_ID", "test")):  # as torchrun sets them
         monkeypatch.setenv(var, value)
     monkeypatch.setenv("AUTOGCL_CACHE", str(tmp_path / "cache"))
-    assert main(["transfer", "pretrain", "--corpus", str(corpus), "--max-molecules", "300", "--chunk-size", "300",
-                 "--epochs", "1", "--device", "cpu", "--no-progress", "--workers", "1", "--out",
-                 str(tmp_path / "O")]) == 0
     import json
 
-    assert json.loads((tmp_path / "O" / "result.json").read_text())["runtime"]["world_size"] == 1  # in a group
-    assert not dist.is_initialized() and current() is None
+    from autogcl.train.distributed import shutdown
+
+    try:
+        assert main(["transfer", "pretrain", "--corpus", str(corpus), "--max-molecules", "300", "--chunk-size",
+                     "300", "--epochs", "1", "--device", "cpu", "--no-progress", "--workers", "1", "--out",
+                     str(tmp_path / "O")]) == 0
+        assert json.loads((tmp_path / "O" / "result.json").read_text())["runtime"]["world_size"] == 1  # a group
+        assert not dist.is_initialized() and current() is None
+        # --resume of the finished run with another configuration: refused, by every process together
+        assert main(["transfer", "pretrain", "--corpus", str(corpus), "--max-molecules", "300", "--chunk-size",
+                     "300", "--epochs", "2", "--device", "cpu", "--no-progress", "--workers", "1", "--resume",
+                     "--out", str(tmp_path / "O")]) != 0
+        assert not dist.is_initialized() and current() is None
+    finally:
+        shutdown()  # a failed check leaves no group to this worker's later tests
 
 
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the error on a machine without a CUDA GPU")
 def test_a_launched_process_asked_for_cuda_uses_cuda_or_says_it_cannot(monkeypatch):
     """The command line passes an :class:`autogcl.devices.Engine`, not a string. ``init`` read
     its ``str()``, which never starts with "cuda": ``torchrun ... --device cuda`` on an H100 joined
