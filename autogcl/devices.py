@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .choices import BF16, FP32, PRECISIONS, check_choice
 import torch
@@ -31,6 +31,11 @@ class Engine:
 
     def __post_init__(self):
         check_choice("precision", self.precision, PRECISIONS)
+
+    def on(self, device) -> Engine:
+        """This engine (precision, compilation, deterministic kernels) on another device, e.g. the
+        GPU torchrun gave this process."""
+        return replace(self, device=str(device))
 
     def check(self) -> torch.device:
         """The device, with a clear error for a precision or compilation it cannot do."""

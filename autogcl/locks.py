@@ -52,9 +52,10 @@ def lock_file_of(path: Path, folder: bool) -> Path:
 
 def holder_file(lock_path: Path) -> Path:
     """Where the holder of the lock file ``lock_path`` (of :func:`exclusive`) writes who it is:
-    a file beside it (``.autogcl.lock``: ``.autogcl.holder.lock``), since filelock 3.x empties the
-    lock file itself as any contender tries the lock (it opens it with O_TRUNC)."""
-    return lock_path.with_name(lock_path.stem + ".holder.lock")
+    a file beside it (``.autogcl.lock``: ``.autogcl@holder.lock``; no sweep key holds ``@``), since
+    filelock 3.x empties the lock file itself as any contender tries the lock (it opens it with
+    O_TRUNC)."""
+    return lock_path.with_name(lock_path.stem + "@holder.lock")
 
 
 def _record() -> str:

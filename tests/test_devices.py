@@ -57,6 +57,13 @@ def test_an_engine_with_deterministic_kernels_trains_under_them_and_restores_the
     assert plain_seen and not any(plain_seen)
     assert [r["loss"] for r in rows] == pytest.approx([r["loss"] for r in plain_rows], rel=1e-6)
     torch.testing.assert_close(z, plain_z, rtol=1e-5, atol=1e-6)
+    model = autogcl.AutoGCL(5, hidden=8, num_layers=2)  # the setting is the fit's, not the model's
+    seen = []
+    model.encoder.register_forward_hook(lambda *_: seen.append(torch.are_deterministic_algorithms_enabled()))
+    model.fit(graphs, epochs=1, batch_size=4, device=Engine("cpu", deterministic=True), seed=0, progress=False)
+    first, seen[:] = list(seen), []
+    model.fit(graphs, epochs=1, batch_size=4, device="cpu", seed=0, progress=False)
+    assert first and all(first) and seen and not any(seen)
     assert runtime_info(Engine("cpu", deterministic=True))["deterministic"] is True
     assert "deterministic" not in runtime_info(Engine("cpu"))
 

@@ -44,7 +44,7 @@ from ..choices import (
 )
 from ..data.corpus import MoleculeCorpus
 from ..data.molecules import VOCAB
-from ..devices import Engine, engine_of
+from ..devices import engine_of
 from ..errors import ConfigError, DataError
 from ..models.gin import ContrastModel
 from ..models.mol_gin import MolEncoder, MolNodeScorer
@@ -169,7 +169,7 @@ class MoleculePretrainer:
         engine = engine_of(device)
         if ctx is not None:
             distributed.check_batch(self.batch_size, ctx)
-            engine = Engine(str(ctx.device), engine.precision, engine.compile)
+            engine = engine.on(ctx.device)
         main = ctx is None or ctx.is_main
         tracker = fit_tracker(log_dir, type(self).__name__, tracking) if main else None  # a bad one fails now
         try:

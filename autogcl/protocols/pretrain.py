@@ -16,7 +16,7 @@ from pathlib import Path
 from .. import atomic, paths, units
 from ..api.pretrain import MoleculePretrainer
 from ..data.datasets import fingerprint
-from ..devices import Engine, engine_of, resolve_device, runtime_info
+from ..devices import engine_of, resolve_device, runtime_info
 from ..errors import DataError
 from ..models.mol_gin import save_encoder
 from ..train import distributed
@@ -81,7 +81,7 @@ def pretrain(cfg: PretrainConfig, out: Path, data_root=None, resume: bool = Fals
     ctx = distributed.init(device) if distributed.launched() else None
     if ctx is not None:
         distributed.check_batch(cfg.batch_size, ctx)
-        device = Engine(str(ctx.device), engine_of(device).precision, engine_of(device).compile)
+        device = engine_of(device).on(ctx.device)  # its precision and kernels too
         if ctx.is_main:
             units.check_run_folder(out, "pre-training")
     else:

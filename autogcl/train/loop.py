@@ -196,9 +196,9 @@ class Strategy:
         for opt in self.optimizers().values():
             if opt.state:  # reloading casts the state to the parameters' device (steps stay put)
                 opt.load_state_dict(opt.state_dict())
+        self.deterministic = isinstance(device, Engine) and device.deterministic  # a plain device: the default
         if isinstance(device, Engine):
             self.autocast_dtype = torch.bfloat16 if device.precision == BF16 else None
-            self.deterministic = device.deterministic
             if device.compile and not getattr(self, "_compiled", False):
                 for m in self.modules().values():
                     m.compile(dynamic=True)

@@ -386,7 +386,8 @@ def test_sigterm_to_one_process_stops_every_process_at_one_step_and_resumes(tmp_
 
 
 def test_the_command_leaves_its_process_group(tmp_path, corpus, monkeypatch):
-    """A torchrun command ends by leaving its process group: without it, NCCL warns that
+    """A torchrun command ends by leaving its process group (also when every process refused the
+    run together), and takes ``--deterministic`` into the group: without the first, NCCL warns that
     ``destroy_process_group()`` was not called (the log of the NCCL epoch on an H100). Here a
     launched process of one, in this process, on gloo."""
     import socket
@@ -407,16 +408,30 @@ def test_the_command_leaves_its_process_group(tmp_path, corpus, monkeypatch):
 
     from autogcl.train.distributed import shutdown
 
-    try:
+    import contextlib
+
+    import autogcl.train.pretrain as chunked
+
+    asked, real = [], chunked.deterministic_kernels
+
+    @contextlib.contextmanager
+    def spy(on=True):
+        asked.append(on)
+        with real(on):
+            yield
+
+    monkeypatch.setattr(chunked, "deterministic_kernels", spy)
+    try:  # --deterministic reaches the group's trainer too (its engine is rebuilt on the process's device)
         assert main(["transfer", "pretrain", "--corpus", str(corpus), "--max-molecules", "300", "--chunk-size",
-                     "300", "--epochs", "1", "--device", "cpu", "--no-progress", "--workers", "1", "--out",
-                     str(tmp_path / "O")]) == 0
-        assert json.loads((tmp_path / "O" / "result.json").read_text())["runtime"]["world_size"] == 1  # a group
+                     "300", "--epochs", "1", "--device", "cpu", "--no-progress", "--workers", "1", "--deterministic",
+                     "--out", str(tmp_path / "O")]) == 0
+        runtime = json.loads((tmp_path / "O" / "result.json").read_text())["runtime"]
+        assert runtime["world_size"] == 1 and runtime["deterministic"] is True and asked == [True]  # in a group
         assert not dist.is_initialized() and current() is None
         # --resume of the finished run with another configuration: refused, by every process together
         assert main(["transfer", "pretrain", "--corpus", str(corpus), "--max-molecules", "300", "--chunk-size",
-                     "300", "--epochs", "2", "--device", "cpu", "--no-progress", "--workers", "1", "--resume",
-                     "--out", str(tmp_path / "O")]) != 0
+                     "300", "--epochs", "2", "--device", "cpu", "--no-progress", "--workers", "1", "--deterministic",
+                     "--resume", "--out", str(tmp_path / "O")]) != 0
         assert not dist.is_initialized() and current() is None
     finally:
         shutdown()  # a failed check leaves no group to this worker's later tests
