@@ -4,6 +4,7 @@ four units that each ask for a quarter of it and half a CPU all run at once, eac
 same GPU id and the fractions it asked for. The test starts and shuts down its own cluster."""
 
 import json
+import os
 import time
 
 import pytest
@@ -35,7 +36,15 @@ def together(unit):
 def one_gpu_cluster():
     if ray.is_initialized():
         ray.shutdown()
-    ray.init(num_cpus=2, num_gpus=1, include_dashboard=False, log_to_driver=False)
+    # the suite hides the GPU with an empty CUDA_VISIBLE_DEVICES (tests/conftest.py), which Ray reads
+    # as "no GPU" and then refuses to declare one: the cluster starts without it (its units never
+    # touch CUDA; Ray counts the declared GPU)
+    hidden = os.environ.pop("CUDA_VISIBLE_DEVICES", None)
+    try:
+        ray.init(num_cpus=2, num_gpus=1, include_dashboard=False, log_to_driver=False)
+    finally:
+        if hidden is not None:
+            os.environ["CUDA_VISIBLE_DEVICES"] = hidden
     yield
     ray.shutdown()
 
