@@ -56,7 +56,8 @@ _EXPORTS = {
     "accuracy": "eval.metrics", "roc_auc": "eval.metrics",
     "SVMEvaluator": "eval.evaluators", "LinearProbe": "eval.evaluators",
     # runtime
-    "resolve_device": "devices", "runtime_info": "devices", "seed_everything": "seeding",
+    "resolve_device": "devices", "runtime_info": "devices", "seed_everything": "seeding", "Engine": "devices",
+    "deterministic_kernels": "devices",
     # where sweeps run (serial or Ray)
     "SerialExecutor": "executors", "RayExecutor": "executors",
     # errors

@@ -21,8 +21,7 @@ log = logging.getLogger("autogcl")
 
 #: RunOptions each command takes, with per-command defaults
 SWEEP = ("seeds", "first_seed", "out", "resume", "restart_damaged", "device", "precision", "compile", "deterministic",
-         "data_root",
-         "download", "no_progress", "log_dir", "tracking",
+         "data_root", "download", "no_progress", "log_dir", "tracking",
          "executor", "ray_address", "cpus_per_unit", "gpus_per_unit")
 
 #: the commands and their one-line help; a command's options (and the modules they come from)

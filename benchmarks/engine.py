@@ -59,9 +59,11 @@ REPO = HERE.parent
 
 
 def _pythonpath(first: str) -> str:
-    """A child's ``PYTHONPATH``: ``first`` (the code measured), then the caller's entries (where a
-    machine installs packages, e.g. RDKit on the lent GPU machine), no empty entry."""
-    return os.pathsep.join(p for p in (first, *os.environ.get("PYTHONPATH", "").split(os.pathsep)) if p)
+    """A child's ``PYTHONPATH`` (:func:`autogcl.paths.child_pythonpath`), imported here and not at
+    the top: a child of this file may import another commit's autogcl, which lacks it."""
+    from autogcl.paths import child_pythonpath
+
+    return child_pythonpath(first)
 
 
 # ----------------------------------------------------------------------------------------- children

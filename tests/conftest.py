@@ -13,12 +13,6 @@ REPO = Path(__file__).resolve().parent.parent
 DATA_ROOT = Path(os.environ.get("AUTOGCL_TEST_DATA", REPO.parent / "shared" / "data"))
 
 
-def pythonpath(*first) -> str:
-    """``PYTHONPATH`` for a child process: ``first`` (this checkout), then the caller's own entries
-    (a machine may install packages there, as the lent GPU machine does RDKit), no empty entry."""
-    return os.pathsep.join(str(p) for p in (*first, *os.environ.get("PYTHONPATH", "").split(os.pathsep)) if str(p))
-
-
 def undirected(pairs):
     e = torch.tensor(pairs, dtype=torch.long).t()
     return torch.cat([e, e.flip(0)], dim=1)
@@ -160,7 +154,9 @@ def data_root() -> Path:
 def mnist_root(data_root) -> Path:
     """The data root, for a test of MNIST superpixels: a skip where it holds no MNIST (a GPU
     call carries a lighter data folder; in CI the skip fails the session, as every data skip)."""
-    if not (data_root / "MNIST" / "raw").is_dir():
+    from autogcl.data.mnist import IMAGES_FILE
+
+    if not (data_root / "MNIST" / "raw" / IMAGES_FILE).is_file():
         pytest.skip(f"MNIST raw files not found under {data_root}")
     return data_root
 

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import pythonpath
+from autogcl.paths import child_pythonpath
 
 REPO = Path(__file__).resolve().parents[1]
 #: the routes of the smoke run: every route but compile, whose cold compilation alone takes
@@ -123,7 +123,7 @@ def test_cpu_routes_writes_every_route_with_finite_timings_and_the_eager_steps_n
     # 256 molecules: one batch of 256 (the loader drops a partial one); one window of one step
     args = ["--data-root", str(data_root), "--molecules", "256", "--windows", "1", "--steps", "1",
             "--routes", *routes, "--out", str(tmp_path), "--tag", "smoke"]
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": pythonpath(REPO)}  # AUTOGCL_CACHE: the test's own
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": child_pythonpath(REPO)}  # AUTOGCL_CACHE: the test's own
     done = subprocess.run([sys.executable, str(REPO / "benchmarks" / "cpu_routes.py"), *args], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -5,7 +5,8 @@ import os
 import subprocess
 import sys
 
-from tests.conftest import REPO, pythonpath
+from autogcl.paths import child_pythonpath
+from tests.conftest import REPO
 
 SKIPS = '''
 import pytest
@@ -20,7 +21,7 @@ def test_needs_cuda():
 
 def _pytest(tmp_path, body, **env):
     (tmp_path / "test_sample.py").write_text(body, encoding="utf-8")
-    environ = {**os.environ, "PYTHONPATH": pythonpath(REPO), "AUTOGCL_REQUIRE_DATA": "1", **env}
+    environ = {**os.environ, "PYTHONPATH": child_pythonpath(REPO), "AUTOGCL_REQUIRE_DATA": "1", **env}
     return subprocess.run([sys.executable, "-m", "pytest", "-q", "-rs", "-p", "tests.conftest", "-p", "no:cacheprovider",
                            "--rootdir", str(tmp_path), str(tmp_path / "test_sample.py")],
                           capture_output=True, text=True, env=environ, cwd=tmp_path)

@@ -4,7 +4,8 @@ import re
 
 import pytest
 
-from tests.conftest import REPO, pythonpath
+from autogcl.paths import child_pythonpath
+from tests.conftest import REPO
 
 DOC = REPO / "docs" / "api.md"
 BLOCKS = re.findall(r"```python\n(.*?)```", DOC.read_text(encoding="utf-8"), flags=re.S)
@@ -148,7 +149,7 @@ def test_the_size_study_pages_match_their_regeneration(tmp_path):
     results = tmp_path / "results"
     shutil.copytree(REPO / "docs" / "results", results, ignore=shutil.ignore_patterns("*.png", "*.svg", "units"))
     script = str(REPO / "scripts" / "transfer_sizes.py")
-    env = {**os.environ, "PYTHONPATH": pythonpath(REPO), "MPLBACKEND": "Agg"}
+    env = {**os.environ, "PYTHONPATH": child_pythonpath(REPO), "MPLBACKEND": "Agg"}
     out = subprocess.run([sys.executable, script, "--results", str(results), "report"], capture_output=True, text=True,
                          env=env)
     assert out.returncode == 0, out.stderr[-2000:]
@@ -171,7 +172,7 @@ def test_the_loss_form_table_matches_its_regeneration():
     out = subprocess.run([sys.executable, str(REPO / "scripts" / "compare_runs.py"),
                           "docs/results/summaries/unsupervised", "docs/results/summaries/lossforms/unsupervised",
                           "--labels", "paper,released"], capture_output=True, text=True, cwd=REPO,
-                         env={**os.environ, "PYTHONPATH": pythonpath(REPO)})
+                         env={**os.environ, "PYTHONPATH": child_pythonpath(REPO)})
     assert out.returncode == 0, out.stderr[-2000:]
     rows = [line for line in out.stdout.splitlines() if (line.startswith("| ") and "-autogcl" in line) or "pooled" in line]
     assert len(rows) >= 8

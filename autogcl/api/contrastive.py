@@ -26,7 +26,7 @@ from ..choices import (
     VIEW_SAMPLINGS,
     check_choice,
 )
-from ..devices import Engine, resolve_device
+from ..devices import engine_of, resolve_device
 from ..errors import ConfigError, TrainingError
 from ..losses import cl_kwargs
 from ..models import ContrastModel, GINEncoder
@@ -122,8 +122,8 @@ class ContrastiveLearner(Estimator):
         loader = self.loader(data, size, shuffle=True, generator=gen, device=dev)
         done = len(self.history)
         tracker = self._tracker(log_dir, type(self).__name__, tracking)
-        trainer = Trainer(self._strategy, device=device if isinstance(device, Engine) else dev, checkpoint=checkpoint,
-                          loader_gen=gen, desc=type(self).__name__, show_progress=progress, tracker=tracker)
+        trainer = Trainer(self._strategy, device=engine_of(device), checkpoint=checkpoint, loader_gen=gen,
+                          desc=type(self).__name__, show_progress=progress, tracker=tracker)  # an Engine's settings too
         try:
             rows = [{k: v for k, v in r.items() if not (k == "sim_loss" and v != v)}  # NaN: not measured
                     for r in trainer.fit(loader, done + epochs, evaluate=evaluate, start=done + 1)

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import DataError
+from ..paths import child_pythonpath
 from . import published
 
 RESULTS = "docs/results"
@@ -596,9 +597,7 @@ def plan(cells, root: Path, *, data_root: str | None = None, extra: list[str] | 
 
 def _spawn(argv: list[str], root: Path, log: Path) -> subprocess.Popen:
     """``python -m autogcl ARGV`` in ``root`` as a child process writing to ``log``."""
-    env = dict(os.environ)
-    here = str(Path(__file__).resolve().parents[2])  # the folder holding the autogcl package
-    env["PYTHONPATH"] = here + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env = {**os.environ, "PYTHONPATH": child_pythonpath(Path(__file__).resolve().parents[2])}  # autogcl's folder
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "w", encoding="utf-8") as f:
         return subprocess.Popen([sys.executable, "-m", "autogcl", *argv], cwd=root, env=env, stdout=f,

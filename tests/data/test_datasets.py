@@ -105,3 +105,16 @@ def test_failed_download_says_what_to_do(tmp_path, monkeypatch):
     msg = str(exc.value)
     assert "could not be downloaded" in msg and "name resolution" in msg and "--data-root" in msg
     assert "{name}" not in msg and "/raw/, or connect to the network" in msg  # the folder is named
+
+
+def test_a_childs_pythonpath_puts_the_code_first_keeps_the_callers_and_has_no_empty_entry(monkeypatch):
+    """An empty entry would put the child's working directory on its path; the caller's entries
+    are where a machine may install packages (RDKit on the lent GPU machine)."""
+    import os
+
+    from autogcl.paths import child_pythonpath
+
+    monkeypatch.delenv("PYTHONPATH", raising=False)
+    assert child_pythonpath("/code") == "/code"
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(["/site", "", "/more"]))
+    assert child_pythonpath("/code") == os.pathsep.join(["/code", "/site", "/more"])

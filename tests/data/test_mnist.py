@@ -137,13 +137,6 @@ def test_image_to_graph_deterministic():
 # ------------------------------------------------------------------ real data
 
 
-@pytest.fixture
-def mnist_root(data_root):
-    if not (data_root / "MNIST" / "raw" / IMAGES_FILE).is_file():
-        pytest.skip(f"MNIST raw files not found under {data_root}")
-    return data_root
-
-
 def _cache_files():
     d = paths.cache_dir() / "processed" / "MNIST"
     return sorted(d.glob("*.pt")) if d.is_dir() else []

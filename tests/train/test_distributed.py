@@ -18,7 +18,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from tests.conftest import REPO, pythonpath
+from autogcl.paths import child_pythonpath
+from tests.conftest import REPO
 
 SMILES = ["CCO", "c1ccccc1O", "CC(=O)Nc1ccc(O)cc1", "C1CCNCC1", "CCN(CC)CC", "O=C(O)c1ccccc1",
           "CC(C)Cc1ccc(C(C)C(=O)O)cc1", "C[C@H](N)C(=O)O"]
@@ -252,7 +253,7 @@ def torchrun(args, env, timeout=300, nproc=2):
 
 def _env(tmp_path):
     return {**os.environ, "OMP_NUM_THREADS": "1", "AUTOGCL_CACHE": str(tmp_path / "cache"),
-            "PYTHONPATH": pythonpath(REPO)}
+            "PYTHONPATH": child_pythonpath(REPO)}
 
 
 def _finish(proc, timeout=300):
