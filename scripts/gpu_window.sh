@@ -19,7 +19,7 @@
 # "transfer / ,semi / REDDIT-BINARY" (the latter when its data was carried): the cells with a GPU
 # estimate whose data travels; a semi
 # cell runs the next folds that fit, --fold-limit), TU_SETS (the TU sets prepare copies; default
-# REDDIT-BINARY), SKIP_SETS (MoleculeNet sets prepare leaves out; default muv hiv), COMPUTE (gpu), UNIT_SECONDS (assumed unit time where no committed
+# REDDIT-BINARY), PACK_SETS (the TU sets it packs as bits, scripts/tu_pack.py; default COLLAB), SKIP_SETS (MoleculeNet sets prepare leaves out; default muv hiv), COMPUTE (gpu), UNIT_SECONDS (assumed unit time where no committed
 # run estimates it), DATA (data root; default .gpu/window/data), ROOT (the repository whose
 # docs/results receives the runs; default .), PYTHON (python3), AUTOGCL_COMMIT (the code's
 # commit: the device's copy has no git folder).
@@ -31,8 +31,8 @@ WINDOW=${WINDOW:-.gpu/window}
 PY=${PYTHON:-python3}
 
 if [ "$STAGE" = prepare ]; then
-  # the MoleculeNet files, REDDIT-BINARY (COLLAB's raw files exceed the 64 MiB a call carries),
-  # and RDKit as a wheel for the device's Python 3.12 (its image has none)
+  # the MoleculeNet files, REDDIT-BINARY, COLLAB packed (its raw files alone exceed the 64 MiB a
+  # call carries), and RDKit as a wheel for the device's Python 3.12 (its image has none)
   SRC=${SOURCE_DATA:-../shared/data}
   mkdir -p "$WINDOW/data/TU" "$WINDOW/whl"
   # writable copies (the mirror is read-only), so that prepare can run again over them; without the
@@ -40,6 +40,11 @@ if [ "$STAGE" = prepare ]; then
   cp -r --no-preserve=mode "$SRC/moleculenet" "$WINDOW/data/"
   for d in ${SKIP_SETS-muv hiv}; do rm -f "$WINDOW/data/moleculenet/$d".*; done
   for d in ${TU_SETS-REDDIT-BINARY}; do cp -r --no-preserve=mode "$SRC/TU/$d" "$WINDOW/data/TU/"; done
+  # the large dense sets as bits (scripts/tu_pack.py: COLLAB's 59 MB of gzipped text in 1.5 MB);
+  # run unpacks them into the data folder, checking each file's SHA-256
+  for d in ${PACK_SETS-COLLAB}; do
+    [ -d "$WINDOW/packed/$d" ] || "$PY" scripts/tu_pack.py pack "$SRC/TU/$d" "$WINDOW/packed/$d" || exit 1
+  done
   if [ "${WHEELS:-1}" = 1 ] && ! ls "$WINDOW"/whl/rdkit-*.whl > /dev/null 2>&1; then
     "$PY" -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
       --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
@@ -75,9 +80,18 @@ if [ "$DEVICE" != cpu ] && command -v nvidia-cuda-mps-control > /dev/null \
     && ! pgrep -f nvidia-cuda-mps-control > /dev/null; then
   nvidia-cuda-mps-control -d && echo "CUDA MPS daemon started"  # kernels of several units side by side
 fi
-# the transfer cells, and the REDDIT-BINARY semi rows when their data was carried (TU_SETS)
-DEFAULT_ONLY="transfer / "
-[ -d "$DATA/TU/REDDIT-BINARY" ] && DEFAULT_ONLY="transfer / ,semi / REDDIT-BINARY"
+for p in "$WINDOW"/packed/*; do  # the packed sets, as the mirror's text (scripts/tu_pack.py)
+  [ -d "$p" ] || continue
+  [ -d "$DATA/TU/$(basename "$p")/raw" ] || "$PY" scripts/tu_pack.py unpack "$p" "$DATA/TU/$(basename "$p")" \
+    || { echo "gpu_window: could not unpack $p" >&2; exit 1; }
+done
+# the transfer cells (when RDKit's wheel was carried), and the semi and unsupervised rows of the
+# large TU sets whose data was carried (TU_SETS, PACK_SETS)
+DEFAULT_ONLY=""
+ls "$WINDOW"/whl/*.whl > /dev/null 2>&1 && DEFAULT_ONLY="transfer / "
+[ -d "$DATA/TU/REDDIT-BINARY" ] && DEFAULT_ONLY="$DEFAULT_ONLY,semi / REDDIT-BINARY"
+[ -d "$DATA/TU/COLLAB" ] && DEFAULT_ONLY="$DEFAULT_ONLY,semi / COLLAB,unsupervised / COLLAB"
+DEFAULT_ONLY=${DEFAULT_ONLY#,}
 STAMP="$ROOT/runs/reproduce/.window-start"
 mkdir -p "$(dirname "$STAMP")"
 touch "$STAMP"
