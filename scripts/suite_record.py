@@ -10,8 +10,10 @@ arguments, reads the JUnit file (every test case, with its outcome), and writes
 ``docs/results/suite/<tag>.json``: the counts, every failed or erroring test by id with the first
 line of its message, every skip with its reason, the machine (CPU model, cores, the ATen CPU
 capability torch used), torch, the code commit, the environment it set and the pytest arguments.
-A run whose pytest was cut (no JUnit file) is recorded as such, never as a pass. Exit status: the
-pytest exit status.
+A run whose pytest was cut (no JUnit file) is recorded as such, never as a pass; its counts
+then come from the per-test log that ``scripts/suite_outcomes.py`` (loaded with ``-p``) appends to
+as each test is reported. ``--amend RECORD LOG`` fills a cut record that has no counts from pytest's
+progress characters in its output. Exit status: the pytest exit status.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import argparse
 import json
 import os
 import platform
+import re
 import signal
 import subprocess
 import sys
@@ -101,6 +104,62 @@ def read_junit(path: Path) -> dict:
     return out
 
 
+def read_outcomes(path: Path) -> dict:
+    """The same counts and lists as :func:`read_junit`, from the JSON lines of
+    ``scripts/suite_outcomes.py`` (written as each test is reported): a test counts once, by its
+    call's outcome, or as an error when its setup or teardown failed (a failed call stays a
+    failure); a line cut while written is left out."""
+    per: dict = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            r = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if r["outcome"] == "skipped":
+            key = "skipped"
+        elif r["when"] == "call":
+            key = "failed" if r["outcome"] == "failed" else "passed"
+        else:
+            key = "errors"
+        if per.get(r["test"], ("passed",))[0] == "passed":
+            per[r["test"]] = (key, r.get("message", ""))
+    out = {"passed": 0, "failed": 0, "errors": 0, "skipped": 0, "failures": [], "skips": []}
+    for test, (key, message) in per.items():
+        out[key] += 1
+        if key == "skipped":
+            out["skips"].append({"test": test, "reason": message})
+        elif key != "passed":
+            out["failures"].append({"test": test, "kind": "failure" if key == "failed" else "error",
+                                    "message": message})
+    return out
+
+
+#: a line of pytest -q's progress: one character per test, then the percentage
+PROGRESS = re.compile(r"^([.sFExX]+)\s+\[\s*\d+%\]")
+
+
+def read_progress(text: str) -> dict:
+    """Counts from pytest -q's progress characters (``.`` passed, ``s`` or ``x`` skipped, ``F``
+    failed, ``E`` error, ``X`` an unexpected pass): the last resort for a run cut after its last
+    test that left neither a JUnit file nor the per-test log (no test ids then)."""
+    chars = "".join(m.group(1) for m in map(PROGRESS.match, text.splitlines()) if m)
+    return {"passed": chars.count(".") + chars.count("X"), "failed": chars.count("F"),
+            "errors": chars.count("E"), "skipped": chars.count("s") + chars.count("x")}
+
+
+def amend(record: Path, log: Path) -> dict:
+    """Fill the counts of a cut ``record`` that has none from the progress characters of its
+    pytest output ``log``, saying so in ``counts_from``; a record with counts is left alone."""
+    d = json.loads(record.read_text(encoding="utf-8"))
+    if d.get("passed") is not None:
+        return d
+    d.update(read_progress(log.read_text(encoding="utf-8", errors="replace")))
+    d["counts_from"] = (f"pytest's progress characters in {log.name} (the run left no per-test report: "
+                        "test ids of failures and skips are unknown)")
+    atomic_write_text(record, json.dumps(d, indent=1) + "\n")
+    return d
+
+
 def capability(env: dict) -> str | None:
     probe = subprocess.run([sys.executable, "-c", "import torch; print(torch.backends.cpu.get_cpu_capability())"],
                            env=env, capture_output=True, text=True)
@@ -109,15 +168,23 @@ def capability(env: dict) -> str | None:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--tag", required=True, help="the record's name: docs/results/suite/TAG.json")
+    p.add_argument("--tag", help="the record's name: docs/results/suite/TAG.json (required for a run)")
     p.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
                    help="an environment variable set for the run (repeatable)")
     p.add_argument("--note", default="", help="free text kept in the record (where, under what load)")
     p.add_argument("--out", type=Path, default=OUT, help="the folder of the records")
     p.add_argument("--timeout-s", type=float, default=None,
                    help="stop pytest with SIGINT after this many seconds (it then writes the tests so far)")
+    p.add_argument("--amend", nargs=2, type=Path, metavar=("RECORD", "LOG"),
+                   help="no run: fill the counts of a cut RECORD from the pytest output LOG (read_progress)")
     p.add_argument("pytest_args", nargs="*", help="after --: extra pytest arguments (-n 2, a test path)")
     args = p.parse_args(argv)
+    if args.amend:
+        d = amend(*args.amend)
+        print(f"suite_record: {args.amend[0]}: {({k: d.get(k) for k in ('passed', 'failed', 'errors', 'skipped')})}")
+        return 0
+    if not args.tag:
+        p.error("--tag is required for a run")
     env = dict(os.environ)
     set_env = {}
     for item in args.env:
@@ -128,8 +195,14 @@ def main(argv=None) -> int:
     env.update(set_env)
     args.out.mkdir(parents=True, exist_ok=True)
     junit = args.out / f".{args.tag}.junit.xml"
+    live = args.out / f".{args.tag}.outcomes.jsonl"
     junit.unlink(missing_ok=True)
-    cmd = [sys.executable, "-m", "pytest", "-q", "-rs", f"--junitxml={junit}", *args.pytest_args]
+    live.unlink(missing_ok=True)
+    # the per-test log (scripts/suite_outcomes.py), for a run cut before pytest writes its JUnit file
+    env["AUTOGCL_SUITE_OUTCOMES"] = str(live.resolve())
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO / "scripts"), env.get("PYTHONPATH")]))
+    cmd = [sys.executable, "-m", "pytest", "-q", "-rs", f"--junitxml={junit}", "-p", "suite_outcomes",
+           *args.pytest_args]
     start = time.time()
     stopped = None
     proc = subprocess.Popen(cmd, cwd=REPO, env=env, preexec_fn=_own_session)
@@ -155,14 +228,20 @@ def main(argv=None) -> int:
         "python": platform.python_version(), "torch": torch.__version__, "env": set_env,
         "pytest_args": args.pytest_args, "exit_code": rc, "wall_s": round(wall, 1), "note": args.note,
     }
+    counted = False
     if junit.is_file():
         try:
             record.update(read_junit(junit))
+            counted = True
         except ET.ParseError as exc:  # killed while writing it
             stopped = stopped or f"pytest's JUnit file is damaged ({exc})"
         junit.unlink()
     else:
         stopped = stopped or "pytest wrote no JUnit file (stopped before its end)"
+    if not counted and live.is_file():
+        record.update(read_outcomes(live))
+        record["counts_from"] = "the per-test log (scripts/suite_outcomes.py): pytest's JUnit file is missing or damaged"
+    live.unlink(missing_ok=True)
     if stopped:
         record["cut"] = stopped
     path = args.out / f"{args.tag}.json"

@@ -191,7 +191,22 @@ def _skip_reason(report) -> str:
     return longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)
 
 
+def stop_joblib_workers() -> bool:
+    """Shut joblib's reusable process pool (loky; the SVM's ``n_jobs``) down now, killing its
+    workers; False when this process has none. Left to loky's handler at interpreter exit, it hung
+    the xdist workers of a lent 16-core GPU machine after their last test (docs/reliability.md)."""
+    import sys
+
+    module = sys.modules.get("joblib.externals.loky.reusable_executor")
+    executor = getattr(module, "_executor", None)
+    if executor is None:
+        return False
+    executor.shutdown(wait=True, kill_workers=True)
+    return True
+
+
 def pytest_sessionfinish(session, exitstatus):
+    stop_joblib_workers()  # in each xdist worker, before its interpreter exits
     if not os.environ.get("AUTOGCL_REQUIRE_DATA"):
         return
     reporter = session.config.pluginmanager.get_plugin("terminalreporter")

@@ -530,3 +530,139 @@ def test_suite_record_marks_a_stopped_run_as_cut(tmp_path):
     assert "SIGINT after 20 s" in d["cut"] and d["exit_code"] != 0 and done.returncode != 0
     # test_a finished and counts; test_b, stopped, is neither a pass nor a failure
     assert (d["passed"], d["failed"], d["errors"], d["skipped"]) == (1, 0, 0, 0), d
+
+
+def test_suite_record_keeps_the_outcomes_of_a_run_that_hangs_as_it_exits(tmp_path):
+    """A suite whose tests all ran but whose session then hangs (on a lent H100 the xdist workers
+    hung in joblib's exit handler, so pytest wrote no JUnit file) is recorded as cut, with every
+    test's outcome from the per-test log (scripts/suite_outcomes.py), failures and skips named."""
+    import json
+    import subprocess
+    import sys
+
+    tests = tmp_path / "t"
+    tests.mkdir()
+    (tests / "conftest.py").write_text(
+        "import time\nimport pytest\n"
+        "@pytest.hookimpl(tryfirst=True)\n"
+        "def pytest_sessionfinish(session, exitstatus):\n    time.sleep(300)  # hangs before the JUnit file\n")
+    (tests / "test_x.py").write_text(
+        "import pytest\n"
+        "def test_ok():\n    pass\n"
+        "def test_bad():\n    assert 1 == 2, 'one is not two'\n"
+        "@pytest.fixture\ndef broken():\n    raise RuntimeError('no fixture')\n"
+        "def test_error(broken):\n    pass\n"
+        "def test_skip():\n    pytest.skip('no GPU here')\n")
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "suite_record.py"), "--tag", "hang", "--out",
+                           str(tmp_path / "r"), "--timeout-s", "30", "--", str(tests), "-p", "no:cacheprovider"],
+                          capture_output=True, text=True, timeout=200)
+    assert done.returncode != 0
+    d = json.loads((tmp_path / "r" / "hang.json").read_text())
+    assert (d["passed"], d["failed"], d["errors"], d["skipped"]) == (1, 1, 1, 1), d
+    assert "SIGINT after 30 s" in d["cut"] and "per-test log" in d["counts_from"]
+    assert {f["test"].split("::")[-1]: f["kind"] for f in d["failures"]} == {"test_bad": "failure", "test_error": "error"}
+    assert "one is not two" in next(f["message"] for f in d["failures"] if f["kind"] == "failure")
+    assert d["skips"] == [{"test": "test_x.py::test_skip", "reason": "no GPU here"}]
+    assert not list((tmp_path / "r").glob(".*"))  # neither the JUnit file nor the per-test log stays
+
+
+def test_suite_record_reads_the_outcomes_log_as_junit_does(tmp_path):
+    """A test counts once: a failed call stays a failure when its teardown errs too, a passed call
+    whose teardown errs is an error, a setup skip is a skip; a line cut while written is left out."""
+    import json
+
+    sr = load_script("suite_record")
+    rows = [{"test": "a", "when": "call", "outcome": "passed"},
+            {"test": "b", "when": "call", "outcome": "failed", "message": "boom"},
+            {"test": "b", "when": "teardown", "outcome": "failed", "message": "later"},
+            {"test": "c", "when": "call", "outcome": "passed"},
+            {"test": "c", "when": "teardown", "outcome": "failed", "message": "leak"},
+            {"test": "d", "when": "setup", "outcome": "skipped", "message": "no data"}]
+    log = tmp_path / "o.jsonl"
+    log.write_text("".join(json.dumps(r) + "\n" for r in rows) + '{"test": "e", "wh')
+    d = sr.read_outcomes(log)
+    assert (d["passed"], d["failed"], d["errors"], d["skipped"]) == (1, 1, 1, 1)
+    assert d["failures"] == [{"test": "b", "kind": "failure", "message": "boom"},
+                             {"test": "c", "kind": "error", "message": "leak"}]
+    assert d["skips"] == [{"test": "d", "reason": "no data"}]
+
+
+def test_suite_record_amends_a_cut_record_from_the_progress_characters(tmp_path):
+    """The last resort for a run that left no per-test report: the counts of pytest -q's progress
+    lines, said to come from them; a record that has counts is left as it is."""
+    import json
+
+    sr = load_script("suite_record")
+    log = tmp_path / "suite.log"
+    log.write_text("bringing up nodes...\n\n" + "." * 70 + "s. [ 50%]\n" + "..F.E.sx.X" + " " * 6
+                   + "[100%]Exception ignored in: <module 'threading'>\n  ...\nTraceback (most recent call last):\n")
+    record = tmp_path / "h100.json"
+    record.write_text(json.dumps({"tag": "h100", "passed": None, "cut": "stopped by SIGINT after 270 s"}))
+    d = sr.amend(record, log)
+    assert (d["passed"], d["failed"], d["errors"], d["skipped"]) == (71 + 6, 1, 1, 3)
+    assert "progress characters in suite.log" in d["counts_from"]
+    assert json.loads(record.read_text()) == d
+    assert sr.amend(record, tmp_path / "missing.log") == d  # counted already: the log is not read
+
+
+def _tu(folder, name, graphs, labels):
+    """Raw TU files of ``graphs`` (lists of 0-based local edges, both directions) in ``folder``/raw."""
+    raw = folder / "raw"
+    raw.mkdir(parents=True)
+    rows, ind, first = [], [], 0
+    for g, (n, edges) in enumerate(graphs):
+        ind += [g + 1] * n
+        rows += sorted((first + a + 1, first + b + 1) for a, b in edges)
+        first += n
+    (raw / f"{name}_A.txt").write_text("".join(f"{a}, {b}\n" for a, b in rows))
+    (raw / f"{name}_graph_indicator.txt").write_text("".join(f"{i}\n" for i in ind))
+    (raw / f"{name}_graph_labels.txt").write_text("".join(f"{y}\n" for y in labels))
+    return raw
+
+
+def test_tu_pack_gives_the_edge_file_back_byte_for_byte(tmp_path):
+    """scripts/tu_pack.py: a graph with a self-loop, one with an isolated node and a node id of
+    several digits, one with no edge; unpacking writes the same text and copies the other files,
+    and the dataset it gives reads as the original does."""
+    from autogcl.data.tu import read_tu_raw
+
+    tp = load_script("tu_pack")
+    tri = [(0, 1), (1, 0), (1, 2), (2, 1), (0, 2), (2, 0), (1, 1)]
+    big = [(0, 11), (11, 0), (3, 11), (11, 3), (5, 6), (6, 5)]
+    raw = _tu(tmp_path / "src" / "TOY", "TOY", [(3, tri), (12, big), (2, [])], [0, 1, 0])
+    info = tp.pack(tmp_path / "src" / "TOY", tmp_path / "pk" / "TOY")
+    assert info["edges"] == 13 and info["graphs"] == 3
+    assert sorted(p.name for p in (tmp_path / "pk" / "TOY").iterdir()) == [
+        "TOY_A.npz", "TOY_graph_indicator.txt", "TOY_graph_labels.txt"]
+    out = tp.unpack(tmp_path / "pk" / "TOY", tmp_path / "dst" / "TOY")
+    assert out.read_bytes() == (raw / "TOY_A.txt").read_bytes()
+    for name in ("TOY_graph_indicator.txt", "TOY_graph_labels.txt"):
+        assert (tmp_path / "dst" / "TOY" / "raw" / name).read_bytes() == (raw / name).read_bytes()
+    a, b = read_tu_raw(raw, "TOY"), read_tu_raw(tmp_path / "dst" / "TOY" / "raw", "TOY")
+    assert np.array_equal(a.edge_index, b.edge_index) and np.array_equal(a.graph_indicator, b.graph_indicator)
+
+
+def test_tu_pack_refuses_what_it_could_not_give_back(tmp_path):
+    """Rows out of order, an edge without its reverse, and a damaged pack each get a clear error
+    naming the file and line or the digest; a failed unpack leaves no edge file."""
+    from autogcl.errors import DataError
+
+    tp = load_script("tu_pack")
+    raw = _tu(tmp_path / "s1" / "T", "T", [(3, [(0, 1), (1, 0), (1, 2), (2, 1)])], [0])
+    text = (raw / "T_A.txt").read_text().splitlines()
+    (raw / "T_A.txt").write_text("\n".join([text[1], text[0]] + text[2:]) + "\n")
+    with pytest.raises(DataError, match=r"T_A\.txt:2: edges are not sorted"):
+        tp.pack(tmp_path / "s1" / "T", tmp_path / "p1" / "T")
+    _tu(tmp_path / "s2" / "T", "T", [(3, [(0, 1), (1, 0), (1, 2)])], [0])
+    with pytest.raises(DataError, match=r"edge 2, 3 has no reverse 3, 2"):
+        tp.pack(tmp_path / "s2" / "T", tmp_path / "p2" / "T")
+    _tu(tmp_path / "s3" / "T", "T", [(3, [(0, 1), (1, 0)])], [0])
+    tp.pack(tmp_path / "s3" / "T", tmp_path / "p3" / "T")
+    z = dict(np.load(tmp_path / "p3" / "T" / "T_A.npz"))
+    z["sha256"] = np.array("0" * 64)
+    np.savez_compressed(tmp_path / "p3" / "T" / "T_A.npz", **z)
+    with pytest.raises(DataError, match="differs from the packed one"):
+        tp.unpack(tmp_path / "p3" / "T", tmp_path / "d3" / "T")
+    assert not list((tmp_path / "d3" / "T" / "raw").glob("*_A.txt*")) and not list(
+        (tmp_path / "d3" / "T" / "raw").glob(".*"))
+    assert tp.main(["pack", str(tmp_path / "s2" / "T"), str(tmp_path / "p4" / "T")]) == 1

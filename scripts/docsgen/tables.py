@@ -224,7 +224,8 @@ def suite_block(root: Path) -> str:
         env = ", ".join(f"`{k}={v}`" for k, v in d.get("env", {}).items()) or "-"
         args = " ".join(d.get("pytest_args", [])) or "-"
         counts = " | ".join(str(d.get(k, "-")) for k in ("passed", "failed", "errors", "skipped"))
-        cut = f" ({d['cut']})" if d.get("cut") else ""
+        cut = f" ({d['cut']}" + (f"; counts from {d['counts_from']}" if d.get("counts_from") else "") + ")" \
+            if d.get("cut") else ""
         rows.append(f"| `{f.name}` | {d['date']} | {where} | {m.get('aten_cpu_capability') or '-'} | {env} | "
                     f"`{args}` | {counts} | {d['exit_code']}{cut} | {_short_commit(d.get('commit'))} |")
         failures += [f"- `{f.name}`: `{x['test']}` ({x['kind']}): {x['message']}" for x in d.get("failures", [])]

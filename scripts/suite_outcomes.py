@@ -1,0 +1,33 @@
+"""pytest plugin of scripts/suite_record.py: every test report, appended as one JSON line to the
+file ``AUTOGCL_SUITE_OUTCOMES`` names as soon as pytest (the xdist controller, under ``-n``) has
+it, so that a run cut after its last test (a worker that hangs while it exits) keeps every
+outcome; pytest's JUnit file is written only at the end of the session."""
+
+from __future__ import annotations
+
+import json
+import os
+
+
+def _message(report) -> str:
+    longrepr = report.longrepr
+    if longrepr is None:
+        return ""
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:  # a skip: (file, line, reason)
+        return str(longrepr[2]).removeprefix("Skipped: ")
+    crash = getattr(longrepr, "reprcrash", None)
+    if crash is not None:
+        return str(crash.message)
+    lines = str(longrepr).strip().splitlines()
+    return lines[-1] if lines else ""
+
+
+def pytest_runtest_logreport(report):
+    path = os.environ.get("AUTOGCL_SUITE_OUTCOMES")
+    if not path or os.environ.get("PYTEST_XDIST_WORKER"):  # the controller writes the workers' reports
+        return
+    if report.when == "call" or report.outcome != "passed":  # the call; a setup or teardown that did not pass
+        row = {"test": report.nodeid, "when": report.when, "outcome": report.outcome,
+               "message": _message(report).strip().splitlines()[0][:300] if _message(report).strip() else ""}
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(row) + "\n")
