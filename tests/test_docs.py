@@ -260,15 +260,22 @@ def test_generated_tables_name_the_commit_of_their_runs(checkout):
     from docsgen import regenerate
 
     readme = regenerate(checkout)["README.md"][1]
-    assert "Code commit(s) of these runs: commit not recorded" in readme
+    assert "Code commit(s) of these runs: commit and device not recorded" in readme
     folder = checkout / "docs/results/summaries/unsupervised/MUTAG-autogcl"
     (folder / "provenance.json").write_text(json.dumps({"commit": "abc1234", "devices": ["cpu"]}), encoding="utf-8")
     readme = regenerate(checkout)["README.md"][1]
-    assert "`abc1234` (1 run folder)" in readme and "commit not recorded (5 run folders" in readme
+    assert "`abc1234` on cpu (1 run folder)" in readme and "commit and device not recorded (5 run folders" in readme
     # units of two windows (autogcl.protocols.paper.publish: unit_commits)
     (folder / "provenance.json").write_text(json.dumps(
         {"commit": "bbb2222", "unit_commits": {"abc1234": 2, "bbb2222": 1}, "devices": ["cuda"]}), encoding="utf-8")
-    assert "`abc1234 + bbb2222` (1 run folder)" in regenerate(checkout)["README.md"][1]
+    assert "`abc1234 + bbb2222` on cuda (1 run folder)" in regenerate(checkout)["README.md"][1]
+    # units of both devices; a lent GPU's folder from before provenance (summaries/gpu/)
+    (folder / "provenance.json").write_text(json.dumps({"commit": "abc1234", "devices": ["cuda:0", "cpu"]}))
+    assert "`abc1234` on cpu + cuda (1 run folder)" in regenerate(checkout)["README.md"][1]
+    from docsgen.tables import folder_device
+
+    assert folder_device(checkout / "docs/results/summaries/gpu/unsupervised/DD-autogcl") == "cuda"
+    assert folder_device(checkout / "docs/results/summaries/unsupervised/DD-autogcl") is None
 
 
 def test_a_single_run_shows_no_spread():

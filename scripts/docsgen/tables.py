@@ -59,15 +59,33 @@ def folder_commit(folder: Path) -> str | None:
     return None
 
 
+def folder_device(folder: Path) -> str | None:
+    """The device(s) a committed run folder ran on: its ``provenance.json``'s ``devices``
+    ("cpu + cuda" for units of both), else ``cuda`` for a folder under ``summaries/gpu/`` (the
+    lent GPUs' runs before provenance); None where nothing records it."""
+    folder = Path(folder)
+    try:
+        devices = json.loads((folder / "provenance.json").read_text(encoding="utf-8")).get("devices") or []
+    except (OSError, json.JSONDecodeError, AttributeError):
+        devices = []
+    kinds = sorted({str(d).split(":")[0] for d in devices if d})
+    if kinds:
+        return " + ".join(kinds)
+    return "cuda" if "/summaries/gpu/" in f"/{folder.as_posix()}/" else None
+
+
 def commits_line(folders) -> str:
-    """"Code commit(s): `abc` (N runs); commit not recorded (M runs)." over run folders."""
-    counts = Counter(folder_commit(f) for f in folders)
+    """"Code commit(s) of these runs: `abc` on cpu (N run folders); commit not recorded (M run
+    folders ...)." over run folders: each commit with the device(s) its folders ran on."""
+    counts = Counter((folder_commit(f), folder_device(f)) for f in folders)
     if not counts:
         return "Code commit(s): no run yet."
-    parts = [f"`{c}` ({n} run folder{'s' if n > 1 else ''})" for c, n in sorted((k, v) for k, v in counts.items() if k)]
-    if counts.get(None):
-        n = counts[None]
-        parts.append(f"commit not recorded ({n} run folder{'s' if n > 1 else ''}: they predate provenance.json)")
+    parts = [f"`{c}` on {d or 'a device not recorded'} ({n} run folder{'s' if n > 1 else ''})"
+             for (c, d), n in sorted((k, v) for k, v in counts.items() if k[0])]
+    for d in sorted({d or "" for c, d in counts if not c}):
+        n = sum(v for (c, dd), v in counts.items() if not c and (dd or "") == d)
+        folders_n = f"{n} run folder{'s' if n > 1 else ''}: they predate provenance.json"
+        parts.append(f"commit not recorded, on {d} ({folders_n})" if d else f"commit and device not recorded ({folders_n})")
     return "Code commit(s) of these runs: " + "; ".join(parts) + "."
 
 
