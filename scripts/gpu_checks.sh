@@ -23,7 +23,7 @@
 #      of 200 steps each, medians), alone on the GPU;
 #   4. gpu_window.sh run with BUDGET = what is left of CALL_S (win/window.tar.gz, win/window.log).
 # Environment: OUT and AUTOGCL_COMMIT (required for run), CALL_S (the call's limit, default 570), PYTHON (python3),
-# TU_SETS (the window's TU sets; default REDDIT-BINARY), SUITE_SETS (the suite's; default MUTAG
+# TU_SETS (the window's unpacked TU sets; default none), PACK_SETS (its packed ones; default COLLAB), SUITE_SETS (the suite's; default MUTAG
 # PROTEINS NCI1), SUITE_S (the suite stage's limit, default 240), SUITE_TESTS (its test paths, split on spaces; default the whole suite),
 # WORKERS (its xdist workers, default 12), CORPUS_LINES (molecules of the small corpus, default 20000), CHUNK (molecules of the featurised
 # chunk, default 10000), BASE (the baseline commit, default b434260), GPU_DIR (default .gpu), TAG

@@ -18,8 +18,8 @@
 # ONLY (cells whose "protocol / label" contains one of its comma-separated texts; default
 # "transfer / ,semi / REDDIT-BINARY" (the latter when its data was carried): the cells with a GPU
 # estimate whose data travels; a semi
-# cell runs the next folds that fit, --fold-limit), TU_SETS (the TU sets prepare copies; default
-# REDDIT-BINARY), PACK_SETS (the TU sets it packs as bits, scripts/tu_pack.py; default COLLAB), SKIP_SETS (MoleculeNet sets prepare leaves out; default muv hiv), COMPUTE (gpu), UNIT_SECONDS (assumed unit time where no committed
+# cell runs the next folds that fit, --fold-limit), TU_SETS (the TU sets prepare copies as they are; default none:
+# with the RDKit wheel, REDDIT-BINARY's 6 MB would take the call past 64 MiB), PACK_SETS (the TU sets it packs as bits, scripts/tu_pack.py; default COLLAB), SKIP_SETS (MoleculeNet sets prepare leaves out; default muv hiv), COMPUTE (gpu), UNIT_SECONDS (assumed unit time where no committed
 # run estimates it), DATA (data root; default .gpu/window/data), ROOT (the repository whose
 # docs/results receives the runs; default .), PYTHON (python3), AUTOGCL_COMMIT (the code's
 # commit: the device's copy has no git folder).
@@ -31,15 +31,15 @@ WINDOW=${WINDOW:-.gpu/window}
 PY=${PYTHON:-python3}
 
 if [ "$STAGE" = prepare ]; then
-  # the MoleculeNet files, REDDIT-BINARY, COLLAB packed (its raw files alone exceed the 64 MiB a
-  # call carries), and RDKit as a wheel for the device's Python 3.12 (its image has none)
+  # the MoleculeNet files, COLLAB packed (its raw files alone exceed the 64 MiB a call carries),
+  # the TU_SETS, and RDKit as a wheel for the device's Python 3.12 (its image has none)
   SRC=${SOURCE_DATA:-../shared/data}
   mkdir -p "$WINDOW/data/TU" "$WINDOW/whl"
   # writable copies (the mirror is read-only), so that prepare can run again over them; without the
   # sets whose unit never fits a window (SKIP_SETS, default muv hiv), so that all travels in 64 MiB
   cp -r --no-preserve=mode "$SRC/moleculenet" "$WINDOW/data/"
   for d in ${SKIP_SETS-muv hiv}; do rm -f "$WINDOW/data/moleculenet/$d".*; done
-  for d in ${TU_SETS-REDDIT-BINARY}; do cp -r --no-preserve=mode "$SRC/TU/$d" "$WINDOW/data/TU/"; done
+  for d in ${TU_SETS-}; do cp -r --no-preserve=mode "$SRC/TU/$d" "$WINDOW/data/TU/"; done
   # the large dense sets as bits (scripts/tu_pack.py: COLLAB's 59 MB of gzipped text in 1.5 MB);
   # run unpacks them into the data folder, checking each file's SHA-256
   for d in ${PACK_SETS-COLLAB}; do

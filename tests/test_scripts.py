@@ -382,7 +382,7 @@ def test_gpu_window_on_the_cpu_with_a_tiny_budget(data_root, tmp_path):
     root.mkdir()
     env = {**os.environ, "OUT": str(out), "ROOT": str(root), "DATA": str(data_root), "DEVICE": "cpu",
            "COMPUTE": "all", "BUDGET": "30", "GRACE": "20", "JOBS": "1", "ONLY": "unsupervised / MUTAG / autogcl",
-           "UNIT_SECONDS": "5", "PYTHON": sys.executable, "WHEELS": "0"}
+           "UNIT_SECONDS": "5", "PYTHON": sys.executable, "WHEELS": "0", "WINDOW": str(tmp_path / "window")}
     script = str(ROOT / "scripts" / "gpu_window.sh")
     done = subprocess.run(["bash", script, "run"], env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
@@ -420,7 +420,10 @@ def test_gpu_checks_prepares_what_the_device_call_reads(data_root, tmp_path):
     if lacking:  # e.g. a GPU call's data root, which carries only what its stage reads
         pytest.skip(f"the data root lacks {', '.join(lacking)}, which prepare copies")
     gpu = tmp_path / "gpu"
+    # PACK_SETS empty: packing COLLAB reads its 59 MB (tests/test_scripts.py tests tu_pack.py and
+    # the run stage's unpacking on a hand-built set)
     env = {**os.environ, "GPU_DIR": str(gpu), "BASE": "HEAD", "CHUNK": "50", "CORPUS_LINES": "100", "WHEELS": "0",
+           "PACK_SETS": "", "TU_SETS": "REDDIT-BINARY",
            "SOURCE_DATA": str(data_root), "PYTHON": sys.executable, "AUTOGCL_CACHE": str(tmp_path / "cache")}
     env.pop("OUT", None)
     script = str(ROOT / "scripts" / "gpu_checks.sh")
@@ -431,7 +434,8 @@ def test_gpu_checks_prepares_what_the_device_call_reads(data_root, tmp_path):
         lines = f.read().splitlines()
     assert lines[0] == "SMILES" and len(lines) == 101
     assert (gpu / "window" / "data" / "moleculenet").is_dir()
-    assert (gpu / "window" / "data" / "TU" / "REDDIT-BINARY" / "raw").is_dir()  # the window's semi rows
+    assert (gpu / "window" / "data" / "TU" / "REDDIT-BINARY" / "raw").is_dir()  # TU_SETS: the window's semi rows
+    assert not (gpu / "window" / "packed").exists()  # PACK_SETS empty
     assert not list((gpu / "window" / "data" / "moleculenet").glob("muv.*"))  # never fits a window: left out
     for name in ("MUTAG", "PROTEINS", "NCI1"):  # what the suite stage's tests read, carried by its own call
         assert (gpu / "suite" / "data" / "TU" / name / "raw").is_dir()
@@ -666,3 +670,31 @@ def test_tu_pack_refuses_what_it_could_not_give_back(tmp_path):
     assert not list((tmp_path / "d3" / "T" / "raw").glob("*_A.txt*")) and not list(
         (tmp_path / "d3" / "T" / "raw").glob(".*"))
     assert tp.main(["pack", str(tmp_path / "s2" / "T"), str(tmp_path / "p4" / "T")]) == 1
+
+
+def test_gpu_window_unpacks_a_packed_set_and_runs_its_rows(tmp_path):
+    """gpu_window.sh run with a set packed by tu_pack.py (here a hand-built COLLAB): it writes the
+    set's text into the data folder, checked, and plans COLLAB's semi and unsupervised rows, not
+    the transfer cells (no RDKit wheel travelled); no time, so nothing starts."""
+    import os
+    import subprocess
+    import sys
+
+    tp = load_script("tu_pack")
+    src = tmp_path / "src" / "COLLAB"
+    raw = _tu(src, "COLLAB", [(3, [(0, 1), (1, 0), (1, 2), (2, 1)]), (2, [(0, 1), (1, 0)])], [0, 1])
+    window = tmp_path / "window"
+    tp.pack(src, window / "packed" / "COLLAB")
+    root, out, data = tmp_path / "root", tmp_path / "out", tmp_path / "data"
+    root.mkdir()
+    data.mkdir()
+    env = {**os.environ, "OUT": str(out), "ROOT": str(root), "DATA": str(data), "WINDOW": str(window),
+           "DEVICE": "cpu", "BUDGET": "0", "PYTHON": sys.executable}
+    env.pop("ONLY", None)
+    done = subprocess.run(["bash", str(ROOT / "scripts" / "gpu_window.sh"), "run"], env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert (data / "TU" / "COLLAB" / "raw" / "COLLAB_A.txt").read_bytes() == (raw / "COLLAB_A.txt").read_bytes()
+    log = (out / "window.log").read_text()
+    assert "plan: semi / COLLAB / joint" in log and "plan: unsupervised / COLLAB / graphcl" in log
+    assert "transfer /" not in log and "REDDIT-BINARY" not in log and "start " not in log
