@@ -236,7 +236,7 @@ def add_visualize(sub) -> None:
         "finished unsupervised unit are drawn instead (no training).")
     add_options(v, ViewsConfig)
     _run_options(v, ("data_root", "download", "out", "resume", "restart_damaged", "no_progress", "log_dir", "tracking", "device",
-                     "run",
+                     "deterministic", "run",
                      "examples"), out=None)
     v.set_defaults(func=cmd_views)
 

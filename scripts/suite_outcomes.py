@@ -22,9 +22,20 @@ def _message(report) -> str:
     return lines[-1] if lines else ""
 
 
+_WORKER = False
+
+
+def pytest_configure(config):
+    # an xdist worker (its config has ``workerinput``) leaves the writing to the controller, which
+    # receives its reports; the environment cannot tell: a suite run from inside a test inherits
+    # the outer worker's PYTEST_XDIST_WORKER
+    global _WORKER
+    _WORKER = hasattr(config, "workerinput")
+
+
 def pytest_runtest_logreport(report):
     path = os.environ.get("AUTOGCL_SUITE_OUTCOMES")
-    if not path or os.environ.get("PYTEST_XDIST_WORKER"):  # the controller writes the workers' reports
+    if not path or _WORKER:
         return
     if report.when == "call" or report.outcome != "passed":  # the call; a setup or teardown that did not pass
         row = {"test": report.nodeid, "when": report.when, "outcome": report.outcome,

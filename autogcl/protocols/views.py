@@ -40,7 +40,7 @@ from ..augment.random import node_drop_mask
 from ..data import load_tu
 from ..data.batching import GraphLoader
 from ..data.mnist import POS_COLS, load_mnist_superpixels, read_idx_images
-from ..devices import resolve_device, runtime_info
+from ..devices import engine_of, resolve_device, runtime_info
 from ..errors import ConfigError
 from ..eval.metrics import accuracy
 from ..models.relpos import RelPosNet
@@ -118,8 +118,11 @@ def train_generators(cfg: ViewsConfig, train_ds, test_ds, show_progress=None, de
     """Train until the view accuracy on a validation part of the training graphs reaches the
     target (or max epochs); the test accuracies are recorded beside it. With
     ``checkpoint_dir``, each phase checkpoints there after every epoch and continues from its
-    checkpoint (``warmup.pt``, ``checkpoint.pt``) when one is there."""
-    device = resolve_device(device)
+    checkpoint (``warmup.pt``, ``checkpoint.pt``) when one is there. ``device``: a device option
+    or an :class:`~autogcl.devices.Engine` (``--deterministic``: both phases train under PyTorch's
+    deterministic kernels)."""
+    engine = engine_of(device)
+    device = resolve_device(engine)
     check_size(cfg, train_ds)
     train_ds, val_ds = split_validation(train_ds, cfg.seed)
     loader_gen = seeding.seed_everything(cfg.seed)
@@ -171,10 +174,10 @@ def train_generators(cfg: ViewsConfig, train_ds, test_ds, show_progress=None, de
     def ckpt(name: str) -> Path | None:
         return None if checkpoint_dir is None else Path(checkpoint_dir) / name
 
-    history = Trainer(SupervisedStrategy(model, opt), device=device, checkpoint=ckpt("warmup.pt"),
+    history = Trainer(SupervisedStrategy(model, opt), device=engine, checkpoint=ckpt("warmup.pt"),
                       loader_gen=loader_gen, desc="warm-up", show_progress=show_progress).fit(
         train_l, cfg.warmup_epochs, evaluate=warm_eval, row_fields={"phase": "warmup"}, extra=clock)
-    history += Trainer(strat, device=device, checkpoint=ckpt("checkpoint.pt"), loader_gen=loader_gen,
+    history += Trainer(strat, device=engine, checkpoint=ckpt("checkpoint.pt"), loader_gen=loader_gen,
                        desc=f"{cfg.dataset} generators + classifier", show_progress=show_progress).fit(
         (None, train_l), cfg.max_epochs, evaluate=joint_eval, row_fields={"phase": "joint"}, extra=clock,
         stop=lambda row: row["val_view_acc"] >= cfg.target_acc)
@@ -255,14 +258,15 @@ def run(cfg: ViewsConfig, out_dir: Path, data_root=None, n_examples: int = 6, sh
         raise ConfigError(f"--out {out_dir} holds a views run of an earlier autogcl (views.json, no result.json), "
                           "which cannot be resumed; delete it or name another folder")
     units.check_run_folder(out_dir, "views")
-    device = resolve_device(device)
+    engine = engine_of(device)
+    device = resolve_device(engine)
     unit = units.Unit(dir=out_dir, config=asdict(cfg), seed=cfg.seed, label=f"views {cfg.dataset}")
 
     def fn(unit):
         train_ds, test_ds = load_data(cfg, data_root, download)
         check_size(cfg, train_ds)  # before anything is written
-        work = units.start_work(unit, runtime_info(device))
-        model, gens, history = train_generators(cfg, train_ds, test_ds, show_progress, device, checkpoint_dir=work)
+        work = units.start_work(unit, runtime_info(engine))
+        model, gens, history = train_generators(cfg, train_ds, test_ds, show_progress, engine, checkpoint_dir=work)
         model, gens = model.cpu(), [g.cpu() for g in gens]
         last = history[-1]
         epochs = sum(r["phase"] == "joint" for r in history)
@@ -276,7 +280,7 @@ def run(cfg: ViewsConfig, out_dir: Path, data_root=None, n_examples: int = 6, sh
                   "stopping": "validation view accuracy (10% of the training graphs); accuracies and shares on test",
                   "train_graphs": len(train_ds), "test_graphs": len(test_ds),
                   "history": history, "figures": [str(out_dir / p.name) for p in written],
-                  "runtime": runtime_info(device)}
+                  "runtime": runtime_info(engine)}
         if cfg.dataset.upper() == "MNIST":
             torch.manual_seed(cfg.seed)
             result["kept_shares"] = kept_shares(gens, GraphLoader(test_ds, batch_size=512), cfg.drop_ratio,

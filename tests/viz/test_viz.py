@@ -122,3 +122,36 @@ def test_a_redrawn_figure_has_the_same_bytes(tmp_path):
     assert [p.suffix for p in first] == [".png", ".svg"]
     assert "<dc:date>" not in first[1].read_text()
     assert [p.read_bytes() for p in first] == [p.read_bytes() for p in second]
+
+
+def test_views_train_under_deterministic_kernels_when_asked(data_root, tmp_path, monkeypatch):
+    """``visualize views --deterministic``, as the training commands take it: the warm-up and the
+    joint phase run under PyTorch's deterministic kernels, the setting before it is back after
+    it, the run records it, and on the CPU (deterministic already) the numbers are the default's."""
+    import json
+
+    import torch
+
+    from autogcl.protocols import views as V
+
+    seen = []
+    make = V.make_models
+
+    def spied(*args, **kwargs):
+        model, gens = make(*args, **kwargs)
+        model.register_forward_hook(lambda *_: seen.append(torch.are_deterministic_algorithms_enabled()))
+        return model, gens
+
+    monkeypatch.setattr(V, "make_models", spied)
+    common = ["visualize", "views", "--dataset", "MUTAG", "--data-root", str(data_root), "--limit", "40",
+              "--max-epochs", "1", "--warmup-epochs", "1", "--examples", "2", "--no-progress"]
+    assert main(common + ["--out", str(tmp_path / "plain")]) == 0
+    assert seen and not any(seen)
+    seen.clear()
+    assert main(common + ["--out", str(tmp_path / "det"), "--deterministic"]) == 0
+    assert seen and all(seen) and not torch.are_deterministic_algorithms_enabled()
+    plain, det = (json.loads((tmp_path / d / "result.json").read_text()) for d in ("plain", "det"))
+    assert det["runtime"].get("deterministic") is True and "deterministic" not in plain["runtime"]
+    strip = [{k: v for k, v in row.items() if not k.endswith("_s")} for row in plain["history"]]
+    assert [{k: v for k, v in row.items() if not k.endswith("_s")} for row in det["history"]] == strip
+    assert [r["phase"] for r in det["history"]] == ["warmup", "joint"]
