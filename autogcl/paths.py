@@ -81,9 +81,9 @@ def check_writable(folder: Path) -> None:
         raise ConfigError(f"cannot write results into {folder} ({exc.strerror or exc}); choose another --out") from exc
 
 
-def child_pythonpath(*first: str | os.PathLike) -> str:
+def child_pythonpath(*first: str | os.PathLike, env=None) -> str:
     """``PYTHONPATH`` for a child process: ``first`` (e.g. the checkout whose code it runs), then
-    this process's own entries (a machine may install packages there), never an empty entry
-    (which would put the child's working directory on its path)."""
-    entries = (*first, *os.environ.get("PYTHONPATH", "").split(os.pathsep))
+    the entries of ``env`` (default: this process's environment; a machine may install packages
+    there), never an empty entry (which would put the child's working directory on its path)."""
+    entries = (*first, *(os.environ if env is None else env).get("PYTHONPATH", "").split(os.pathsep))
     return os.pathsep.join(str(e) for e in entries if str(e))

@@ -38,7 +38,8 @@ def pytest_runtest_logreport(report):
     if not path or _WORKER:
         return
     if report.when == "call" or report.outcome != "passed":  # the call; a setup or teardown that did not pass
+        lines = _message(report).strip().splitlines()
         row = {"test": report.nodeid, "when": report.when, "outcome": report.outcome,
-               "message": _message(report).strip().splitlines()[0][:300] if _message(report).strip() else ""}
+               "message": lines[0][:300] if lines else ""}
         with open(path, "a", encoding="utf-8") as f:
             f.write(json.dumps(row) + "\n")

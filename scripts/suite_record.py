@@ -34,6 +34,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from autogcl.atomic import atomic_write_text  # noqa: E402
+from autogcl.paths import child_pythonpath  # noqa: E402
 from autogcl.protocols.paper import code_commit  # noqa: E402
 
 OUT = REPO / "docs" / "results" / "suite"
@@ -200,7 +201,7 @@ def main(argv=None) -> int:
     live.unlink(missing_ok=True)
     # the per-test log (scripts/suite_outcomes.py), for a run cut before pytest writes its JUnit file
     env["AUTOGCL_SUITE_OUTCOMES"] = str(live.resolve())
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO / "scripts"), env.get("PYTHONPATH")]))
+    env["PYTHONPATH"] = child_pythonpath(REPO / "scripts", env=env)
     cmd = [sys.executable, "-m", "pytest", "-q", "-rs", f"--junitxml={junit}", "-p", "suite_outcomes",
            *args.pytest_args]
     start = time.time()

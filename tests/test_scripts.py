@@ -661,6 +661,10 @@ def test_tu_pack_refuses_what_it_could_not_give_back(tmp_path):
     _tu(tmp_path / "s2" / "T", "T", [(3, [(0, 1), (1, 0), (1, 2)])], [0])
     with pytest.raises(DataError, match=r"edge 2, 3 has no reverse 3, 2"):
         tp.pack(tmp_path / "s2" / "T", tmp_path / "p2" / "T")
+    raw = _tu(tmp_path / "s5" / "T", "T", [(2, [(0, 1), (1, 0)]), (2, [])], [0, 1])
+    (raw / "T_A.txt").write_text("1, 3\n")  # the reader's own check, named by file and line
+    with pytest.raises(DataError, match=r"T_A\.txt:1: edge joins graphs 1 and 2"):
+        tp.pack(tmp_path / "s5" / "T", tmp_path / "p5" / "T")
     _tu(tmp_path / "s3" / "T", "T", [(3, [(0, 1), (1, 0)])], [0])
     tp.pack(tmp_path / "s3" / "T", tmp_path / "p3" / "T")
     z = dict(np.load(tmp_path / "p3" / "T" / "T_A.npz"))

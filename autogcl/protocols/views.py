@@ -259,7 +259,7 @@ def run(cfg: ViewsConfig, out_dir: Path, data_root=None, n_examples: int = 6, sh
                           "which cannot be resumed; delete it or name another folder")
     units.check_run_folder(out_dir, "views")
     engine = engine_of(device)
-    device = resolve_device(engine)
+    resolve_device(engine)  # a CUDA device that is not there: an error before any work
     unit = units.Unit(dir=out_dir, config=asdict(cfg), seed=cfg.seed, label=f"views {cfg.dataset}")
 
     def fn(unit):

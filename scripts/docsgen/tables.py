@@ -82,8 +82,11 @@ def commits_line(folders) -> str:
         return "Code commit(s): no run yet."
     parts = [f"`{c}` on {d or 'a device not recorded'} ({n} run folder{'s' if n > 1 else ''})"
              for (c, d), n in sorted((k, v) for k, v in counts.items() if k[0])]
-    for d in sorted({d or "" for c, d in counts if not c}):
-        n = sum(v for (c, dd), v in counts.items() if not c and (dd or "") == d)
+    bare = Counter()  # folders without a commit, by device ("" where none is recorded either)
+    for (c, d), n in counts.items():
+        if not c:
+            bare[d or ""] += n
+    for d, n in sorted(bare.items()):
         folders_n = f"{n} run folder{'s' if n > 1 else ''}: they predate provenance.json"
         parts.append(f"commit not recorded, on {d} ({folders_n})" if d else f"commit and device not recorded ({folders_n})")
     return "Code commit(s) of these runs: " + "; ".join(parts) + "."

@@ -118,3 +118,6 @@ def test_a_childs_pythonpath_puts_the_code_first_keeps_the_callers_and_has_no_em
     assert child_pythonpath("/code") == "/code"
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(["/site", "", "/more"]))
     assert child_pythonpath("/code") == os.pathsep.join(["/code", "/site", "/more"])
+    # the environment the child gets, where it is not this process's (suite_record.py --env PYTHONPATH=...)
+    assert child_pythonpath("/code", env={"PYTHONPATH": "/old:"}) == os.pathsep.join(["/code", "/old"])
+    assert child_pythonpath("/code", env={}) == "/code"
