@@ -21,8 +21,9 @@ class Engine:
     """Where and how training computes: the device, the precision of the forward passes
     (``bf16``: autocast to bfloat16 on a CUDA GPU that has it; losses in float32), whether
     the models are compiled (``torch.compile``, CUDA only) and whether training runs PyTorch's
-    deterministic kernels (``deterministic``: :func:`deterministic_kernels`; on a GPU a seed
-    then fixes the run bit for bit, at some cost in speed). Taken wherever a ``device`` is."""
+    deterministic kernels (``deterministic``: :func:`deterministic_kernels`, also around what an
+    estimator computes after such a fit; on a GPU a seed then fixes the run bit for bit, at
+    some cost in speed). Taken wherever a ``device`` is."""
 
     device: str = "auto"
     precision: str = FP32

@@ -38,7 +38,7 @@ from . import __version__
 from .atomic import atomic_save
 from .choices import BN_RUNNING, BN_SETTLED, LR_CONSTANT, LR_COSINE, READOUT_MEAN, READOUT_SCALED_SUM, check_choice
 from .data.molecules import VOCAB, featurize, iter_smiles, label_task, smiles_to_graph
-from .devices import resolve_device
+from .devices import deterministic_kernels, resolve_device
 from .errors import ConfigError, DataError
 from .eval.metrics import regression_scores, roc_auc
 from .models.embed import embed as _embed
@@ -457,6 +457,7 @@ class MoleculeEncoder(nn.Module):
             pred.model.encoder.load_state_dict(self.encoder.state_dict())
         opt = adam(pred.model.parameters(), lr=opts["lr"], weight_decay=opts["weight_decay"])
         engine = engine_of(device)
+        pred.deterministic = engine.deterministic  # its settling and predictions after the fit too
         if y is not None or getattr(graphs, "_data", None) is None:  # labels as checked here, one row per graph
             store = store.with_graph_values("y", torch.from_numpy(labels.astype(np.float32)))
         store = store.to(resolve_device(engine))
@@ -507,7 +508,8 @@ class MoleculeEncoder(nn.Module):
         if opts["selection"] == "val" and best["state"] is not None:
             pred.model.load_state_dict(best["state"])  # settled before it was scored, where settled
         elif settle is not None:
-            settle()
+            with deterministic_kernels(engine.deterministic):
+                settle()
         pred.selected_epoch = best["epoch"] if opts["selection"] == "val" and best["state"] is not None \
             else pred.history[-1]["epoch"]
         pred.hparams.update(epochs=opts["epochs"], batch_size=size, lr=opts["lr"], weight_decay=opts["weight_decay"],
@@ -696,6 +698,8 @@ class MoleculePredictor(nn.Module):
         self.meta = dict(meta or {})
         self.history: list[dict] = []
         self.selected_epoch: int | None = None
+        #: predict under PyTorch's deterministic kernels (set by a fine-tuning that trained under them)
+        self.deterministic = False
 
     @property
     def device(self) -> torch.device:
@@ -719,13 +723,15 @@ class MoleculePredictor(nn.Module):
         mols = as_molecules(smiles)
         if device is not None:
             self.to(resolve_device(device))
-        out, _ = _embed(self.model, _loader(mols, batch_size))
+        with deterministic_kernels(self.deterministic):
+            out, _ = _embed(self.model, _loader(mols, batch_size))
         return self._values(out), mols.index
 
     def _scores(self, loader) -> tuple[dict, int]:
         """``({metric: value}, tasks scored)`` of the graphs of ``loader`` (eval mode): ``auc``,
         or ``rmse``, ``mae`` and ``r2`` in the targets' units."""
-        out, labels = _embed(self.model, loader)
+        with deterministic_kernels(self.deterministic):
+            out, labels = _embed(self.model, loader)
         y = labels.reshape(out.shape).numpy()
         if self.task == "regression":
             return regression_scores(y, self._values(out))

@@ -540,7 +540,7 @@ def main() -> int:
             "both generated views, with the same draws (grad_max_abs: the largest gradient entry, for scale)")
     doc = {"benchmark": "cpu_routes", "command": "python benchmarks/cpu_routes.py " + " ".join(sys.argv[1:]),
            "machine": engine.machine(args), "device": "cpu", "threads": 1, "torch": torch.__version__,
-           "date": time.strftime("%Y-%m-%d %H:%M"), "commit": engine.code_commit(), "note": note + (f"; {args.note}" if args.note else ""),
+           "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "commit": engine.code_commit(), "note": note + (f"; {args.note}" if args.note else ""),
            "tolerance": {"loss_abs_diff": LOSS_TOL, "grad_max_abs_diff_over_grad_max_abs": GRAD_TOL},
            "rows": rows, "windows": windows}
     out = Path(args.out) / f"cpu_routes_{args.tag}.json"

@@ -476,7 +476,7 @@ def write(args, name: str, rows: list[dict], note: str = "", **extra) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     doc = {"benchmark": name, "command": "python benchmarks/engine.py " + " ".join(sys.argv[1:]),
            "machine": machine(args), "device": args.device, "threads": args.threads, "torch": torch.__version__,
-           "date": time.strftime("%Y-%m-%d %H:%M"), "commit": code_commit(), **({"note": note} if note else {}),
+           "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "commit": code_commit(), **({"note": note} if note else {}),
            "rows": rows, **extra}
     tmp = out.with_suffix(".tmp")
     tmp.write_text(json.dumps(doc, indent=1) + "\n")

@@ -68,6 +68,85 @@ def test_an_engine_with_deterministic_kernels_trains_under_them_and_restores_the
     assert "deterministic" not in runtime_info(Engine("cpu"))
 
 
+def _flags_of(module):
+    """The deterministic-algorithms setting at each forward of ``module`` (a list that fills)."""
+    seen = []
+    module.register_forward_hook(lambda *_: seen.append(torch.are_deterministic_algorithms_enabled()))
+    return seen
+
+
+def test_what_runs_after_a_deterministic_fit_runs_under_its_kernels_too():
+    """Settling, embeddings and predictions after a fit with ``Engine(deterministic=True)`` run
+    under PyTorch's deterministic kernels (on a GPU, the scatter-adds of the embeddings would
+    otherwise add in any order); after a plain fit they do not, unless the call's own device is
+    such an engine; the earlier setting is back after each call."""
+    import autogcl
+    from autogcl.devices import Engine
+    from tests.api.test_estimators import path_graph
+
+    graphs = [path_graph(n, feat=5) for n in range(3, 11)]
+    det = Engine("cpu", deterministic=True)
+    torch.manual_seed(0)
+    model = autogcl.AutoGCL(5, hidden=8, num_layers=2)
+    seen = _flags_of(model.encoder)
+    model.fit(graphs, epochs=1, batch_size=4, device=det, seed=0, progress=False)
+    seen.clear()
+    model.embed(graphs)
+    assert seen and all(seen) and not torch.are_deterministic_algorithms_enabled()
+    model.fit(graphs, epochs=1, batch_size=4, device="cpu", seed=0, progress=False)  # the last fit's setting
+    seen.clear()
+    model.embed(graphs)
+    assert seen and not any(seen)
+    model.embed(graphs, device=det)  # the call's own engine
+    assert seen[-1] and not torch.are_deterministic_algorithms_enabled()
+
+    labels = torch.tensor([0, 1] * 4)
+    for engine, want in ((det, True), ("cpu", False)):
+        torch.manual_seed(0)
+        semi = autogcl.SemiSupervised(5, 2, hidden=8, num_layers=2, gen_hidden=8, batch_size=4)
+        seen = _flags_of(semi.classifier)
+        semi.fit(graphs, labels, epochs=1, pretrain_epochs=0, device=engine, seed=0, progress=False)
+        seen.clear()
+        semi.settle(graphs)
+        settled = list(seen)
+        seen.clear()
+        semi.predict(graphs)
+        semi.embed(graphs)
+        assert settled and seen and set(settled + seen) == {want}, engine
+        assert not torch.are_deterministic_algorithms_enabled()
+
+
+def test_a_molecule_predictor_predicts_under_the_kernels_of_its_fine_tuning(monkeypatch):
+    """``MoleculeEncoder.finetune(device=Engine(deterministic=True))``: the settling after the fit
+    and the predictor's predictions and scores run under deterministic kernels; a plain
+    fine-tuning's do not."""
+    pytest.importorskip("rdkit", reason="molecules need RDKit (pip install rdkit)")
+    from autogcl.devices import Engine
+    from autogcl.molecules import MoleculeEncoder
+
+    import autogcl.models.norm as norm  # finetune imports it from there when it runs
+
+    settles = []
+    own = norm.settle_batchnorm
+    monkeypatch.setattr(norm, "settle_batchnorm", lambda *a, **k: (
+        settles.append(torch.are_deterministic_algorithms_enabled()), own(*a, **k))[1])
+    smiles = ["CCO", "c1ccccc1O", "CC(=O)Nc1ccccc1", "CCN(CC)CC", "OCC(O)CO", "C1CCCCC1"]
+    y = [0, 1, 0, 1, 1, 0]
+    for engine, want in ((Engine("cpu", deterministic=True), True), ("cpu", False)):
+        settles.clear()
+        torch.manual_seed(0)
+        encoder = MoleculeEncoder(dim=4, num_layers=1)
+        pred = encoder.finetune(smiles, y, epochs=1, batch_size=3, seed=0, progress=False, device=engine,
+                                bn_stats="settled")
+        assert pred.deterministic is want
+        assert settles and set(settles) == {want}, engine  # each epoch's (in the fit) and the last one's
+        seen = _flags_of(pred.model)
+        pred.predict(smiles)
+        pred.score(smiles, y)
+        assert seen and set(seen) == {want}, engine
+        assert not torch.are_deterministic_algorithms_enabled()
+
+
 def test_deterministic_is_a_run_option_of_every_training_command(capsys):
     from autogcl.cli import main
     from autogcl.config import RunOptions

@@ -20,7 +20,7 @@ from torch_geometric.data import Batch, Data, InMemoryDataset
 from .. import __version__, atomic, seeding
 from ..data.batching import GraphLoader, GraphStore
 from ..data.features import DEFAULT_RECIPE, NodeFeatures
-from ..devices import resolve_device
+from ..devices import Engine, deterministic_kernels, resolve_device
 from ..errors import ConfigError, DataError, TrainingError
 from ..models.embed import module_device
 
@@ -449,6 +449,15 @@ class Estimator(nn.Module):
         if seed is not None:
             return seeding.seed_everything(seed)
         return torch.Generator().manual_seed(int(torch.randint(2**31 - 1, (1,))))
+
+    #: the deterministic-kernels setting of the last fit (its ``Engine``'s), for what runs after it
+    _deterministic = False
+
+    def _kernels(self, device=None):
+        """PyTorch's deterministic kernels around inference after a fit (settling, embeddings,
+        predictions) when that fit ran under them, or when ``device`` is an ``Engine`` asking
+        for them (:func:`autogcl.devices.deterministic_kernels`)."""
+        return deterministic_kernels(device.deterministic if isinstance(device, Engine) else self._deterministic)
 
     def _to(self, device) -> torch.device:
         """Move the model to ``device`` (``None``: stay) and return where it is."""

@@ -117,6 +117,7 @@ class ContrastiveLearner(Estimator):
                         "over avoids it", n, size)
         dev = resolve_device(device)
         self.to(dev)
+        self._deterministic = engine_of(device).deterministic  # kept for the embeddings after the fit
         if self._strategy is None:
             self._strategy = self.make_strategy()
         loader = self.loader(data, size, shuffle=True, generator=gen, device=dev)
@@ -146,7 +147,8 @@ class ContrastiveLearner(Estimator):
         self._warn_untrained()
         self._to(device)
         loader = self.loader(data, batch_size)
-        emb, _ = _embed(self.encoder, loader)
+        with self._kernels(device):
+            emb, _ = _embed(self.encoder, loader)
         if not bool(torch.isfinite(emb).all()):
             raise TrainingError("the embeddings are not finite (diverged weights?)")
         return emb

@@ -255,6 +255,7 @@ class SemiSupervised(Estimator):
         size = self._batch_size(data, batch_size, h["batch_size"])
         dev = resolve_device(device)
         self.to(dev)
+        self._deterministic = isinstance(device, Engine) and device.deterministic  # for settling and predictions after it
         n = len(store)
         everything = GraphLoader(store, size, shuffle=True, generator=gen, drop_last=_drop_last(n, size), device=dev)
         labeled_loader = GraphLoader(store, size, shuffle=True, generator=gen, indices=labeled, device=dev,
@@ -300,7 +301,8 @@ class SemiSupervised(Estimator):
         self._require_built()
         loader = GraphLoader(self.prepare(data).store, batch_size or self.hparams["batch_size"],
                              generator=torch.Generator(), device=self.device)  # its base seed: from a private generator
-        settle_batchnorm(self.classifier, loader)
+        with self._kernels():
+            settle_batchnorm(self.classifier, loader)
         return self
 
     # ------------------------------------------------------------------ prediction
@@ -315,7 +317,8 @@ class SemiSupervised(Estimator):
         self.prepare(data)
         self._require_built()
         self._to(device)
-        logp, _ = _embed(self.classifier, self.loader(data, batch_size or self.hparams["batch_size"]))
+        with self._kernels(device):
+            logp, _ = _embed(self.classifier, self.loader(data, batch_size or self.hparams["batch_size"]))
         return logp
 
     def predict_proba(self, data, batch_size: int | None = None, device=None) -> torch.Tensor:
@@ -334,8 +337,9 @@ class SemiSupervised(Estimator):
         self._require_built()
         self._warn_untrained()
         self._to(device)
-        emb, _ = _embed(self.classifier, self.loader(data, batch_size or self.hparams["batch_size"]),
-                        self.classifier.represent)
+        with self._kernels(device):
+            emb, _ = _embed(self.classifier, self.loader(data, batch_size or self.hparams["batch_size"]),
+                            self.classifier.represent)
         return emb
 
     def score(self, data, labels=None, batch_size: int | None = None, device=None) -> float:
