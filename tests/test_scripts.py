@@ -416,14 +416,15 @@ def test_gpu_checks_prepares_what_the_device_call_reads(data_root, tmp_path):
     import subprocess
     import sys
 
-    lacking = [d for d in ("TU/REDDIT-BINARY",) if not (data_root / d).is_dir()]
-    if lacking:  # e.g. a GPU call's data root, which carries only what its stage reads
+    lacking = [d for d in ("TU/MUTAG", "TU/PROTEINS", "TU/NCI1", "moleculenet", "pretrain/moses_train.csv.gz")
+               if not (data_root / d).exists()]
+    if lacking:  # a data root that lacks what prepare copies
         pytest.skip(f"the data root lacks {', '.join(lacking)}, which prepare copies")
     gpu = tmp_path / "gpu"
     # PACK_SETS empty: packing COLLAB reads its 59 MB (tests/test_scripts.py tests tu_pack.py and
     # the run stage's unpacking on a hand-built set)
     env = {**os.environ, "GPU_DIR": str(gpu), "BASE": "HEAD", "CHUNK": "50", "CORPUS_LINES": "100", "WHEELS": "0",
-           "PACK_SETS": "", "TU_SETS": "REDDIT-BINARY",
+           "PACK_SETS": "", "TU_SETS": "MUTAG",  # a small set, which a GPU call's data root holds too
            "SOURCE_DATA": str(data_root), "PYTHON": sys.executable, "AUTOGCL_CACHE": str(tmp_path / "cache")}
     env.pop("OUT", None)
     script = str(ROOT / "scripts" / "gpu_checks.sh")
@@ -434,7 +435,7 @@ def test_gpu_checks_prepares_what_the_device_call_reads(data_root, tmp_path):
         lines = f.read().splitlines()
     assert lines[0] == "SMILES" and len(lines) == 101
     assert (gpu / "window" / "data" / "moleculenet").is_dir()
-    assert (gpu / "window" / "data" / "TU" / "REDDIT-BINARY" / "raw").is_dir()  # TU_SETS: the window's semi rows
+    assert (gpu / "window" / "data" / "TU" / "MUTAG" / "raw").is_dir()  # TU_SETS, copied as they are
     assert not (gpu / "window" / "packed").exists()  # PACK_SETS empty
     assert not list((gpu / "window" / "data" / "moleculenet").glob("muv.*"))  # never fits a window: left out
     for name in ("MUTAG", "PROTEINS", "NCI1"):  # what the suite stage's tests read, carried by its own call
