@@ -164,3 +164,54 @@ def test_every_engine_benchmark_file_names_the_code_commit_it_measured(tmp_path,
     # the caller's AUTOGCL_COMMIT comes first (a GPU machine's copy may hold a stale git folder)
     monkeypatch.setenv("AUTOGCL_COMMIT", "abc1234")
     assert engine.code_commit() == "abc1234"
+
+
+def test_throughput_windows_alternate_and_the_goal_reads_the_median_of_the_paired_ratios(monkeypatch):
+    """``engine.measure_windows`` (the throughput goals' figures) on served windows whose times
+    are given: the versions' windows alternate (this, baseline, baseline, this, ...), each row is
+    the median over its own windows, ``cpu_step_ms_vs_baseline`` the median of the ratios of the
+    windows paired by position, and its ``_min``/``_max`` their extremes; a version whose child
+    fails gets a row with the error, not figures."""
+    import argparse
+    import statistics
+
+    engine = _script("engine")
+    times = {"this": iter([40.0, 44.0, 30.0, 50.0, 42.0]), "baseline": iter([50.0, 50.0, 60.0, 40.0, 70.0])}
+    asked = []
+
+    class FakeServed:
+        def __init__(self, spec, code, threads):
+            if code == "broken":
+                raise RuntimeError("ImportError: no module")
+            self.name, self.ready = code, {"device_resident_batches": True}
+
+        def ask(self, what):
+            if what.get("peak"):
+                return {"peak_mem_mb": 1.0}
+            asked.append(self.name)
+            ms = next(times[self.name])
+            return {"steps": what["steps"], "molecules": 256 * what["steps"], "molecules_per_s": 256e3 / ms,
+                    "step_ms": ms, "cpu_step_ms": ms}
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(engine, "Served", FakeServed)
+    args = argparse.Namespace(windows=5, steps=200, device="cpu", threads=1, full_windows=None, full_steps=None)
+    spec = {"width": 8}
+    rows, windows = engine.measure_windows(args, spec, [("this", "this"), ("baseline", "baseline")])
+    assert asked == ["this", "baseline", "baseline", "this", "this", "baseline", "baseline", "this", "this",
+                     "baseline"]
+    assert len(windows) == 10 and all(w["steps"] == 200 and w["width"] == 8 for w in windows)
+    this, base = rows
+    assert this["cpu_step_ms"] == 42.0 and base["cpu_step_ms"] == 50.0 and this["windows"] == 5
+    ratios = [40 / 50, 44 / 50, 30 / 60, 50 / 40, 42 / 70]
+    assert math.isclose(this["cpu_step_ms_vs_baseline"], statistics.median(ratios), rel_tol=1e-12)
+    assert math.isclose(this["cpu_step_ms_vs_baseline_min"], 0.5, rel_tol=1e-12)
+    assert math.isclose(this["cpu_step_ms_vs_baseline_max"], 1.25, rel_tol=1e-12)
+    assert "cpu_step_ms_vs_baseline" not in base
+    times["this"] = iter([40.0] * 5)
+    rows, _ = engine.measure_windows(args, spec, [("this", "this"), ("baseline", "broken")])
+    assert rows[1] == {"code": "baseline", "width": 8, "precision": "fp32", "compile": False,
+                       "error": "ImportError: no module"}
+    assert "cpu_step_ms_vs_baseline" not in rows[0]
