@@ -506,11 +506,10 @@ class Job:
     label: str
     #: a semi command runs its folds in order, resumably: a job that does not fit whole may start
     #: with only the next folds that fit (``--fold-limit done + m``); ``per_unit`` is one fold's
-    #: estimate, ``done`` the folds 0..done-1 finished before it, ``floor`` the folds of the
-    #: splits its sweep folder saved (a limit below them is refused by the semi command)
+    #: estimate, ``done`` the folds 0..done-1 finished before it (the semi command resumes under
+    #: any limit, whatever folds its sweep folder's splits hold)
     per_unit: float | None = None
     done: int = 0
-    floor: int = 0
     #: what is left of the job after a shortened run of it (:meth:`shortened`)
     rest: "Job | None" = None
 
@@ -523,34 +522,29 @@ class Job:
 
     def shortened(self, seconds_left: float, margin: float) -> "Job | None":
         """This job cut to the folds that fit ``seconds_left`` (each estimated at ``per_unit`` x
-        ``margin``), never below ``floor``; None when it cannot be cut or not even one fold fits."""
+        ``margin``); None when it cannot be cut or not even one fold fits."""
         one = self.per_unit
         if one is None or not math.isfinite(one) or one <= 0 or self.units <= 1:
             return None
         m = min(int(seconds_left // (one * margin)), self.units - 1)
-        m = max(m, self.floor - self.done) if m >= 1 else 0
-        if m < 1 or m * one * margin > seconds_left or m >= self.units:
+        if m < 1:
             return None
         limit = self.done + m
         name = self.label.rsplit(" (", 1)[0]
         rest = Job(self.cells, self.argv, self.units - m, one * (self.units - m), self.source,
-                   f"{name} ({self.units - m} units)", per_unit=one, done=limit, floor=max(self.floor, limit))
+                   f"{name} ({self.units - m} units)", per_unit=one, done=limit)
         return Job(self.cells, _with(self.argv, fold_limit=limit), m, one * m, self.source,
                    f"{name} ({m} of {self.units} units: --fold-limit {limit})", rest=rest)
 
 
-def _fold_prefix(out: Path, finished) -> tuple[int, int]:
-    """(d, f) for a one-seed semi sweep folder: folds 0..d-1 are finished (so ``--fold-limit d + m``
-    runs at most m new ones), and its saved splits hold f folds (0 when none)."""
+def _fold_prefix(finished) -> int:
+    """d for a one-seed semi sweep: folds 0..d-1 are finished (so ``--fold-limit d + m`` runs at
+    most m new ones)."""
     have = {u.name for u in finished if u.parent.name == "seed0"}
     d = 0
     while f"fold{d}" in have:
         d += 1
-    try:
-        f = len(json.loads((out / "seed0" / "splits.json").read_text(encoding="utf-8"))["folds"])
-    except (OSError, ValueError, KeyError, TypeError):
-        f = 0
-    return d, f
+    return d
 
 
 def plan(cells, root: Path, *, data_root: str | None = None, extra: list[str] | None = None,
@@ -588,9 +582,9 @@ def plan(cells, root: Path, *, data_root: str | None = None, extra: list[str] | 
         left = max(want - len(finished), 1)
         total = None if seconds is None else seconds * left
         folds = len(group) == 1 and argv[0] == "semi" and "--fold-limit" not in argv  # cut by --fold-limit
-        prefix, floor = _fold_prefix(root / first.out, finished) if folds else (0, 0)
+        prefix = _fold_prefix(finished) if folds else 0
         jobs.append(Job(group, argv, left, total, source, f"{name} ({left} units)",
-                        per_unit=seconds if folds else None, done=prefix, floor=floor))
+                        per_unit=seconds if folds else None, done=prefix))
     rank = {id(c): (0 if c.status(root) == "missing" else 1) for c in cells}
     return sorted(jobs, key=lambda j: (rank.get(id(j.cells[0]), 1), float("inf") if j.seconds is None else j.seconds))
 

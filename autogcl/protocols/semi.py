@@ -186,6 +186,7 @@ def plan(cfg: SemiConfig, dataset, seeds: list[int], out: Path, resume: bool = F
         if fold_limit:
             splits = splits[:fold_limit]
         split_file = root / f"seed{seed}" / "splits.json"
+        kept = splits  # the folds the file keeps: never fewer than an earlier run saved
         if split_file.is_file() and resume:
             stored = atomic.read_json(split_file)
             try:
@@ -193,11 +194,14 @@ def plan(cfg: SemiConfig, dataset, seeds: list[int], out: Path, resume: bool = F
             except (KeyError, TypeError, ValueError) as exc:  # valid JSON, but not the splits it should hold
                 raise DataError(f"{split_file}: damaged splits ({type(exc).__name__}: {exc}); delete it to make "
                                 "them again") from exc
-            if [s.to_dict() for s in saved] != [s.to_dict() for s in splits[:len(saved)]]:
+            # against every fold of this configuration, so that a smaller --fold-limit than the
+            # saved run's resumes too
+            if [s.to_dict() for s in saved] != [s.to_dict() for s in all_splits[seed][:len(saved)]]:
                 raise ConfigError(f"{split_file} differs from the splits this configuration makes")
+            kept = all_splits[seed][:max(len(saved), len(splits))]
         atomic.atomic_write_json(split_file, {"dataset": cfg.dataset, "split": cfg.split, "fold_seed": cfg.fold_seed,
                                             "label_seed": seed, "label_rate": cfg.label_rate,
-                                            "folds": [s.to_dict() for s in splits]})
+                                            "folds": [s.to_dict() for s in kept]})
         for s in splits:
             unit = units.Unit(dir=root / f"seed{seed}" / f"fold{s.fold}", config=cfg.to_dict(), seed=seed,
                              label=f"{cfg.tag} seed {seed} fold {s.fold}")

@@ -449,15 +449,13 @@ def test_a_semi_cell_too_long_for_the_budget_runs_the_folds_that_fit(tmp_path, m
         shutil.rmtree(root / FAKE_SEMI.out / "seed0" / f"fold{extra}", ignore_errors=True)
     (job,) = plan([FAKE_SEMI], root, unit_default=1.0)
     assert (job.units, job.done) == (8, 2) and job.shortened(3.5 * job.per_unit, 1.0).argv[-1] == "5"
-    # a sweep whose saved splits hold 6 folds (an earlier, longer run that was stopped) is never
-    # asked for fewer: the semi command refuses a limit below its saved splits
+    # a sweep whose saved splits hold 6 folds (an earlier, longer run that was stopped) is cut
+    # like any other: the semi command resumes under a smaller limit (tests/protocols/test_semi.py)
     splits = root / FAKE_SEMI.out / "seed0" / "splits.json"
     splits.write_text(json.dumps({"folds": [{}] * 6}))
     (job,) = plan([FAKE_SEMI], root, unit_default=1.0)
-    assert (job.done, job.floor) == (2, 6)
-    assert job.shortened(2.5 * job.per_unit, 1.0) is None  # 4 folds to reach the floor do not fit
-    cut = job.shortened(4.5 * job.per_unit, 1.0)
-    assert cut.argv[-1] == "6" and (cut.rest.done, cut.rest.units, cut.rest.floor) == (6, 4, 6)
+    cut = job.shortened(2.5 * job.per_unit, 1.0)
+    assert job.done == 2 and cut.argv[-1] == "4" and (cut.rest.done, cut.rest.units) == (4, 6)
     # folds past a gap do not count as done: --fold-limit done + m never runs more than m new folds
     for folder in (FAKE_SEMI.out, "docs/results/units/fakesemi/FAKE-joint"):  # a run's folder, and the committed units
         (root / folder / "seed0" / "fold1" / "result.json").unlink()

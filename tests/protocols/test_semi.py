@@ -115,6 +115,33 @@ def test_interrupted_run_resumes_without_redoing_finished_folds(data_root, tmp_p
     assert (tmp_path / "MUTAG-labeled" / "seed0" / "fold0" / "result.json").stat().st_mtime_ns == first
 
 
+def test_a_smaller_fold_limit_resumes_a_sweep_and_keeps_its_saved_splits(data_root, tmp_path, monkeypatch):
+    """``--fold-limit 1 --resume`` after a run with ``--fold-limit 2``: nothing trains again, the
+    summary reads fold 0, and splits.json keeps both saved folds (it was refused as "differs"
+    before); a split file that really differs is still refused."""
+    import json
+
+    from autogcl.errors import ConfigError
+
+    ds = load_tu("MUTAG", data_root)
+    cfg = S.SemiConfig(dataset="MUTAG", row="labeled", epochs=1)
+    S.run_sweep(cfg, ds, [0], tmp_path, fold_limit=2, show_progress=False)
+    split_file = tmp_path / "MUTAG-labeled" / "seed0" / "splits.json"
+    saved = json.loads(split_file.read_text())
+    calls = []
+    real = S.run_fold
+    monkeypatch.setattr(S, "run_fold", lambda *a, **k: calls.append(a[2].fold) or real(*a, **k))
+    summary = S.run_sweep(cfg, ds, [0], tmp_path, resume=True, fold_limit=1, show_progress=False)
+    assert calls == [] and summary["n_folds"] == 1
+    assert json.loads(split_file.read_text()) == saved and len(saved["folds"]) == 2
+    S.run_sweep(cfg, ds, [0], tmp_path, resume=True, fold_limit=3, show_progress=False)
+    assert calls == [2] and len(json.loads(split_file.read_text())["folds"]) == 3
+    saved["folds"][1]["labeled"] = saved["folds"][1]["labeled"][1:]
+    split_file.write_text(json.dumps(saved))
+    with pytest.raises(ConfigError, match="differs from the splits"):
+        S.run_sweep(cfg, ds, [0], tmp_path, resume=True, fold_limit=1, show_progress=False)
+
+
 def test_released_split_records_test_max_only(data_root, tmp_path, capsys):
     from autogcl.errors import ConfigError
 
