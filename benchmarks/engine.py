@@ -18,7 +18,9 @@ Sections:
   the median over ``--windows`` windows of ``--steps`` steps (default 3 x 200), each with the
   method's own view draws; the windows of this checkout and of ``--baseline-path`` alternate,
   each version in its own long-lived process, so that both see the same machine load (the
-  file keeps every window, and ``step_ms_vs_baseline``: the median of the paired ratios); at
+  file keeps every window, and ``step_ms_vs_baseline``: the median of the paired ratios, with
+  their extremes; ``--slices K`` serves each window in K slices, the versions' slices
+  alternating, for a shared machine whose speed drifts within a window's seconds); at
   full size (5 x 300, generators 128) and at width 8 (``--dim 8 --gen-hidden 8``: what a GPU
   waits for, the host's work); with ``--device cuda`` also bfloat16 and ``torch.compile``.
   And the whole command ``autogcl transfer pretrain --dim 8 --gen-hidden 8`` (its own
@@ -505,7 +507,8 @@ THROUGHPUT_NOTE = ("batch 256, the first {} MOSES molecules as one chunk; each r
                    "every window is in this file's windows list); cpu_step_ms: process CPU time per step; "
                    "step_ms_vs_baseline: the median over the windows of this version's step time over the "
                    "baseline's window beside it; cpu_step_ms_vs_baseline_min, _max: the smallest and largest "
-                   "of those ratios (of process CPU time)")
+                   "of those ratios (of process CPU time); slices_per_window (when given): each window served "
+                   "in that many slices of its steps, the versions' slices alternating")
 
 
 def window_plan(args, spec) -> tuple[int, int]:
@@ -514,6 +517,16 @@ def window_plan(args, spec) -> tuple[int, int]:
     if spec["width"] == 300 and not args.device.startswith("cuda"):
         return args.full_windows or args.windows, args.full_steps or args.steps
     return args.windows, args.steps
+
+
+def _joined(parts: list[dict]) -> dict:
+    """The figures of one window served in slices (each slice's :func:`_timed_steps`)."""
+    steps = sum(p["steps"] for p in parts)
+    molecules = sum(p["molecules"] for p in parts)
+    wall = sum(p["step_ms"] * p["steps"] for p in parts) / 1000
+    cpu = sum(p["cpu_step_ms"] * p["steps"] for p in parts) / 1000
+    return {"steps": steps, "molecules": molecules, "molecules_per_s": molecules / wall,
+            "step_ms": 1000 * wall / steps, "cpu_step_ms": 1000 * cpu / steps}
 
 
 def measure_windows(args, spec: dict, versions: list[tuple[str, str | None]]) -> tuple[list[dict], list[dict]]:
@@ -530,9 +543,17 @@ def measure_windows(args, spec: dict, versions: list[tuple[str, str | None]]) ->
             failed[code] = str(exc)
     windows: list[dict] = []
     order = list(served)
+    slices = max(1, min(getattr(args, "slices", 1) or 1, steps))
     for w in range(n_windows):
+        # a window of each version is served in ``slices`` slices of its steps, the versions'
+        # slices alternating: both versions see the machine in the same seconds
+        parts = {code: [] for code in order}
+        for i in range(slices):
+            n = steps // slices + (i < steps % slices)
+            for code in order if (w * slices + i) % 2 == 0 else order[::-1]:
+                parts[code].append(served[code].ask({"steps": n}))
         for code in order if w % 2 == 0 else order[::-1]:
-            windows.append({"code": code, "window": w, **served[code].ask({"steps": steps})})
+            windows.append({"code": code, "window": w, **_joined(parts[code])})
     rows = []
     key = {"width": spec["width"], "precision": spec.get("precision", "fp32"), "compile": bool(spec.get("compile"))}
     for code, _ in versions:
@@ -540,7 +561,8 @@ def measure_windows(args, spec: dict, versions: list[tuple[str, str | None]]) ->
             rows.append({"code": code, **key, "error": failed[code]})
             continue
         mine = [x for x in windows if x["code"] == code]
-        row = {"code": code, **key, "windows": len(mine), "steps_per_window": steps}
+        row = {"code": code, **key, "windows": len(mine), "steps_per_window": steps,
+               **({"slices_per_window": slices} if slices > 1 else {})}
         for f in ("molecules_per_s", "step_ms", "cpu_step_ms"):
             row[f] = statistics.median(x[f] for x in mine)
         row.update(served[code].ask({"peak": True}))
@@ -727,6 +749,9 @@ def main() -> int:
     p.add_argument("--molecules", type=int, default=10_000)
     p.add_argument("--steps", type=int, default=200, help="steps per timing window (throughput, split)")
     p.add_argument("--windows", type=int, default=3, help="timing windows per configuration (their median is reported)")
+    p.add_argument("--slices", type=int, default=1,
+                   help="throughput: serve each window in this many slices, the versions' slices alternating (the "
+                        "paired windows then see the machine in the same seconds)")
     p.add_argument("--full-steps", type=int, default=None, help="steps per window at full size on a CPU (slow there)")
     p.add_argument("--full-windows", type=int, default=None, help="windows at full size on a CPU")
     p.add_argument("--widths", type=int, nargs="+", default=[8, 300], choices=[8, 300])

@@ -215,3 +215,40 @@ def test_throughput_windows_alternate_and_the_goal_reads_the_median_of_the_paire
     assert rows[1] == {"code": "baseline", "width": 8, "precision": "fp32", "compile": False,
                        "error": "ImportError: no module"}
     assert "cpu_step_ms_vs_baseline" not in rows[0]
+
+
+def test_a_window_served_in_slices_alternates_the_versions_slice_by_slice(monkeypatch):
+    """``--slices 2``: each version's window is two slices of half its steps, the versions'
+    slices alternating (this, baseline, baseline, this | baseline, this, this, baseline), and the
+    window's figures are those of its steps together (time-weighted, not a mean of the slices')."""
+    import argparse
+
+    engine = _script("engine")
+    asked = []
+    ms = {"this": iter([10.0, 30.0, 20.0, 20.0]), "baseline": iter([40.0, 40.0, 40.0, 40.0])}
+
+    class FakeServed:
+        def __init__(self, spec, code, threads):
+            self.name, self.ready = code, {}
+
+        def ask(self, what):
+            if what.get("peak"):
+                return {}
+            asked.append((self.name, what["steps"]))
+            t = next(ms[self.name])
+            return {"steps": what["steps"], "molecules": 256 * what["steps"], "molecules_per_s": 256e3 / t,
+                    "step_ms": t, "cpu_step_ms": t}
+
+        def close(self):
+            pass
+
+    monkeypatch.setattr(engine, "Served", FakeServed)
+    args = argparse.Namespace(windows=2, steps=200, slices=2, device="cpu", threads=1, full_windows=None,
+                              full_steps=None)
+    rows, windows = engine.measure_windows(args, {"width": 8}, [("this", "this"), ("baseline", "baseline")])
+    assert asked == [("this", 100), ("baseline", 100), ("baseline", 100), ("this", 100),
+                     ("this", 100), ("baseline", 100), ("baseline", 100), ("this", 100)]
+    mine = [w for w in windows if w["code"] == "this"]
+    assert [w["steps"] for w in mine] == [200, 200] and [w["cpu_step_ms"] for w in mine] == [20.0, 20.0]
+    assert math.isclose(mine[0]["molecules_per_s"], 256 * 200 / 4.0, rel_tol=1e-12)  # 200 steps in 4 s
+    assert rows[0]["slices_per_window"] == 2 and rows[0]["cpu_step_ms_vs_baseline"] == 0.5
