@@ -69,7 +69,9 @@ class AtomEncoder(nn.Module):
         return h
 
 
-#: bond structure of a batch, computed once for every layer and every network reading it
+#: bond structure of a batch, computed once for every layer and every network reading it; an
+#: entry lives as long as its ``edge_index`` tensor, so it holds no view of that tensor (a view
+#: would keep its key, and with it the batch, alive for good)
 _STRUCTURE = WeakIdKeyDictionary()
 
 
@@ -134,7 +136,7 @@ def bond_structure(edge_index: torch.Tensor, edge_attr: torch.Tensor, num_nodes:
     generators of a step compute it once per batch or view."""
     hit = _STRUCTURE.get(edge_index)
     if hit is not None and hit[0] is edge_attr and hit[1] == num_nodes and hit[2].counts.dtype == dtype:
-        return hit[2]
+        return hit[2]._replace(src=edge_index[0], dst=edge_index[1])
     types = vocab["num_bond_types"]
     width = types + vocab["num_bond_dirs"]
     src, dst = edge_index[0], edge_index[1]
@@ -147,7 +149,7 @@ def bond_structure(edge_index: torch.Tensor, edge_attr: torch.Tensor, num_nodes:
     sparse = edge_index.device.type == "cpu" and dtype == torch.float32  # the GPU keeps gather and scatter
     adj, adj_t = (_csr(dst, src, num_nodes, dtype), _csr(src, dst, num_nodes, dtype)) if sparse else (None, None)
     out = BondStructure(src, dst, counts, adj, adj_t)
-    _STRUCTURE[edge_index] = (edge_attr, num_nodes, out)
+    _STRUCTURE[edge_index] = (edge_attr, num_nodes, out._replace(src=None, dst=None))
     return out
 
 
