@@ -27,7 +27,7 @@ from ..choices import (
     check_choice,
 )
 from ..data.batching import GraphLoader
-from ..devices import Engine, resolve_device
+from ..devices import Engine, engine_of, resolve_device
 from ..errors import ConfigError, DataError
 from ..losses import cl_kwargs
 from ..models import GINClassifier, GINEncoder
@@ -255,7 +255,7 @@ class SemiSupervised(Estimator):
         size = self._batch_size(data, batch_size, h["batch_size"])
         dev = resolve_device(device)
         self.to(dev)
-        self._deterministic = isinstance(device, Engine) and device.deterministic  # for settling and predictions after it
+        self._deterministic = engine_of(device).deterministic  # for settling and predictions after it
         n = len(store)
         everything = GraphLoader(store, size, shuffle=True, generator=gen, drop_last=_drop_last(n, size), device=dev)
         labeled_loader = GraphLoader(store, size, shuffle=True, generator=gen, indices=labeled, device=dev,
