@@ -40,6 +40,12 @@ Routes:
 * ``padded``: those products with the narrow side padded with zeros to 16 columns (MKL is
   several times slower on a result with 8 columns than with 16), and the weight gradient in
   the orientation with the wider result.
+* ``rowgroup``: the products with a result narrower than 16 columns (the MLP's second layer,
+  the first layer's input gradient, the bond messages ``counts @ table``) on rows taken ``r``
+  at a time: the ``N x k`` input read as ``N/r x rk`` (a view) times ``r`` copies of the weight
+  on a block diagonal is the ``N x n`` result written row-major (a view), so MKL runs its
+  16-column kernel without a copy of the activations (``padded`` and ``transposed`` copy
+  them); the weight gradients in the orientation with the wider result.
 * ``native``: each molecule GIN layer as one autograd operation whose forward and backward
   are numba kernels over tiles of rows (``native_gin.py``): the neighbour sum, bond messages
   and hidden units stay in the first caches, only the layer's output is written, and the
@@ -116,6 +122,67 @@ def _transposed(x, weight, bias):
 
     out = torch.mm(weight, x.t()) if bias is None else torch.addmm(bias.view(-1, 1), weight, x.t())
     return out.t().contiguous()
+
+
+def _rowgroup(x, weight, bias):
+    """``x @ weight.T + bias`` with a result narrower than 16 columns computed on rows taken
+    ``r`` at a time: ``x`` read as ``N/r x r*k`` (a view) times ``r`` copies of ``weight.T`` on
+    a block diagonal gives ``N/r x r*n``, which is the ``N x n`` result row-major (a view): MKL's
+    fast kernel (at least 16 result columns) without copying the activations. The last
+    ``N mod r`` rows apart."""
+    import torch
+
+    x = x.contiguous()
+    n, k = weight.shape
+    r = -(-16 // n)
+    rows = x.shape[0]
+    m = rows - rows % r
+    out = x.new_empty(rows, n)
+    w = weight.t()
+    big = torch.block_diag(*[w] * r)
+    grouped = x[:m].view(m // r, r * k)
+    if bias is None:
+        torch.mm(grouped, big, out=out[:m].view(m // r, r * n))
+    else:
+        torch.addmm(bias.repeat(r), grouped, big, out=out[:m].view(m // r, r * n))
+    if m < rows:
+        if bias is None:
+            torch.mm(x[m:], w, out=out[m:])
+        else:
+            torch.addmm(bias, x[m:], w, out=out[m:])
+    return out
+
+
+def _rowgroup_conv_forward():
+    """``BondGINConv.forward`` with the MLP's narrow products and the bond messages
+    (``counts @ table``, 8 columns) by :func:`_rowgroup`."""
+    import torch
+    import torch.nn.functional as F
+
+    from autogcl.models import mol_gin
+
+    linear = _narrow_function(_rowgroup)
+
+    class Messages(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, base, counts, table):
+            ctx.save_for_backward(counts)
+            out = _rowgroup(counts, table.t(), None)
+            return out.add_(base)
+
+        @staticmethod
+        def backward(ctx, grad):
+            (counts,) = ctx.saved_tensors
+            return grad, None, counts.t() @ grad
+
+    def forward(self, x, edge_index, edge_attr, structure=None):
+        structure = structure or mol_gin.bond_structure(edge_index, edge_attr, x.shape[0], self.vocab, x.dtype)
+        agg = Messages.apply(x, structure.counts, torch.cat([self.bond.weight, self.direction.weight]))
+        agg = structure.add_neighbour_sum(agg, x)
+        first, last = self.mlp[0], self.mlp[2]
+        return linear(F.relu(linear(agg, first.weight, first.bias)), last.weight, last.bias)
+
+    return forward
 
 
 def _conv_forward(linear):
@@ -430,6 +497,8 @@ def route_patch(name: str):
         return norm.SegmentBatchNorm, "forward", _segment_norm_forward()
     if name == "transposed":
         return mol_gin.BondGINConv, "forward", _conv_forward(_narrow_function(_transposed))
+    if name == "rowgroup":
+        return mol_gin.BondGINConv, "forward", _rowgroup_conv_forward()
     if name == "padded":
         return mol_gin.BondGINConv, "forward", _conv_forward(_narrow_function(_padded))
     if name in ("native", "nativebn"):
@@ -501,7 +570,7 @@ def measure(args, name: str) -> tuple[dict, list[dict]]:
     return row, windows
 
 
-ROUTES = ("compile", "onednn", "padded", "transposed", "wgrad", "fused", "segbn", "native", "nativebn")
+ROUTES = ("compile", "onednn", "padded", "transposed", "rowgroup", "wgrad", "fused", "segbn", "native", "nativebn")
 #: how far a route's step may be from the eager one and still be the same step, its float32
 #: sums taken in another order: the loss within LOSS_TOL, and every gradient entry within
 #: GRAD_TOL times the largest (``grad_max_abs``); every route of ``cpu_routes_cpu-shared.json``

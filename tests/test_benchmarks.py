@@ -13,7 +13,7 @@ from autogcl.paths import child_pythonpath
 REPO = Path(__file__).resolve().parents[1]
 #: the routes of the smoke run: every route but compile, whose cold compilation alone takes
 #: minutes on a loaded machine
-SMOKE_ROUTES = ("onednn", "padded", "transposed", "wgrad", "fused", "segbn", "native", "nativebn")
+SMOKE_ROUTES = ("onednn", "padded", "transposed", "rowgroup", "wgrad", "fused", "segbn", "native", "nativebn")
 
 
 def _has_numba() -> bool:
@@ -114,6 +114,23 @@ def test_nativebn_route_gnn_equals_the_eager_one_with_and_without_segments():
             got.append([out.detach()] + [p.grad for p in gnn.parameters()] + list(gnn.state_dict().values()))
         for a, b in zip(*got):
             assert (a.double() - b.double()).abs().max() <= 1e-10, (segments, a, b)
+
+
+def test_the_rowgroup_product_is_the_plain_product_for_every_row_count_and_width():
+    """Route ``rowgroup``: rows taken ``r`` at a time against a block-diagonal weight give
+    ``x @ w.T + b`` (also the last ``N mod r`` rows, computed apart; with and without a bias)."""
+    import torch
+
+    cpu_routes = _script("cpu_routes")
+    g = torch.Generator().manual_seed(0)
+    for rows, k, n in ((7, 16, 8), (8, 16, 8), (10, 9, 8), (11, 16, 6), (1, 4, 3)):
+        x = torch.randn(rows, k, generator=g, dtype=torch.float64)
+        w = torch.randn(n, k, generator=g, dtype=torch.float64)
+        b = torch.randn(n, generator=g, dtype=torch.float64)
+        got, plain = cpu_routes._rowgroup(x, w, b), torch.addmm(b, x, w.t())
+        assert got.shape == plain.shape and got.is_contiguous()
+        assert (got - plain).abs().max() <= 1e-12, (rows, k, n)
+        assert (cpu_routes._rowgroup(x, w, None) - x @ w.t()).abs().max() <= 1e-12, (rows, k, n)
 
 
 def test_cpu_routes_writes_every_route_with_finite_timings_and_the_eager_steps_numbers(data_root, tmp_path):
