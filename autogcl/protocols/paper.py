@@ -330,12 +330,19 @@ def restore(cell: Cell, root: Path) -> int:
 # -------------------------------------------------------------------------------------- estimates
 
 
+#: the device of a summary over units of both kinds: its mean time estimates neither
+MIXED = "mixed"
+
+
 def _provenance_device(folder: Path) -> str | None:
+    """``cuda`` or ``cpu``: the kind of device a summary's units ran on (its ``provenance.json``);
+    :data:`MIXED` when they ran on both; None when none is recorded."""
     try:
         devices = json.loads((folder / "provenance.json").read_text(encoding="utf-8")).get("devices") or []
     except (OSError, json.JSONDecodeError):
         return None
-    return "cuda" if "cuda" in map(_device_kind, devices) else ("cpu" if devices else None)
+    kinds = {_device_kind(d) for d in devices}
+    return MIXED if len(kinds) > 1 else (kinds.pop() if kinds else None)
 
 
 def unit_seconds(cell: Cell, root: Path, device: str) -> tuple[float, str] | None:
@@ -345,7 +352,9 @@ def unit_seconds(cell: Cell, root: Path, device: str) -> tuple[float, str] | Non
     finished units that ran on ``device`` (a cell whose first units finished before its summary
     exists: ``time_s``, or ``train_time_s`` + ``eval_time_s``), else of its :attr:`Cell.proxy`
     summaries times their factor. A summary's device is its ``provenance.json``'s, else ``cuda``
-    for folders under ``summaries/gpu/``. None when no committed file estimates it."""
+    for folders under ``summaries/gpu/``; a summary over units of both devices (a cell whose
+    seeds ran on a GPU and on the CPU) estimates neither: its units do. None when no committed
+    file estimates it."""
     kind = _device_kind(device)
     own = _summary_seconds([(r, 1.0) for r in cell.runs], root, kind) or _units_seconds(cell, root, kind)
     return own or _summary_seconds(list(cell.proxy), root, kind)

@@ -235,6 +235,12 @@ def test_estimates_read_a_cells_committed_units_before_its_summary_exists(tmp_pa
     summary.write_text(json.dumps({"time_per_fold_s": 900.0}))
     (summary.parent / "provenance.json").write_text(json.dumps({"devices": ["cpu"]}))
     assert unit_seconds(dd, tmp_path, "cpu") == (900.0, f"{dd.runs[0]}/summary.json")
+    # a summary over units of both devices (seeds on a GPU, then on the CPU): its mean is neither
+    # device's time, and a GPU estimate of it would keep the cell out of every GPU window
+    (summary.parent / "provenance.json").write_text(json.dumps({"devices": ["cpu", "cuda:0"]}))
+    cpu, gpu = unit_seconds(dd, tmp_path, "cpu"), unit_seconds(dd, tmp_path, "cuda")
+    assert cpu[0] == 1250.0 and "mean of 2 finished units" in cpu[1]
+    assert gpu[0] == 40.0 and "mean of 1 finished unit)" in gpu[1]
     transfer_units = [c for c in CELLS if c.protocol == "transfer" and c.proxy]
     assert transfer_units and unit_seconds(transfer_units[0], tmp_path / "empty", "cpu") is None
 
