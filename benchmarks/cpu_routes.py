@@ -157,11 +157,6 @@ def _rowgroup_conv_forward():
     """``BondGINConv.forward`` with the MLP's narrow products and the bond messages
     (``counts @ table``, 8 columns) by :func:`_rowgroup`."""
     import torch
-    import torch.nn.functional as F
-
-    from autogcl.models import mol_gin
-
-    linear = _narrow_function(_rowgroup)
 
     class Messages(torch.autograd.Function):
         @staticmethod
@@ -175,26 +170,22 @@ def _rowgroup_conv_forward():
             (counts,) = ctx.saved_tensors
             return grad, None, counts.t() @ grad
 
-    def forward(self, x, edge_index, edge_attr, structure=None):
-        structure = structure or mol_gin.bond_structure(edge_index, edge_attr, x.shape[0], self.vocab, x.dtype)
-        agg = Messages.apply(x, structure.counts, torch.cat([self.bond.weight, self.direction.weight]))
-        agg = structure.add_neighbour_sum(agg, x)
-        first, last = self.mlp[0], self.mlp[2]
-        return linear(F.relu(linear(agg, first.weight, first.bias)), last.weight, last.bias)
-
-    return forward
+    return _conv_forward(_narrow_function(_rowgroup), Messages.apply)
 
 
-def _conv_forward(linear):
-    """``BondGINConv.forward`` with its MLP's two products by ``linear``."""
+def _conv_forward(linear, messages=None):
+    """``BondGINConv.forward`` with its MLP's two products by ``linear`` (and the bond messages
+    ``base + counts @ table`` by ``messages``, default ``torch.addmm``)."""
     import torch
     import torch.nn.functional as F
 
     from autogcl.models import mol_gin
 
+    messages = messages or torch.addmm
+
     def forward(self, x, edge_index, edge_attr, structure=None):
         structure = structure or mol_gin.bond_structure(edge_index, edge_attr, x.shape[0], self.vocab, x.dtype)
-        agg = torch.addmm(x, structure.counts, torch.cat([self.bond.weight, self.direction.weight]))
+        agg = messages(x, structure.counts, torch.cat([self.bond.weight, self.direction.weight]))
         agg = structure.add_neighbour_sum(agg, x)
         first, last = self.mlp[0], self.mlp[2]
         return linear(F.relu(linear(agg, first.weight, first.bias)), last.weight, last.bias)
