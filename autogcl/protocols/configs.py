@@ -345,7 +345,8 @@ class FinetuneConfig(SweepConfig):
     """Everything that defines a fine-tuning result (one dataset)."""
 
     dataset: str = option("bbbp", "MoleculeNet name(s), comma-separated, or all: " + ", ".join(MOLECULENET_SETS))
-    checkpoint: str | None = option(None, "encoder.pt of a pre-training run (none: the No-pretrain row)", type=str)
+    checkpoint: str | None = option(None, "encoder.pt of a pre-training run, or a shipped encoder's name (autogcl-moses-fullx1); "
+                                      "none: the No-pretrain row", type=str)
     csv: str | None = option(None, "your own CSV instead of --dataset", type=str)
     smiles_col: str = option("smiles", "SMILES column of --csv")
     label_cols: list[str] | None = option(None, "comma-separated label columns of --csv (default: all others)",
@@ -386,7 +387,7 @@ class FinetuneConfig(SweepConfig):
         """One config per dataset of ``--dataset`` (or the ``--csv`` file), from ``--checkpoint``."""
         names = [args.csv] if args.csv else dataset_names(args.dataset)
         # an empty --checkpoint goes to the config as it is: an error there, not the current folder
-        checkpoint = str(Path(args.checkpoint).resolve()) if args.checkpoint else args.checkpoint
+        checkpoint = checkpoint_path(args.checkpoint) if args.checkpoint else args.checkpoint
         return [from_args(cls, args, dataset=n, checkpoint=checkpoint) for n in names]
 
     def results_tag(self, tag: str | None = None) -> str:
@@ -396,6 +397,20 @@ class FinetuneConfig(SweepConfig):
 
     def lock_key(self, args) -> str:
         return f"{self.results_tag(args.tag)}-{Path(self.dataset).stem.lower()}"
+
+
+def checkpoint_path(spec: str) -> str:
+    """The absolute path of ``--checkpoint``: a file, or a shipped encoder's name
+    (``autogcl-moses-fullx1``, as ``MoleculeEncoder.load`` takes it; a file of that name in the
+    current folder comes first). A name that is neither is left as a path, whose error (no such
+    checkpoint) comes when it is read."""
+    path = Path(spec)
+    if not path.exists() and len(path.parts) == 1:
+        from ..molecules import pretrained_encoders, resolve_encoder
+
+        if path.stem in pretrained_encoders():
+            return str(resolve_encoder(spec).resolve())
+    return str(path.resolve())
 
 
 def checkpoint_tag(checkpoint: str) -> str:

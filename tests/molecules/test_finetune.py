@@ -105,12 +105,14 @@ def test_predict_is_the_train_mode_forward_once_batchnorm_has_settled(encoder, b
 # ------------------------------------------------------------------ one recipe: CLI == estimator
 
 
-def test_transfer_finetune_is_the_estimator_calls_of_the_docs(slice_csv, tmp_path):
+def test_transfer_finetune_is_the_estimator_calls_of_the_docs(slice_csv, tmp_path, monkeypatch):
     """``autogcl transfer finetune`` gives the numbers of ``MoleculeEncoder.finetune(dataset,
-    preset="paper", ...)``, epoch for epoch, and keeps the same model."""
+    preset="paper", ...)``, epoch for epoch, and keeps the same model; ``--checkpoint`` takes the
+    shipped encoder's name, as ``MoleculeEncoder.load`` does."""
     out = tmp_path / "ft"
+    monkeypatch.chdir(tmp_path)  # no file of that name here: the shipped one
     assert main(["transfer", "finetune", "--csv", str(slice_csv), "--label-cols", "p_np", "--checkpoint",
-                 str(SHIPPED), "--epochs", "2", "--seeds", "1", "--out", str(out), "--no-progress",
+                 "autogcl-moses-fullx1", "--epochs", "2", "--seeds", "1", "--out", str(out), "--no-progress",
                  "--workers", "1"]) == 0
     unit = out / "autogcl-moses-fullx1" / "slice" / "seed0"
     with open(unit / "metrics.csv", encoding="utf-8") as f:
@@ -129,6 +131,18 @@ def test_transfer_finetune_is_the_estimator_calls_of_the_docs(slice_csv, tmp_pat
     assert all(torch.equal(a[k], b[k]) for k in a)
     split = json.loads((unit.parent / "split.json").read_text())
     assert pred.hparams["split_sizes"] == {k: len(split[k]) for k in ("train", "valid", "test")}
+
+
+def test_checkpoint_names_a_file_or_a_shipped_encoder(tmp_path, monkeypatch):
+    from autogcl.protocols.configs import FinetuneConfig, checkpoint_path
+
+    monkeypatch.chdir(tmp_path)
+    for name in ("autogcl-moses-fullx1", "autogcl-moses-fullx1.pt"):
+        assert checkpoint_path(name) == str(SHIPPED.resolve())
+    assert FinetuneConfig(checkpoint=checkpoint_path("autogcl-moses-fullx1")).results_tag() == "autogcl-moses-fullx1"
+    assert checkpoint_path("nope") == str(tmp_path / "nope")  # neither: a path, refused when it is read
+    (tmp_path / "autogcl-moses-fullx1").write_bytes(b"")  # a file of that name here comes first
+    assert checkpoint_path("autogcl-moses-fullx1") == str(tmp_path / "autogcl-moses-fullx1")
 
 
 def test_the_paper_preset_is_the_protocols_defaults():
