@@ -505,6 +505,10 @@ class MoleculeEncoder(nn.Module):
         pred.history = trainer.fit(loader, opts["epochs"], evaluate=scores if scored or evaluate else None,
                                    extra=extra)
         best = extra["best"]
+        if opts["selection"] == "val" and best["state"] is None and key in pred.history[-1]:
+            log.warning("%s: selection='val' found no epoch with a %s (the validation part has %s); the model "
+                        "of the last epoch is kept", desc or "finetune", key,
+                        "a single class in every task" if task == "classification" else "no finite score")
         if opts["selection"] == "val" and best["state"] is not None:
             pred.model.load_state_dict(best["state"])  # settled before it was scored, where settled
         elif settle is not None:

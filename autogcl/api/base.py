@@ -68,6 +68,16 @@ def eval_mode(*modules: nn.Module):
             m.train(w)
 
 
+
+def check_contrastive_batch(n: int, size: int, what: str = "contrastive learning") -> None:
+    """A :class:`ConfigError` when a contrastive pass would see batches of one graph (``n``
+    graphs, ``size`` per batch): NT-Xent of one graph is 0, nothing would be learned."""
+    if n < 2 or size < 2:
+        raise ConfigError(
+            f"{what} needs at least 2 graphs per batch (got {n} graph(s), batch_size={size}): "
+            "NT-Xent contrasts each graph with the others of its batch, so one graph alone has a loss of 0 "
+            "and nothing would be learned")
+
 class Prepared(NamedTuple):
     """Graphs as an estimator reads them: the store (``x`` float32 of the model's width,
     ``edge_index``, ``edge_attr`` where the encoder reads it, ``y`` the class label or -1),
@@ -334,6 +344,10 @@ class Estimator(nn.Module):
                     if attr.shape[1] != edge_dim:
                         raise DataError(f"{what}: graph {i}: edge_attr has {attr.shape[1]} columns, the model "
                                         f"expects edge_dim={edge_dim}")
+                    bad = ~torch.isfinite(attr).all(1)
+                    if bool(bad.any()):
+                        raise DataError(f"{what}: graph {i} has a non-finite edge feature (edge "
+                                        f"{int(bad.nonzero()[0])})")
                     item.edge_attr = attr
             elif edge_dim not in (None, "auto"):
                 raise DataError(f"{what}: graph {i} has no edge_attr; the model reads edge features "

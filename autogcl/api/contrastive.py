@@ -33,7 +33,7 @@ from ..models import ContrastModel, GINEncoder
 from ..models.embed import embed as _embed
 from ..train import GraphCLStrategy, NaiveStrategy, Trainer
 from ..train.optim import adam
-from .base import Estimator, eval_mode, register_model_type
+from .base import Estimator, check_contrastive_batch, eval_mode, register_model_type
 
 log = logging.getLogger(__name__)
 
@@ -106,11 +106,7 @@ class ContrastiveLearner(Estimator):
         store = self.prepare(data).store
         size = self._batch_size(data, batch_size, 128)
         n = len(store)
-        if n < 2 or size < 2:
-            raise ConfigError(
-                f"contrastive learning needs at least 2 graphs per batch (got {n} graph(s), batch_size={size}): "
-                "NT-Xent contrasts each graph with the others of its batch, so one graph alone has a loss of 0 "
-                "and nothing would be learned")
+        check_contrastive_batch(n, size)
         if n % size == 1:
             log.warning("%d graphs in batches of %d: the last batch of every epoch holds one graph, which "
                         "teaches nothing (NT-Xent of one graph is 0); a batch_size that leaves no single graph "

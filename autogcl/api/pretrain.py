@@ -141,9 +141,9 @@ class MoleculePretrainer:
         return STRATEGIES[self.method](self, ContrastModel(MolEncoder(VOCAB, self.dim, self.num_layers, dropout=0.0)))
 
     def fit(self, corpus: str | Path, checkpoint_dir: str | Path | None = None, *, device="cpu",
-            workers: int | None = None, show_progress: bool | None = None, max_steps: int | None = None,
+            workers: int | None = None, progress: bool | None = None, max_steps: int | None = None,
             on_epoch: Callable[[list[dict], MolEncoder], None] | None = None, log_dir: str | Path | None = None,
-            tracking: str | None = None):
+            tracking: str | None = None, show_progress: bool | None = None):
         """Pre-train on the SMILES file ``corpus`` (a CSV with a SMILES column, or ``.smi``;
         ``.gz`` ok) and return the encoder (:class:`autogcl.molecules.MoleculeEncoder`, on
         ``device``, in eval mode).
@@ -155,7 +155,15 @@ class MoleculePretrainer:
         of a data-parallel run), with the encoder being trained. SIGTERM or SIGINT stops the
         fit before its next step with :class:`autogcl.errors.Preempted` (the checkpoint of the
         last finished chunk is kept). ``log_dir``, ``tracking``: every epoch's loss terms, time
-        and molecules/s as TensorBoard scalars or MLflow metrics (as :meth:`autogcl.AutoGCL.fit`)."""
+        and molecules/s as TensorBoard scalars or MLflow metrics (as :meth:`autogcl.AutoGCL.fit`).
+        ``progress``: the progress bar (``None``: in a terminal), as every estimator's ``fit``
+        (``show_progress``: its older name)."""
+        if progress is not None and show_progress is not None and progress != show_progress:
+            raise ConfigError(f"progress={progress!r} and show_progress={show_progress!r} disagree; give progress only")
+        show_progress = progress if progress is not None else show_progress
+        if not isinstance(corpus, (str, Path)):
+            raise DataError(f"the corpus must be the path of a SMILES file (a CSV with a SMILES column, or .smi), "
+                            f"got a {type(corpus).__name__}; write a list of SMILES to a .smi file, one a line")
         corpus = Path(corpus).expanduser()
         if not corpus.is_file():
             raise DataError(f"{corpus}: no such SMILES file")

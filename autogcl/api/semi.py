@@ -35,8 +35,8 @@ from ..models.embed import embed as _embed
 from ..models.norm import settle_batchnorm
 from ..models.resgcn import ResGCN
 from ..train import Trainer
-from ..train.semi import READS_ALL, USES_GENERATORS, semi_strategy
-from .base import Estimator, _label, register_model_type
+from ..train.semi import CONTRASTIVE, READS_ALL, USES_GENERATORS, semi_strategy
+from .base import Estimator, _label, check_contrastive_batch, register_model_type
 
 __all__ = ["PAPER", "SEMI_STRATEGIES", "SemiSupervised"]
 
@@ -253,6 +253,9 @@ class SemiSupervised(Estimator):
             raise DataError(f"graph {bad} has label {int(y[bad])}, but the model has {h['num_classes']} classes")
         store = prepared.store if torch.equal(prepared.labels, y) else prepared.store.with_graph_values("y", y)
         size = self._batch_size(data, batch_size, h["batch_size"])
+        if h["strategy"] in CONTRASTIVE:
+            check_contrastive_batch(len(prepared.store) if h["strategy"] in READS_ALL else labeled.numel(), size,
+                                    f"strategy {h['strategy']!r} (a contrastive pass)")
         dev = resolve_device(device)
         self.to(dev)
         self._deterministic = engine_of(device).deterministic  # for settling and predictions after it

@@ -190,16 +190,18 @@ class GraphStore:
         return out
 
     def _check_features(self) -> None:
-        x = self._tensors["x"]
-        if not torch.is_floating_point(x):
-            return
-        bad_rows = ~torch.isfinite(x).view(x.shape[0], -1).all(1)
-        if bool(bad_rows.any()):
-            node = int(bad_rows.nonzero()[0])
-            ptr = self._segs[self._node_seg].ptr_cpu
-            graph = int(torch.searchsorted(ptr, torch.tensor([node]), right=True)[0]) - 1
-            raise DataError(f"{self.name or 'dataset'}: graph {graph} has a non-finite node feature "
-                            f"(node {node - int(ptr[graph])} of that graph)")
+        """A non-finite node or edge feature is an error naming its graph and row."""
+        for key, what in (("x", "node"), ("edge_attr", "edge")):
+            value = self._tensors.get(key)
+            if value is None or not torch.is_floating_point(value) or not value.numel():
+                continue
+            bad_rows = ~torch.isfinite(value).view(value.shape[0], -1).all(1)
+            if bool(bad_rows.any()):
+                row = int(bad_rows.nonzero()[0])
+                ptr = self._segs[self._key_seg[key]].ptr_cpu
+                graph = int(torch.searchsorted(ptr, torch.tensor([row]), right=True)[0]) - 1
+                raise DataError(f"{self.name or 'dataset'}: graph {graph} has a non-finite {what} feature "
+                                f"({what} {row - int(ptr[graph])} of that graph)")
 
     # ------------------------------------------------------------------ devices
     def nbytes(self) -> int:

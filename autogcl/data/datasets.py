@@ -74,7 +74,8 @@ def canonical_name(name: str, roots: list[Path], downloadable: bool = False) -> 
     if downloadable and re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", name):
         return name
     known = ", ".join(k for k in KNOWN_TU_DATASETS if k != "github_stargazers")
-    raise DataError(f"unknown dataset {name!r}; known datasets: {known}")
+    raise DataError(f"unknown dataset {name!r}; known datasets: {known} (another TU dataset: download=True in "
+                    "Python, --download on the command line, or its files in DATA_ROOT/TU/NAME/raw/)")
 
 
 def _raw_dir(name: str, roots: list[Path]) -> Path | None:
@@ -188,8 +189,8 @@ def load_tu(
     if raw_dir is None:
         if not download:
             looked = ", ".join(str(r / "TU" / name / "raw") for r in roots)
-            raise DataError(f"dataset {name} not found; looked in {looked} (pass --download to fetch it "
-                            "into the project cache)")
+            raise DataError(f"dataset {name} not found; looked in {looked} (--download on the command "
+                            "line, download=True in Python, fetches it into the project cache)")
         raw_dir = _download(name, roots)
 
     cache = _cache_path(name, recipe.spec, raw_dir)

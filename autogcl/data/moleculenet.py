@@ -150,8 +150,8 @@ def load_moleculenet(name: str, data_root=None, download: bool | None = None, **
             download = not paths.explicit_root(data_root)
         if not download:
             looked = ", ".join(str(r / "moleculenet" / spec.file) for r in roots)
-            raise DataError(f"dataset {key} not found; looked in {looked} (pass --download to fetch it "
-                            "into the project cache)")
+            raise DataError(f"dataset {key} not found; looked in {looked} (--download on the command "
+                            "line, download=True in Python, fetches it into the project cache)")
         path = _download(key, spec, roots)
     labels = list(spec.tasks) if spec.tasks else None
     return _load(key, path, spec.smiles_col, labels, spec.exclude, spec.task_prefix, **kw)

@@ -9,7 +9,7 @@ from pathlib import Path
 import torch
 
 from ..atomic import atomic_save
-from ..errors import DamagedFileError
+from ..errors import ConfigError, DamagedFileError
 from ..seeding import rng_state, set_rng_state
 
 __all__ = ["checkpoint_state", "load_checkpoint", "restore_state", "save_checkpoint"]
@@ -34,12 +34,27 @@ def save_checkpoint(path: Path, modules: dict, optimizers, loader_gen: torch.Gen
     atomic_save(checkpoint_state(modules, optimizers, loader_gen, **extra), path)
 
 
-def restore_state(state: dict, modules: dict, optimizers, loader_gen: torch.Generator) -> dict:
-    """Load a :func:`checkpoint_state` into the modules, optimizers and RNGs; its extra entries."""
-    for name, mod in modules.items():
-        mod.load_state_dict(state["modules"][name])
-    for name, opt in _as_dict(optimizers).items():
-        opt.load_state_dict(state["optimizers"][name])
+def restore_state(state: dict, modules: dict, optimizers, loader_gen: torch.Generator,
+                  source: str = "the checkpoint") -> dict:
+    """Load a :func:`checkpoint_state` into the modules, optimizers and RNGs; its extra entries.
+    A state written by another kind of training (other parts) or for another model (other
+    shapes) is a :class:`ConfigError` naming ``source`` and the part that differs."""
+    optimizers = _as_dict(optimizers)
+    saved = (state.get("modules") or {}, state.get("optimizers") or {})
+    for kind, have, mine in (("modules", saved[0], modules), ("optimizers", saved[1], optimizers)):
+        if set(have) != set(mine):
+            raise ConfigError(f"{source} was written by another kind of training: its {kind} are {sorted(have)}, "
+                              f"this fit's {sorted(mine)}; resume it with the estimator and settings that wrote it, "
+                              "or give this fit another checkpoint file")
+    for name, part in (*modules.items(), *optimizers.items()):
+        try:
+            part.load_state_dict((saved[0] if name in modules else saved[1])[name])
+        except (RuntimeError, ValueError, KeyError) as exc:  # torch's size mismatch, an optimizer of other groups
+            first = str(exc).strip().splitlines()
+            detail = next((line.strip() for line in first if "mismatch" in line), first[0] if first else type(exc).__name__)
+            raise ConfigError(f"{source} does not fit this fit's {name!r} ({detail}): it was written for another "
+                              "model or settings; resume it with the settings that wrote it, or give this fit "
+                              "another checkpoint file") from None
     set_rng_state(state["rng"], loader_gen)
     return {k: v for k, v in state.items() if k not in ("modules", "optimizers", "rng")}
 
@@ -57,4 +72,4 @@ def load_checkpoint(path: Path, modules: dict, optimizers, loader_gen: torch.Gen
     except Exception as exc:  # torch raises many types for a damaged or unsafe file
         raise DamagedFileError(f"{path}: not a readable autogcl checkpoint ({type(exc).__name__}: "
                                f"{str(exc).splitlines()[0] if str(exc) else ''})") from exc
-    return restore_state(state, modules, optimizers, loader_gen)
+    return restore_state(state, modules, optimizers, loader_gen, str(path))

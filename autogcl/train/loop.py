@@ -16,7 +16,7 @@ import copy
 import logging
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import torch
@@ -25,7 +25,7 @@ from .. import atomic, preempt
 from . import checkpoints
 from ..data.batching import to_device  # noqa: F401 (re-exported)
 from ..devices import Engine, deterministic_kernels, resolve_device
-from ..errors import OutOfMemory, Preempted, TrainingError
+from ..errors import ConfigError, OutOfMemory, Preempted, TrainingError
 
 log = logging.getLogger(__name__)
 
@@ -334,6 +334,9 @@ class Trainer:
             try:
                 row = {**(row_fields or {}), "epoch": epoch, **self.strategy.train_epoch(data, epoch)}
                 reported = evaluate(epoch) if evaluate is not None else None
+                if reported is not None and not isinstance(reported, Mapping):
+                    raise ConfigError(f"evaluate({epoch}) returned a {type(reported).__name__} ({reported!r:.60}); "
+                                      "it must return a dict of named numbers (e.g. {'val_acc': 0.8}) or None")
             except Preempted as exc:
                 self._back_to(snapshot, epoch - 1)
                 bar.close()

@@ -34,6 +34,8 @@ from .optim import adam
 
 #: the strategies that train two learnable view generators beside the classifier
 USES_GENERATORS = frozenset({"naive", "aug", "joint", "joint_cls", "joint_cls_sim", "joint_cl_cls", "joint_released"})
+#: the strategies with a contrastive pass (NT-Xent: two graphs a batch at least)
+CONTRASTIVE = frozenset({"naive", "graphcl", "joint", "joint_cl_cls", "joint_released"})
 #: the strategies whose training epochs read every graph (labeled or not) before or beside the
 #: labeled ones: they train on ``(all graphs, labeled graphs)``; the others on the labeled graphs
 READS_ALL = frozenset({"naive", "joint", "joint_cls", "joint_cls_sim", "joint_cl_cls", "joint_released"})

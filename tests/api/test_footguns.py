@@ -131,3 +131,37 @@ def test_semi_supervised_embed_before_fit_warns(caplog):
     with caplog.at_level(logging.WARNING, logger="autogcl"):
         model.embed([ring(4), ring(5)])
     assert "untrained" in caplog.text
+
+
+def test_a_checkpoint_of_another_model_or_estimator_is_refused_naming_what_differs(tmp_path):
+    """``fit(checkpoint=...)`` given the file of another architecture or estimator: a ConfigError
+    naming the file and the part that differs (not torch's state-dict or optimizer error), and
+    the file stays as it was."""
+    from autogcl.errors import ConfigError
+
+    graphs = [ring(n) for n in range(4, 12)]
+    ck = tmp_path / "ck.pt"
+    autogcl.AutoGCL(3, hidden=8, num_layers=2).fit(graphs, epochs=1, batch_size=4, checkpoint=ck, progress=False)
+    written = ck.read_bytes()
+    with pytest.raises(ConfigError, match=r"ck\.pt does not fit this fit's 'model' \(size mismatch for encoder"):
+        autogcl.AutoGCL(3, hidden=16, num_layers=2).fit(graphs, epochs=2, batch_size=4, checkpoint=ck, progress=False)
+    with pytest.raises(ConfigError, match=r"another kind of training: its modules are \['gen1', 'gen2', 'model'\], "
+                                          r"this fit's \['model'\]"):
+        autogcl.GraphCL(3, hidden=8, num_layers=2).fit(graphs, epochs=2, batch_size=4, checkpoint=ck, progress=False)
+    assert ck.read_bytes() == written
+    # the same settings resume it
+    rows = autogcl.AutoGCL(3, hidden=8, num_layers=2).fit(graphs, epochs=2, batch_size=4, checkpoint=ck,
+                                                          progress=False)
+    assert len(rows) == 2
+
+
+def test_an_evaluate_that_returns_no_dict_is_refused_saying_what_it_must_return():
+    from autogcl.errors import ConfigError
+
+    graphs = [ring(n) for n in range(4, 12)]
+    with pytest.raises(ConfigError, match=r"evaluate\(1\) returned a float \(0\.5\); it must return a dict"):
+        autogcl.AutoGCL(3, hidden=8, num_layers=2).fit(graphs, epochs=1, batch_size=4, evaluate=lambda e: 0.5,
+                                                      progress=False)
+    rows = autogcl.AutoGCL(3, hidden=8, num_layers=2).fit(graphs, epochs=1, batch_size=4, progress=False,
+                                                          evaluate=lambda e: {"probe": 0.5})
+    assert rows[0]["probe"] == 0.5

@@ -134,6 +134,18 @@ def test_nan_features_are_refused_by_embed_as_by_fit():
             call()
 
 
+def test_nan_edge_features_are_refused_naming_the_graph_and_edge():
+    """Read edge features (``edge_dim``) that are not finite: a DataError naming the graph and
+    edge (not a NaN loss later)."""
+    graphs = [ring(n, 3) for n in range(3, 7)]
+    for g in graphs:
+        g.edge_attr = torch.rand(g.edge_index.shape[1], 2)
+    graphs[1].edge_attr[5, 1] = float("inf")
+    for call in (lambda m: m.fit(graphs, epochs=1, progress=False), lambda m: m.embed(graphs)):
+        with pytest.raises(DataError, match="graph 1 has a non-finite edge feature \\(edge 5\\)"):
+            call(small(edge_dim="auto"))
+
+
 @pytest.mark.parametrize("edge_index, match", [
     (torch.tensor([[0.0, 1.0], [1.0, 0.0]]), "integer node indices"),
     (torch.tensor([0, 1, 1, 0]), "shape 2 x E"),

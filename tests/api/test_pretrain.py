@@ -71,6 +71,10 @@ def test_bad_options_are_config_errors(options, match):
 def test_a_missing_corpus_is_a_data_error(tmp_path):
     with pytest.raises(DataError, match="no such SMILES file"):
         MoleculePretrainer().fit(tmp_path / "none.csv")
+    with pytest.raises(DataError, match="the corpus must be the path of a SMILES file .* got a list; write a list"):
+        MoleculePretrainer().fit(["CCO", "CCCC"])
+    with pytest.raises(ConfigError, match="progress=False and show_progress=True disagree"):
+        MoleculePretrainer().fit(tmp_path / "none.csv", progress=False, show_progress=True)
 
 
 def test_deterministic_kernels_reach_the_chunked_trainer(corpus, tmp_path, monkeypatch):

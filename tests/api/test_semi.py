@@ -255,3 +255,22 @@ def test_a_file_whose_model_had_unused_generators_still_loads(tmp_path):
     torch.save(blob, path)
     back = autogcl.load(path)
     assert torch.equal(back.classifier.head[0].weight, model.classifier.head[0].weight)
+
+
+@pytest.mark.parametrize("strategy", SEMI_STRATEGIES)
+def test_a_contrastive_strategy_refuses_batches_of_one_graph_and_the_others_train_on_them(strategy):
+    """Batches of one graph: NT-Xent would be 0 (nothing learned), so the strategies with a
+    contrastive pass refuse them, as AutoGCL and GraphCL do; the others train."""
+    from autogcl.train.semi import CONTRASTIVE
+
+    model = autogcl.SemiSupervised(hidden=8, num_layers=2, strategy=strategy)
+    fit = lambda: model.fit(dataset(), epochs=1, pretrain_epochs=1, batch_size=1, seed=0, progress=False)  # noqa: E731
+    if strategy in CONTRASTIVE:
+        with pytest.raises(ConfigError, match=f"strategy '{strategy}' .* needs at least 2 graphs per batch"):
+            fit()
+    else:
+        assert fit()[-1]["phase"] == "train"
+    # the contrastive ones are those that report a contrastive loss
+    rows = autogcl.SemiSupervised(hidden=8, num_layers=2, strategy=strategy).fit(
+        dataset(), epochs=1, pretrain_epochs=1, batch_size=8, seed=0, progress=False)
+    assert any("cl_loss" in r for r in rows) == (strategy in CONTRASTIVE)

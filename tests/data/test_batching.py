@@ -155,6 +155,15 @@ def test_non_finite_features_are_named_when_the_store_is_built():
         GraphStore.from_dataset(data)
 
 
+def test_non_finite_edge_features_are_named_when_the_store_is_built():
+    data = graphs(5)
+    for g in data:
+        g.edge_attr = g.edge_attr.float()
+    data[3].edge_attr[1, 0] = float("nan")
+    with pytest.raises(DataError, match="graph 3 has a non-finite edge feature \\(edge 1 of that graph\\)"):
+        GraphStore.from_dataset(data)
+
+
 def test_clear_errors():
     with pytest.raises(DataError, match="no graphs given"):
         GraphStore.from_dataset([])

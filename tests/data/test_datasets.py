@@ -19,7 +19,8 @@ def test_mutag_from_the_mirror(data_root):
 
 def test_name_is_case_insensitive_and_unknown_name_lists_known(data_root):
     assert load_tu("mutag", data_root).name == "MUTAG"
-    with pytest.raises(DataError, match=r"unknown dataset 'NOPE'; known datasets: MUTAG, PROTEINS"):
+    with pytest.raises(DataError, match=r"unknown dataset 'NOPE'; known datasets: MUTAG, PROTEINS.* \(another TU "
+                                        r"dataset: download=True in Python, --download on the command line"):
         load_tu("NOPE", data_root)
 
 
@@ -82,7 +83,7 @@ def test_download_goes_to_the_project_cache(tmp_path, monkeypatch):
             write_tu(Path(root).parent, name=name)
 
     monkeypatch.setattr(pyg_datasets, "TUDataset", FakeTUDataset)
-    with pytest.raises(DataError, match="COLLAB not found; looked in .*pass --download"):
+    with pytest.raises(DataError, match="COLLAB not found; looked in .*--download on the command line, download=True in Python"):
         load_tu("COLLAB", tmp_path / "empty-root")  # a named root that lacks it: no silent download
     assert calls == []
     ds = load_tu("COLLAB", tmp_path / "empty-root", download=True)

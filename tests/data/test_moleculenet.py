@@ -72,7 +72,7 @@ def test_download_lands_in_the_cache(tmp_path, monkeypatch):
         return str(out)
 
     monkeypatch.setattr(torch_geometric.data, "download_url", fake)
-    with pytest.raises(DataError, match="bace not found; looked in .*pass --download"):
+    with pytest.raises(DataError, match="bace not found; looked in .*--download on the command line, download=True in Python"):
         M.load_moleculenet("bace", tmp_path, workers=1, progress=False)  # named root lacks it
     assert seen == {}
     ds = M.load_moleculenet("bace", None, workers=1, progress=False)  # no named root: fetched

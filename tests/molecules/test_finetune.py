@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import json
 import logging
+import math
 import sys
 
 import numpy as np
@@ -481,3 +482,21 @@ def test_regression_pilots_keep_no_test_score_and_the_docs_list_them(tmp_path):
     lines = rows_of(tmp_path)
     assert "| scaled_sum | 0.0 | 0.001 | cosine | running | 2 | 0.500 (2) | 0.375 | 0.250 |" in lines
     assert rows_of(tmp_path / "nothing") == []
+
+
+def test_a_validation_part_of_one_class_says_the_last_epoch_is_kept(bbbp, caplog):
+    """``selection="val"`` with no validation ROC-AUC in any epoch (every validation label of
+    one class): the last epoch's model is kept, and the log says so; a validation part of both
+    classes selects by it without a word."""
+    smiles = bbbp[0][:30]
+    split = {"train": list(range(20)), "valid": list(range(20, 25)), "test": list(range(25, 30))}
+    for valid_labels, warned in (([0, 0, 0, 0, 0], True), ([0, 1, 0, 1, 0], False)):
+        y = [k % 2 for k in range(20)] + valid_labels + [0, 1, 0, 1, 1]
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="autogcl"):
+            pred = MoleculeEncoder(dim=8, num_layers=1).finetune(smiles, y, split=split, selection="val", epochs=3,
+                                                                 seed=0, progress=False)
+        said = "selection='val' found no epoch with a val_auc" in caplog.text
+        assert said == warned, caplog.text
+        if warned:
+            assert pred.selected_epoch == 3 and all(math.isnan(r["val_auc"]) for r in pred.history)
