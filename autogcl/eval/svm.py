@@ -134,23 +134,21 @@ def svm_evaluate(
     chosen C (``val_acc``: the score an honest epoch selection may use), and per-fold details.
     ``n_jobs``: processes (``None``: :func:`auto_jobs`); the numbers do not depend on it.
     """
+    from ..errors import DataError
+
     x = _numpy(emb).astype(np.float64)
     if not np.isfinite(x).all():
-        raise ValueError("embeddings contain NaN or inf")
+        raise DataError("the embeddings contain NaN or inf")
     if y is None:
-        raise ValueError("the SVM protocol needs a label per graph (y is None)")
+        raise DataError("the SVM protocol needs a label per graph (y is None)")
     y = _numpy(y).reshape(-1)
     if len(y) != len(x):
-        raise ValueError(f"{len(x)} embeddings but {len(y)} labels")
+        raise DataError(f"{len(x)} embeddings but {len(y)} labels (one label per row)")
     counts = np.unique(y, return_counts=True)[1]
     if len(counts) < 2 or len(y) < folds:
-        from ..errors import DataError
-
         raise DataError(f"the SVM protocol needs at least two classes and {folds} graphs for its {folds}-fold CV; "
                         f"got {len(y)} graph(s) in {len(counts)} class(es)")
     if counts.max() < folds:
-        from ..errors import DataError
-
         raise DataError(f"the SVM protocol needs a class of at least {folds} graphs for its {folds}-fold CV; "
                         f"the largest class has {counts.max()} of {len(y)} graph(s)")
     d2 = euclidean_distances(x, squared=True)

@@ -46,13 +46,14 @@ def restore_state(state: dict, modules: dict, optimizers, loader_gen: torch.Gene
             raise ConfigError(f"{source} was written by another kind of training: its {kind} are {sorted(have)}, "
                               f"this fit's {sorted(mine)}; resume it with the estimator and settings that wrote it, "
                               "or give this fit another checkpoint file")
-    for name, part in (*modules.items(), *optimizers.items()):
+    for kind, name, part, state_of in [("module", k, m, saved[0][k]) for k, m in modules.items()] + \
+            [("optimizer", k, o, saved[1][k]) for k, o in optimizers.items()]:  # a module and an optimizer may share a name
         try:
-            part.load_state_dict((saved[0] if name in modules else saved[1])[name])
+            part.load_state_dict(state_of)
         except (RuntimeError, ValueError, KeyError) as exc:  # torch's size mismatch, an optimizer of other groups
             first = str(exc).strip().splitlines()
             detail = next((line.strip() for line in first if "mismatch" in line), first[0] if first else type(exc).__name__)
-            raise ConfigError(f"{source} does not fit this fit's {name!r} ({detail}): it was written for another "
+            raise ConfigError(f"{source} does not fit this fit's {kind} {name!r} ({detail}): it was written for another "
                               "model or settings; resume it with the settings that wrote it, or give this fit "
                               "another checkpoint file") from None
     set_rng_state(state["rng"], loader_gen)

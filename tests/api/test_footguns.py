@@ -143,7 +143,7 @@ def test_a_checkpoint_of_another_model_or_estimator_is_refused_naming_what_diffe
     ck = tmp_path / "ck.pt"
     autogcl.AutoGCL(3, hidden=8, num_layers=2).fit(graphs, epochs=1, batch_size=4, checkpoint=ck, progress=False)
     written = ck.read_bytes()
-    with pytest.raises(ConfigError, match=r"ck\.pt does not fit this fit's 'model' \(size mismatch for encoder"):
+    with pytest.raises(ConfigError, match=r"ck\.pt does not fit this fit's module 'model' \(size mismatch for encoder"):
         autogcl.AutoGCL(3, hidden=16, num_layers=2).fit(graphs, epochs=2, batch_size=4, checkpoint=ck, progress=False)
     with pytest.raises(ConfigError, match=r"another kind of training: its modules are \['gen1', 'gen2', 'model'\], "
                                           r"this fit's \['model'\]"):
@@ -153,6 +153,14 @@ def test_a_checkpoint_of_another_model_or_estimator_is_refused_naming_what_diffe
     rows = autogcl.AutoGCL(3, hidden=8, num_layers=2).fit(graphs, epochs=2, batch_size=4, checkpoint=ck,
                                                           progress=False)
     assert len(rows) == 2
+    # a strategy whose module and optimizer share a name ("model": the joint semi-supervised one)
+    labeled = [ring(n, y=n % 2) for n in range(4, 12)]
+    semi = tmp_path / "semi.pt"
+    autogcl.SemiSupervised(3, 2, hidden=8, num_layers=2).fit(labeled, epochs=1, batch_size=4, checkpoint=semi,
+                                                             progress=False)
+    rows = autogcl.SemiSupervised(3, 2, hidden=8, num_layers=2).fit(labeled, epochs=2, batch_size=4, checkpoint=semi,
+                                                                    progress=False)
+    assert [r["epoch"] for r in rows] == [1, 2]
 
 
 def test_an_evaluate_that_returns_no_dict_is_refused_saying_what_it_must_return():
