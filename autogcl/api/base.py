@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import logging
 import math
+import numbers
 from collections.abc import Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -318,13 +319,18 @@ class Estimator(nn.Module):
             if getattr(g, "edge_index", None) is None:  # no edge_index at all: an edgeless graph
                 g = copy.copy(g)
                 g.edge_index = ei
+            made = getattr(g, "x", None) is None or transforms[1] is not None  # features of a recipe
             x = self._x_of(g, i, what, transforms, width)
             if x.shape[0] != n:
                 raise DataError(f"{what}: graph {i}: x has {x.shape[0]} rows for {n} nodes")
             if width is None:
                 width = int(x.shape[1])
             elif x.shape[1] != width:
-                raise DataError(f"{what}: graph {i} has {x.shape[1]} node features, the model expects {width}")
+                how = ""
+                if made:
+                    how = (f" (made by the node-feature recipe {self.hparams['features']!r}"
+                           + (": the graph has no x)" if transforms[1] is None else ")"))
+                raise DataError(f"{what}: graph {i} has {x.shape[1]} node features{how}, the model expects {width}")
             label, problem = _label(getattr(g, "y", None))
             if problem and bad_label is None:
                 bad_label = f"{what}: graph {i}: {problem}"
@@ -461,7 +467,9 @@ class Estimator(nn.Module):
         if isinstance(seed, torch.Generator):
             return seed
         if seed is not None:
-            return seeding.seed_everything(seed)
+            if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or not 0 <= seed < 2**32:
+                raise ConfigError(f"seed must be an int in [0, 2**32), a torch.Generator or None, got {seed!r}")
+            return seeding.seed_everything(int(seed))
         return torch.Generator().manual_seed(int(torch.randint(2**31 - 1, (1,))))
 
     #: the deterministic-kernels setting of the last fit (its ``Engine``'s), for what runs after it

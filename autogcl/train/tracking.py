@@ -15,6 +15,7 @@ folder, with MLflow a run of its own (named after it) in the store.
 
 from __future__ import annotations
 
+import logging
 import math
 import os
 import re
@@ -23,6 +24,8 @@ from pathlib import Path
 
 from ..choices import TRACK_MLFLOW, TRACK_TENSORBOARD, TRACKERS, check_choice
 from ..errors import ConfigError
+
+log = logging.getLogger(__name__)
 
 __all__ = ["LOG_DIR_ENV", "MLFLOW_EXPERIMENT", "TRACKING_ENV", "MLflowTracker", "TensorBoardTracker", "fit_tracker",
            "scalars", "tracker_for"]
@@ -166,6 +169,9 @@ def fit_tracker(log_dir: str | Path | None, desc: str, tracking: str | None = No
     if log_dir is None:
         if tracking is not None:
             check_tracking(tracking)
+            if not os.environ.get(LOG_DIR_ENV):
+                log.warning("%s: tracking=%r without log_dir: nothing is logged (give log_dir=..., a folder or, "
+                            "for MLflow, a tracking store)", desc, tracking)
         return None
     return tracker_for(log_dir, desc, tracking=tracking)
 

@@ -173,3 +173,31 @@ def test_an_evaluate_that_returns_no_dict_is_refused_saying_what_it_must_return(
     rows = autogcl.AutoGCL(3, hidden=8, num_layers=2).fit(graphs, epochs=1, batch_size=4, progress=False,
                                                           evaluate=lambda e: {"probe": 0.5})
     assert rows[0]["probe"] == 0.5
+
+
+def test_a_seed_that_is_no_int_and_tracking_without_a_log_dir_are_said(caplog, monkeypatch):
+    from autogcl.errors import ConfigError
+    from autogcl.train.tracking import LOG_DIR_ENV
+
+    graphs = [ring(n) for n in range(4, 12)]
+    for seed in ("a", 1.5, True, -1):
+        with pytest.raises(ConfigError, match=r"seed must be an int in \[0, 2\*\*32\), a torch.Generator or None"):
+            autogcl.GraphCL(3, hidden=8, num_layers=2).fit(graphs, epochs=1, batch_size=4, seed=seed, progress=False)
+    monkeypatch.delenv(LOG_DIR_ENV, raising=False)
+    for tracking, said in (("tensorboard", True), (None, False)):
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="autogcl"):
+            autogcl.GraphCL(3, hidden=8, num_layers=2).fit(graphs, epochs=1, batch_size=4, seed=np.int64(3),
+                                                          tracking=tracking, progress=False)
+        assert ("tracking='tensorboard' without log_dir: nothing is logged" in caplog.text) == said, caplog.text
+
+
+def test_a_width_mismatch_of_made_features_says_the_recipe_made_them():
+    """Graphs without x get the recipe's features: a model of another width names the recipe,
+    not only the numbers (the user's graphs have no features at all)."""
+    graphs = [ring(n, feat=None) for n in range(4, 10)]
+    with pytest.raises(DataError, match=r"graph 0 has \d+ node features \(made by the node-feature recipe 'auto': "
+                                        r"the graph has no x\), the model expects 7"):
+        autogcl.AutoGCL(7, hidden=8, num_layers=2).fit(graphs, epochs=1, progress=False)
+    with pytest.raises(DataError, match=r"graph 1 has 4 node features, the model expects 3$"):
+        autogcl.AutoGCL(hidden=8, num_layers=2).fit([ring(5), ring(6, feat=4)], epochs=1, progress=False)
