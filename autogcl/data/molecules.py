@@ -138,7 +138,9 @@ def rdkit_reason(smiles: str) -> str:
         for text in messages.splitlines():
             text = re.sub(r"^\[[0-9:. ]+\]\s*", "", text).strip()
             if text.startswith("SMILES Parse Error:") and "Failed parsing SMILES" not in text:
-                lines.append(text.removeprefix("SMILES Parse Error:").strip())
+                # "check for mistakes around position 3:" introduces RDKit's picture of the
+                # SMILES (two more lines), which a one-line reason leaves out
+                lines.append(text.removeprefix("SMILES Parse Error:").strip().rstrip(":").strip())
         return "; ".join(lines) or "a SMILES syntax error"
     try:
         Chem.SanitizeMol(raw)
@@ -320,6 +322,13 @@ def label_task(y: np.ndarray, task: str | None = None, source: str = "labels", r
     y = np.asarray(y, dtype=np.float64).reshape(len(y), -1)
     bad = np.argwhere(~np.isnan(y) & (y != 0) & (y != 1))
     if task is None:
+        if len(bad) and y.shape[1] > 1:
+            binary = sorted(set(range(y.shape[1])) - {int(t) for t in bad[:, 1]})
+            if binary:
+                cols = [names[t] if names is not None else f"task {t}" for t in binary]
+                log.warning("%s: column(s) %s hold only 0 and 1 but are regressed with the numeric ones (one "
+                            "fine-tuning has one task); to classify them, fine-tune them apart with "
+                            "task='classification' (--task classification)", source, cols)
         return "regression" if len(bad) else "classification"
     if task == "classification" and len(bad):
         i, t = (int(v) for v in bad[0])

@@ -95,3 +95,17 @@ def test_finetune_on_any_labels_predicts_finite_values_in_their_units_or_refuses
         spread = max(float(np.ptp(labeled)), 1e-12)
         assert np.all(np.abs(out - labeled.mean()) <= 50 * max(float(labeled.std()), 1.0) + 50 * spread)
     hypothesis.event(f"trained: {pred.task}")
+
+
+def test_binary_columns_regressed_with_numeric_ones_are_named(caplog):
+    """Inferred regression over columns of which some hold only 0 and 1: the log names those
+    columns (they are regressed, not classified); all numeric or all binary: no word."""
+    import logging
+
+    y = np.array([[0.5, 1.0, 0.0], [2.0, 0.0, math.nan], [3.5, 1.0, 1.0]])
+    for matrix, said in ((y, ["cls", "flag"]), (y[:, :1], None), (y[:, 1:], None)):
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="autogcl"):
+            task = label_task(matrix, names=["logp", "cls", "flag"][:matrix.shape[1]] if said else None)
+        assert task == ("classification" if matrix.shape[1] == 2 else "regression")
+        assert (f"column(s) {said} hold only 0 and 1 but are regressed" in caplog.text) == bool(said), caplog.text

@@ -411,6 +411,9 @@ def test_rdkit_reason_for_a_bad_smiles_is_passed_on(caplog):
     assert "unclosed ring" in reasons[0]
     assert "valence" in reasons[1].lower() and "kekulize" in reasons[2].lower()
     assert "unclosed ring" in caplog.text
+    # a syntax error: the reason and where, one line, not the colon that introduces RDKit's picture
+    (bad,) = from_smiles(["CCO", "CC(C"]).skipped
+    assert bad.reason.endswith("extra open parentheses while parsing: CC(C; check for mistakes around position 3")
 
 
 def test_a_csv_path_is_read_not_parsed_as_a_smiles(encoder, slice_csv, tmp_path):
