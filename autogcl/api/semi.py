@@ -5,6 +5,7 @@ it once per fold; :meth:`SemiSupervised.paper` is that protocol's configuration.
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import torch
@@ -39,6 +40,8 @@ from ..train.semi import CONTRASTIVE, READS_ALL, USES_GENERATORS, semi_strategy
 from .base import Estimator, _label, check_contrastive_batch, register_model_type
 
 __all__ = ["PAPER", "SEMI_STRATEGIES", "SemiSupervised"]
+
+log = logging.getLogger(__name__)
 
 #: the published semi-supervised protocol's classifier and training settings (``autogcl semi``'s
 #: defaults): :meth:`SemiSupervised.paper`. Its other settings (``lam``, ``tau``, the
@@ -246,6 +249,9 @@ class SemiSupervised(Estimator):
         h = self.hparams
         top = int(y.max()) + 1
         if h["num_classes"] is None:
+            if top < 2:
+                log.warning("every labeled graph has class 0: a 2-class model is built, which has nothing to tell "
+                            "apart (give num_classes=..., or labels of at least two classes)")
             h["num_classes"] = max(2, top)
             super()._ensure_built(*self._pending)
         elif top > h["num_classes"]:

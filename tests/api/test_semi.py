@@ -274,3 +274,18 @@ def test_a_contrastive_strategy_refuses_batches_of_one_graph_and_the_others_trai
     rows = autogcl.SemiSupervised(hidden=8, num_layers=2, strategy=strategy).fit(
         dataset(), epochs=1, pretrain_epochs=1, batch_size=8, seed=0, progress=False)
     assert any("cl_loss" in r for r in rows) == (strategy in CONTRASTIVE)
+
+
+def test_labels_of_one_class_build_a_two_class_model_and_say_so(caplog):
+    import logging
+
+    graphs = [graph(4 + k % 5, k % 2, y=0 if k % 3 == 0 else None) for k in range(12)]  # labeled ones all class 0
+    with caplog.at_level(logging.WARNING, logger="autogcl"):
+        model = autogcl.SemiSupervised(hidden=8, num_layers=2, strategy="supervised")
+        model.fit(graphs, epochs=1, batch_size=4, seed=0, progress=False)
+    assert model.hparams["num_classes"] == 2 and "every labeled graph has class 0" in caplog.text
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="autogcl"):
+        autogcl.SemiSupervised(hidden=8, num_layers=2, strategy="supervised").fit(dataset(), epochs=1, batch_size=4,
+                                                                                  seed=0, progress=False)
+    assert "every labeled graph has class 0" not in caplog.text
