@@ -28,6 +28,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import preempt
 from ..errors import DataError
 from ..paths import child_pythonpath
 from . import published
@@ -657,60 +658,75 @@ def run_budget(cells, root: Path, budget: float, *, data_root: str | None = None
         return {"finished": 0, "stopped": 0, "failed": 0, "not_started": len(todo), "published": []}
     deadline = start + budget
     running: dict = {}
+    # SIGTERM or SIGINT (preempt.handling, the command line's) is noted, not raised: no job starts
+    # after it, the running ones get SIGTERM as at the budget, what finished is published, and
+    # then it is raised (the command line says how to resume)
+    with preempt.deferring():
+        result = _run_jobs(todo, root, running, deadline, budget, jobs, grace, margin, data_root, extra, spawn,
+                           echo, clock)
+    return result
+
+
+def _run_jobs(todo, root: Path, running: dict, deadline: float, budget: float, jobs: int, grace: float,
+              margin: float, data_root, extra, spawn, echo, clock) -> dict:
+    """:func:`run_budget`'s loop: start what fits, stop the rest at the deadline or at a noted
+    signal, publish."""
     counts = {"finished": 0, "stopped": 0, "failed": 0, "not_started": 0}
     logs = root / "runs" / "reproduce" / "logs"
     queue = list(todo)
     n = 0
-    while queue or running:
-        now = clock()
-        if now >= deadline:
-            break
-        for j in list(queue):
-            if len(running) >= jobs:
+    try:
+        while queue or running:
+            now = clock()
+            if now >= deadline or preempt.requested():
                 break
-            run = j.fitting(deadline - now, margin)
-            if run is None:
-                continue
-            if any(c.out == r.cells[0].out for r in running.values() for c in j.cells):
-                continue  # one process per sweep folder (its lock): the next seed waits for this one
-            queue.remove(j)
-            n += 1
-            running[spawn(run.argv, root, logs / f"{n:03d}.log")] = run
-            echo(f"reproduce: start {run.label}: autogcl {' '.join(run.argv)}")
-        if not running and not any(j.fitting(deadline - now, margin) for j in queue):
-            break  # nothing running and nothing left that fits
-        for proc, j in list(running.items()):
-            rc = proc.poll()
-            if rc is None:
-                continue
-            del running[proc]
-            counts["finished" if rc == 0 else "failed"] += 1
-            echo(f"reproduce: {'done' if rc == 0 else f'failed (exit code {rc})'}: {j.label}")
-            if rc == 0 and j.rest is not None:  # a shortened job ended early: its next folds may fit
-                queue.append(j.rest)
-        time.sleep(0.2)
-    for proc, j in running.items():  # the budget is spent: checkpoint and stop
-        try:
-            os.killpg(proc.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
+            for j in list(queue):
+                if len(running) >= jobs:
+                    break
+                run = j.fitting(deadline - now, margin)
+                if run is None:
+                    continue
+                if any(c.out == r.cells[0].out for r in running.values() for c in j.cells):
+                    continue  # one process per sweep folder (its lock): the next seed waits for this one
+                queue.remove(j)
+                n += 1
+                running[spawn(run.argv, root, logs / f"{n:03d}.log")] = run
+                echo(f"reproduce: start {run.label}: autogcl {' '.join(run.argv)}")
+            if not running and not any(j.fitting(deadline - now, margin) for j in queue):
+                break  # nothing running and nothing left that fits
+            for proc, j in list(running.items()):
+                rc = proc.poll()
+                if rc is None:
+                    continue
+                del running[proc]
+                counts["finished" if rc == 0 else "failed"] += 1
+                echo(f"reproduce: {'done' if rc == 0 else f'failed (exit code {rc})'}: {j.label}")
+                if rc == 0 and j.rest is not None:  # a shortened job ended early: its next folds may fit
+                    queue.append(j.rest)
+            time.sleep(0.2)
+    except BaseException:  # an error of this loop (or a second signal): the jobs do not outlive it
+        _signal_jobs(running, signal.SIGTERM)
+        raise
+    why = "stopped by a signal" if preempt.requested() else "stopped at the budget"
+    _signal_jobs(running, signal.SIGTERM)  # checkpoint and stop
     end = clock() + grace
     for proc, j in running.items():
         try:
             rc = proc.wait(timeout=max(end - clock(), 0.1))
         except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
+            _signal_jobs({proc: j}, signal.SIGKILL)
             rc = proc.wait()
         counts["finished" if rc == 0 else "stopped"] += 1
-        echo(f"reproduce: {'done' if rc == 0 else 'stopped at the budget'} (exit code {rc}): {j.label}"
+        echo(f"reproduce: {'done' if rc == 0 else why} (exit code {rc}): {j.label}"
              + ("" if rc == 0 else "; its checkpoint stays for the next call"))
     counts["not_started"] = len(queue)
     for j in queue:
         one = j.per_unit if j.per_unit is not None else j.seconds
-        why = ("no estimate (give --unit-seconds)" if j.seconds is None else
-               f"~{one:.0f} s (x {margin:g}) does not fit the budget" if one * margin > budget else
-               f"~{j.seconds:.0f} s no longer fitted when a slot was free")
-        echo(f"reproduce: not started: {j.label}: {why}")
+        why_not = ("no estimate (give --unit-seconds)" if j.seconds is None else
+                   f"~{one:.0f} s (x {margin:g}) does not fit the budget" if one * margin > budget else
+                   "stopped by a signal first" if preempt.requested() else
+                   f"~{j.seconds:.0f} s no longer fitted when a slot was free")
+        echo(f"reproduce: not started: {j.label}: {why_not}")
     published = []
     seen = set()
     for j in todo:
@@ -727,9 +743,18 @@ def run_budget(cells, root: Path, budget: float, *, data_root: str | None = None
             if dst is not None:
                 published.append(c)
                 echo(f"reproduce: {' / '.join(c.label)} -> {dst.relative_to(root)}")
-    echo(f"reproduce: {counts['finished']} finished, {counts['stopped']} stopped at the budget, {counts['failed']} "
+    echo(f"reproduce: {counts['finished']} finished, {counts['stopped']} stopped, {counts['failed']} "
          f"failed, {counts['not_started']} not started; {len(published)} summaries published")
     return {**counts, "published": published}
+
+
+def _signal_jobs(running: dict, signum: int) -> None:
+    """``signum`` to every running job's process group (each job is a session of its own)."""
+    for proc in running:
+        try:
+            os.killpg(proc.pid, signum)
+        except ProcessLookupError:
+            pass
 
 
 def reproduce(cells, root: Path, *, data_root: str | None = None, extra: list[str] | None = None,

@@ -174,6 +174,48 @@ def test_the_cli_plans_a_budgeted_window(capsys):
     assert "tox21" not in out
 
 
+def test_sigterm_stops_every_job_publishes_what_finished_and_then_raises(tmp_path, monkeypatch):
+    """SIGTERM to reproduce (a scheduler's preemption): no job starts after it, the running one
+    gets SIGTERM as at the budget (it checkpoints and exits), the finished unit is published, and
+    then Preempted is raised (the command line's resume line); no job outlives the call, so
+    ``--resume`` finds no sweep folder still locked by one."""
+    import os
+    import signal
+    import threading
+
+    import pytest
+
+    from autogcl import preempt
+    from autogcl.errors import Preempted
+
+    script = tmp_path / "fake_autogcl.py"
+    script.write_text(FAKE_SCRIPT)
+    monkeypatch.setenv("SLOW_SEED", "1")  # seed 1 sleeps a minute
+    root = tmp_path / "repo"
+    root.mkdir()
+    procs, lines = [], []
+    spawn = fake_spawn(script)
+
+    def recording(argv, where, log):
+        procs.append(spawn(argv, where, log))
+        return procs[-1]
+
+    timer = threading.Timer(3.0, os.kill, (os.getpid(), signal.SIGTERM))
+    t0 = time.monotonic()
+    with preempt.handling(), pytest.raises(Preempted):
+        timer.start()
+        run_budget([FAKE], root, 300, jobs=1, unit_default=0.5, grace=10, spawn=recording, echo=lines.append)
+    timer.cancel()
+    assert time.monotonic() - t0 < 30, lines  # not after seed 1's minute, nor the budget
+    assert procs and all(p.poll() is not None for p in procs), lines  # no job left running
+    assert any(line.startswith("reproduce: stopped by a signal (exit code 143): unsupervised / FAKE / autogcl seed 1")
+               for line in lines), lines
+    assert any("not started: unsupervised / FAKE / autogcl seed 2: stopped by a signal first" in line
+               for line in lines), lines
+    units = root / "docs/results/units/fake/FAKE-autogcl"
+    assert (units / "seed0").is_dir() and not (units / "seed1").exists()
+
+
 def test_a_window_whose_first_seed_is_stopped_publishes_units_but_no_summary(tmp_path, monkeypatch):
     """Seeds 1 and 2 finished in an earlier window (their one-seed commands left a summary of
     seed 2 alone in the run folder); seed 0 is stopped: no summary of seeds 0..k-1 exists, so
