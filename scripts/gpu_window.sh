@@ -64,6 +64,19 @@ if [ "$STAGE" = unpack ]; then
   exit 0
 fi
 
+# what the window published (units, summaries, provenance), as one file with the units' logs: every
+# file of each folder that holds one written since $STAMP (a unit that finished before the window, in
+# a window stopped by a signal, is published now with its files' own times: all of it travels)
+pack() {
+  (cd "$ROOT" && { find docs/results -type f -newer "$STAMP" -printf '%h\n' 2> /dev/null | sort -u \
+      | while read -r dir; do find "$dir" -maxdepth 1 -type f; done
+    find runs/reproduce/logs -type f 2> /dev/null; } | sort -u | tar czf "$OUT/window.tar.gz" -T -)
+}
+if [ "$STAGE" = pack ]; then  # the packing alone (tests): ROOT, OUT, STAMP
+  : "${ROOT:?set ROOT}" "${OUT:?set OUT}" "${STAMP:?set STAMP}"
+  pack
+  exit $?
+fi
 [ "$STAGE" = run ] || { echo "usage: gpu_window.sh prepare|run|unpack DIR" >&2; exit 2; }
 : "${OUT:?set OUT to the folder that receives window.tar.gz and window.log}"
 mkdir -p "$OUT"
@@ -101,9 +114,7 @@ args=(reproduce --missing --compute "${COMPUTE:-gpu}" --budget "${BUDGET:-500}" 
 [ -n "${UNIT_SECONDS:-}" ] && args+=(--unit-seconds "$UNIT_SECONDS")
 "$PY" -m autogcl "${args[@]}" 2>&1 | tee "$OUT/window.log"
 rc=${PIPESTATUS[0]}
-# what the window published (units, summaries, provenance) and the units' logs, as one file
-(cd "$ROOT" && { find docs/results -type f -newer "$STAMP" 2> /dev/null; find runs/reproduce/logs -type f 2> /dev/null; } \
-  | tar czf "$OUT/window.tar.gz" -T -)
+pack
 echo "gpu_window: exit code $rc; $(tar tzf "$OUT/window.tar.gz" | grep -c 'result.json$') finished units and" \
      "$(tar tzf "$OUT/window.tar.gz" | grep -c 'summary.json$') summaries in $OUT/window.tar.gz" | tee -a "$OUT/window.log"
 exit "$rc"

@@ -678,6 +678,42 @@ def test_tu_pack_refuses_what_it_could_not_give_back(tmp_path):
     assert tp.main(["pack", str(tmp_path / "s2" / "T"), str(tmp_path / "p4" / "T")]) == 1
 
 
+def test_gpu_window_packs_every_file_of_a_folder_published_in_the_window(tmp_path):
+    """A unit that finished before the window (a window stopped by a signal) is published in the
+    next one with its files' own times; the archive holds all of it, not only the files written
+    since the window started (its provenance), and nothing of the folders the window left alone."""
+    import os
+    import subprocess
+    import tarfile
+
+    root, out = tmp_path / "root", tmp_path / "out"
+    out.mkdir()
+    old, new = root / "docs/results/units/x/seed0", root / "docs/results/units/x/seed1"
+    untouched = root / "docs/results/units/x/seed2"
+    for d in (old, new, untouched):
+        d.mkdir(parents=True)
+        (d / "result.json").write_text("{}")
+        (d / "metrics.csv").write_text("epoch\n")
+    logs = root / "runs/reproduce/logs"
+    logs.mkdir(parents=True)
+    (logs / "001.log").write_text("log")
+    for f in [*old.iterdir(), *untouched.iterdir()]:
+        os.utime(f, (1_000_000, 1_000_000))  # finished long before the window
+    stamp = root / "runs/reproduce/.window-start"
+    stamp.write_text("")
+    os.utime(stamp, (2_000_000, 2_000_000))
+    (old / "provenance.json").write_text("{}")  # what publishing writes now
+    env = {**os.environ, "ROOT": str(root), "OUT": str(out), "STAMP": str(stamp)}
+    done = subprocess.run(["bash", str(ROOT / "scripts" / "gpu_window.sh"), "pack"], env=env, capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    with tarfile.open(out / "window.tar.gz") as tar:
+        names = sorted(tar.getnames())
+    assert names == sorted([f"docs/results/units/x/seed0/{n}" for n in ("metrics.csv", "provenance.json", "result.json")]
+                           + [f"docs/results/units/x/seed1/{n}" for n in ("metrics.csv", "result.json")]
+                           + ["runs/reproduce/logs/001.log"])
+
+
 def test_gpu_window_unpacks_a_packed_set_and_runs_its_rows(tmp_path):
     """gpu_window.sh run with a set packed by tu_pack.py (here a hand-built COLLAB): it writes the
     set's text into the data folder, checked, and plans COLLAB's semi and unsupervised rows, not
