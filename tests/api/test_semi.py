@@ -100,11 +100,15 @@ def test_predict_before_fit_and_bad_options_are_clear():
         autogcl.SemiSupervised(num_classes=1)
 
 
-def test_save_load_and_a_batch_of_one_graph(tmp_path):
+@pytest.mark.parametrize("strategy, batch_size", [("joint", 2), ("supervised", 1)])
+def test_save_load_and_a_batch_of_one_graph(tmp_path, strategy, batch_size):
+    """Save and load after the smallest batches a strategy takes: two graphs for a contrastive
+    one (one graph is refused: test_a_contrastive_strategy_refuses_batches_of_one_graph...),
+    one graph for the others (every batch holds one graph)."""
     graphs = dataset()
     torch.manual_seed(0)
-    model = autogcl.SemiSupervised(hidden=8, num_layers=2)
-    model.fit(graphs, epochs=2, batch_size=1, seed=0, progress=False)  # every batch holds one graph
+    model = autogcl.SemiSupervised(hidden=8, num_layers=2, strategy=strategy)
+    model.fit(graphs, epochs=2, batch_size=batch_size, seed=0, progress=False)
     back = autogcl.load(model.save(tmp_path / "semi.pt"))
     assert type(back) is autogcl.SemiSupervised and back.hparams == model.hparams
     assert torch.equal(back.predict_proba(graphs), model.predict_proba(graphs))
