@@ -12,6 +12,7 @@ the file, row and SMILES; they never stop a run.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import gzip
 import io
@@ -198,9 +199,23 @@ def _pool_worker_signals() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def featurize_pool(workers: int):
-    """The process pool :func:`featurize` runs on (forked where the platform allows)."""
-    return get_context(_START_METHOD).Pool(workers, initializer=_pool_worker_signals)
+@contextlib.contextmanager
+def featurize_pool(workers: int) -> Iterator:
+    """The process pool :func:`featurize` runs on (forked where the platform allows), as a
+    ``with`` block: when its work is done the pool is closed and joined (its workers exit on
+    their own), and terminated only on an error. ``Pool.terminate`` (what ``with Pool()``
+    does at every end) can race the pool's own worker handler, which may start a fresh worker
+    as the others are stopped; that worker then waits forever on the task queue's lock, and the
+    parent waits for it (seen once in a test run)."""
+    pool = get_context(_START_METHOD).Pool(workers, initializer=_pool_worker_signals)
+    try:
+        yield pool
+    except BaseException:
+        pool.terminate()
+        pool.join()
+        raise
+    pool.close()
+    pool.join()
 
 
 def featurize(smiles: list[str], rows: list[int] | None = None, source: str = "SMILES",
