@@ -404,13 +404,13 @@ def checkpoint_path(spec: str) -> str:
     (``autogcl-moses-fullx1``, as ``MoleculeEncoder.load`` takes it; a file of that name in the
     current folder comes first). A name that is neither is left as a path, whose error (no such
     checkpoint) comes when it is read."""
-    path = Path(spec)
-    if not path.exists() and len(path.parts) == 1:
-        from ..molecules import pretrained_encoders, resolve_encoder
+    from ..errors import DataError
+    from ..molecules import resolve_encoder
 
-        if path.stem in pretrained_encoders():
-            return str(resolve_encoder(spec).resolve())
-    return str(path.resolve())
+    try:
+        return str(resolve_encoder(spec).resolve())
+    except DataError:
+        return str(Path(spec).resolve())
 
 
 def checkpoint_tag(checkpoint: str) -> str:

@@ -657,20 +657,19 @@ def run_budget(cells, root: Path, budget: float, *, data_root: str | None = None
             echo("reproduce: every listed cell is done")
         return {"finished": 0, "stopped": 0, "failed": 0, "not_started": len(todo), "published": []}
     deadline = start + budget
-    running: dict = {}
     # SIGTERM or SIGINT (preempt.handling, the command line's) is noted, not raised: no job starts
     # after it, the running ones get SIGTERM as at the budget, what finished is published, and
     # then it is raised (the command line says how to resume)
     with preempt.deferring():
-        result = _run_jobs(todo, root, running, deadline, budget, jobs, grace, margin, data_root, extra, spawn,
-                           echo, clock)
+        result = _run_jobs(todo, root, deadline, budget, jobs, grace, margin, data_root, extra, spawn, echo, clock)
     return result
 
 
-def _run_jobs(todo, root: Path, running: dict, deadline: float, budget: float, jobs: int, grace: float,
-              margin: float, data_root, extra, spawn, echo, clock) -> dict:
+def _run_jobs(todo, root: Path, deadline: float, budget: float, jobs: int, grace: float, margin: float,
+              data_root, extra, spawn, echo, clock) -> dict:
     """:func:`run_budget`'s loop: start what fits, stop the rest at the deadline or at a noted
     signal, publish."""
+    running: dict = {}
     counts = {"finished": 0, "stopped": 0, "failed": 0, "not_started": 0}
     logs = root / "runs" / "reproduce" / "logs"
     queue = list(todo)
