@@ -470,10 +470,10 @@ def cmd_embed(args) -> int:
 
 def add_reproduce(sub) -> None:
     from .config import add_options
-    from .protocols.paper import ReproduceConfig
+    from .protocols.runner import ReproduceConfig
 
     p = _parser(sub, "reproduce", HELP["reproduce"],
-                "Run the command of every cell of the manifest of published tables (autogcl/protocols/paper.py) "
+                "Run the command of every cell of the manifest of published tables (autogcl/protocols/manifest.py) "
                 "that is not done, once per distinct command, on the chosen executor; copy each finished summary "
                 "and its units into the committed folder the manifest names. Cells done are skipped, and with "
                 "--resume interrupted units continue, so the same command resumes an interrupted reproduce. "
@@ -487,7 +487,8 @@ def add_reproduce(sub) -> None:
 
 def cmd_reproduce(args) -> int:
     from .config import from_args
-    from .protocols.paper import CELLS, ReproduceConfig, reproduce, run_budget, select
+    from .protocols.manifest import CELLS, select
+    from .protocols.runner import ReproduceConfig, reproduce, run_budget
 
     cfg = from_args(ReproduceConfig, args)
     if not cfg.missing:

@@ -460,10 +460,10 @@ def machine(args) -> str:
 def code_commit() -> str | None:
     """The checkout's commit (the library code a benchmark's "this" rows ran), short, ``+`` when
     autogcl/ has uncommitted changes, or the ``AUTOGCL_COMMIT`` the caller sets, which comes first:
-    :func:`autogcl.protocols.paper.code_commit` (a GPU machine's copy of the working tree may
+    :func:`autogcl.protocols.publishing.code_commit` (a GPU machine's copy of the working tree may
     carry a stale git folder; on an H100 it named the session's first commit, 51e275d+); ``None``
     when neither is there."""
-    from autogcl.protocols.paper import code_commit as library_commit
+    from autogcl.protocols.publishing import code_commit as library_commit
 
     sha, dirty = library_commit(REPO)
     if sha is None or os.environ.get("AUTOGCL_COMMIT", "").strip():

@@ -1,6 +1,6 @@
 """Regenerate every table of the README and docs/ from the committed run folders, in place
 between the markers ``<!-- autogcl:begin NAME -->`` / ``<!-- autogcl:end NAME -->``
-(the tables: ``scripts/docsgen/``; the manifest of cells: ``autogcl/protocols/paper.py``), and
+(the tables: ``scripts/docsgen/``; the manifest of cells: ``autogcl/protocols/manifest.py``), and
 check that no result figure is typed by hand in the prose (``scripts/docsgen/figures.py``).
 
     python scripts/docs.py            # rewrite the documents whose tables changed

@@ -13,7 +13,7 @@
 # 0..k-1 finished, is published under docs/results/ and packed into $OUT/window.tar.gz, with the
 # log ($OUT/window.log). The same call resumes: committed units are restored before planning.
 #
-# Environment: OUT (where the results go; required for run), BUDGET (seconds, default 500, autogcl.protocols.paper.GPU_WINDOW_S: with
+# Environment: OUT (where the results go; required for run), BUDGET (seconds, default 500, autogcl.protocols.estimates.GPU_WINDOW_S: with
 # the start, GRACE and the packing, it fits a 600-second call), GRACE (30), JOBS (8), DEVICE (cuda),
 # ONLY (cells whose "protocol / label" contains one of its comma-separated texts; default
 # "transfer / ,semi / REDDIT-BINARY" (the latter when its data was carried): the cells with a GPU

@@ -35,7 +35,7 @@ sys.path.insert(0, str(REPO))
 
 from autogcl.atomic import atomic_write_text  # noqa: E402
 from autogcl.paths import child_pythonpath  # noqa: E402
-from autogcl.protocols.paper import code_commit  # noqa: E402
+from autogcl.protocols.publishing import code_commit  # noqa: E402
 
 OUT = REPO / "docs" / "results" / "suite"
 

@@ -265,7 +265,7 @@ def test_generated_tables_name_the_commit_of_their_runs(checkout):
     (folder / "provenance.json").write_text(json.dumps({"commit": "abc1234", "devices": ["cpu"]}), encoding="utf-8")
     readme = regenerate(checkout)["README.md"][1]
     assert "`abc1234` on cpu (1 run folder)" in readme and "commit and device not recorded (5 run folders" in readme
-    # units of two windows (autogcl.protocols.paper.publish: unit_commits)
+    # units of two windows (autogcl.protocols.publishing.publish: unit_commits)
     (folder / "provenance.json").write_text(json.dumps(
         {"commit": "bbb2222", "unit_commits": {"abc1234": 2, "bbb2222": 1}, "devices": ["cuda"]}), encoding="utf-8")
     assert "`abc1234 + bbb2222` on cuda (1 run folder)" in regenerate(checkout)["README.md"][1]
@@ -294,7 +294,7 @@ def test_the_queue_counts_a_cells_committed_units_before_its_summary(tmp_path):
     queue says how many (folds for semi cells), still "not run"; none committed, plain "not run"."""
     from docsgen.queue import queue_block
 
-    from autogcl.protocols.paper import SEMI_CELLS, units_folder
+    from autogcl.protocols.manifest import SEMI_CELLS, units_folder
 
     dd = next(c for c in SEMI_CELLS if c.label == ("DD", "naive"))
     row = next(line for line in queue_block(tmp_path).splitlines() if "| DD / naive |" in line)
@@ -313,7 +313,8 @@ def test_the_queue_says_why_a_long_unit_waits():
     The window's length is the script's default budget."""
     from docsgen.queue import queue_block
 
-    from autogcl.protocols.paper import CELLS, GPU_WINDOW_S, unit_seconds
+    from autogcl.protocols.estimates import GPU_WINDOW_S, unit_seconds
+    from autogcl.protocols.manifest import CELLS
 
     script = (REPO / "scripts" / "gpu_window.sh").read_text(encoding="utf-8")
     assert re.search(r'--budget "\$\{BUDGET:-(\d+)\}"', script).group(1) == str(GPU_WINDOW_S)

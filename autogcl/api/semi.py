@@ -35,7 +35,8 @@ from ..models import GINClassifier, GINEncoder
 from ..models.embed import embed as _embed
 from ..models.norm import settle_batchnorm
 from ..models.resgcn import ResGCN
-from ..train import Trainer
+from ..train import Trainer, check_fit_plan
+from ..train.best import BestEpoch, check_patience
 from ..train.semi import CONTRASTIVE, READS_ALL, USES_GENERATORS, semi_strategy
 from .base import Estimator, _label, check_contrastive_batch, register_model_type
 
@@ -289,6 +290,7 @@ class SemiSupervised(Estimator):
                 rows += trainer.fit(everything, pretrain_epochs, row_fields={"phase": "pretrain"})
             trainer = Trainer(fine, device=trainer_device, checkpoint=ckpt, loader_gen=gen, desc=name,
                               show_progress=progress, tracker=tracker)
+        check_fit_plan((everything, labeled_loader), epochs + pretrain_epochs, f"{type(self).__name__}.fit")
             fine_data = (everything, labeled_loader) if reads == "all" else labeled_loader
             rows += trainer.fit(fine_data, epochs, evaluate=settled_evaluate if settle and evaluate else evaluate,
                                 row_fields={"phase": "train"})

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from autogcl.errors import DataError
-from autogcl.protocols.paper import DATA, RESULTS
+from autogcl.protocols.manifest import DATA, RESULTS
 
 
 PERF = f"{RESULTS}/perf"

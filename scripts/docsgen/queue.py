@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from autogcl.protocols.paper import CELLS, GPU_WINDOW_S, finished_units, unit_seconds, units_folder
+from autogcl.protocols.estimates import GPU_WINDOW_S, unit_seconds
+from autogcl.protocols.manifest import CELLS, finished_units, units_folder
 
 
 def queue_block(root: Path) -> str:

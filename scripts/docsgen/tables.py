@@ -15,8 +15,9 @@ from typing import Callable
 
 from autogcl.errors import DataError
 from autogcl.protocols import published
-from autogcl.protocols.paper import ABLATION_CELLS, CELLS, RESULTS, SEMI_CELLS, TRANSFER_CELLS, UNRECORDED, \
-    UNSUPERVISED_CELLS, Cell
+from autogcl.protocols.manifest import ABLATION_CELLS, CELLS, RESULTS, SEMI_CELLS, TRANSFER_CELLS, UNSUPERVISED_CELLS, \
+    Cell
+from autogcl.protocols.publishing import UNRECORDED
 from autogcl.protocols.spread import SPREAD
 
 from .perf import PERF, goals_block, perf_block

@@ -5,7 +5,8 @@ import json
 import re
 
 from autogcl.cli import main
-from autogcl.protocols.paper import CELLS, Cell, missing, reproduce
+from autogcl.protocols.manifest import CELLS, Cell, missing
+from autogcl.protocols.runner import reproduce
 
 CHEAP = Cell("unsupervised", ("MUTAG", "autogcl"), ("docs/results/summaries/tiny/MUTAG-autogcl",),
              "runs/tiny/unsupervised/MUTAG-autogcl",
@@ -65,7 +66,7 @@ import sys  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
-from autogcl.protocols.paper import plan, run_budget  # noqa: E402
+from autogcl.protocols.runner import plan, run_budget  # noqa: E402
 
 FAKE = Cell("unsupervised", ("FAKE", "autogcl"), ("docs/results/summaries/fake/FAKE-autogcl",),
             "runs/fake/FAKE-autogcl",
@@ -152,7 +153,8 @@ def test_a_budget_starts_what_fits_stops_the_rest_and_publishes_what_finished(tm
 
 
 def test_estimates_come_from_committed_summaries_of_the_same_device(tmp_path):
-    from autogcl.protocols.paper import TRANSFER_CELLS, unit_seconds
+    from autogcl.protocols.estimates import unit_seconds
+    from autogcl.protocols.manifest import TRANSFER_CELLS
 
     tox21 = next(c for c in TRANSFER_CELLS if c.label == ("tox21", "none"))
     from tests.conftest import REPO
@@ -259,7 +261,8 @@ def test_estimates_read_a_cells_committed_units_before_its_summary_exists(tmp_pa
     """A cell whose first units finished (committed as units, no summary yet) is estimated from
     the mean time of those units on the device asked for; units of the other device don't count,
     and without its own files the cell falls back to its proxies (or None)."""
-    from autogcl.protocols.paper import SEMI_CELLS, units_folder, unit_seconds
+    from autogcl.protocols.estimates import unit_seconds
+    from autogcl.protocols.manifest import SEMI_CELLS, units_folder
 
     dd = next(c for c in SEMI_CELLS if c.label == ("DD", "naive"))
     units = tmp_path / units_folder(dd.runs[0]) / "seed0"
@@ -364,7 +367,7 @@ def test_a_unit_starts_only_when_its_estimate_times_the_margin_fits(tmp_path, mo
                      echo=lambda _: None)
     assert res["finished"] >= 1
 
-    import autogcl.protocols.paper as paper
+    import autogcl.protocols.runner as runner
 
     seen = {}
 
@@ -372,7 +375,7 @@ def test_a_unit_starts_only_when_its_estimate_times_the_margin_fits(tmp_path, mo
         seen.update(kw, budget=budget)
         return {"failed": 0}
 
-    monkeypatch.setattr(paper, "run_budget", fake_budget)
+    monkeypatch.setattr(runner, "run_budget", fake_budget)
     assert main(["reproduce", "--missing", "--budget", "12", "--margin", "1.7", "--only", "transfer / bbbp / none",
                  "--root", str(tmp_path / "c")]) == 0
     assert (seen["budget"], seen["margin"]) == (12.0, 1.7)
@@ -382,12 +385,12 @@ def test_unit_provenance_when_the_commit_is_unknown_or_a_unit_was_run_again(tmp_
     """Without a known commit, units that name none make no "unit_commits" (the tables then say
     "commit not recorded", not a commit called "not recorded"); a unit run again locally with
     another result gets the provenance of its new run."""
-    import autogcl.protocols.paper as paper
+    import autogcl.protocols.publishing as publishing
 
     script = tmp_path / "fake_autogcl.py"
     script.write_text(FAKE_SCRIPT)
     monkeypatch.setenv("SLOW_SEED", "99")
-    monkeypatch.setattr(paper, "code_commit", lambda root=None: (None, False))
+    monkeypatch.setattr(publishing, "code_commit", lambda root=None: (None, False))
     root = tmp_path / "repo"
     res = run_budget([FAKE], root, 10, jobs=1, unit_default=0.5, grace=5, spawn=fake_spawn(script),
                      echo=lambda _: None)
@@ -397,10 +400,10 @@ def test_unit_provenance_when_the_commit_is_unknown_or_a_unit_was_run_again(tmp_
     units = root / "docs/results/units/fake/FAKE-autogcl"
     assert not (units / "seed0" / "provenance.json").exists()  # nothing to name
 
-    monkeypatch.setattr(paper, "code_commit", lambda root=None: ("ccc3333", False))
+    monkeypatch.setattr(publishing, "code_commit", lambda root=None: ("ccc3333", False))
     (root / FAKE.out / "seed0" / "result.json").write_text(json.dumps({"seed": 0, "acc": 99.0,
                                                                        "runtime": {"device": "cuda"}}))
-    paper.publish_units(FAKE, root)
+    publishing.publish_units(FAKE, root)
     assert json.loads((units / "seed0" / "provenance.json").read_text())["commit"] == "ccc3333"
     assert not (units / "seed1" / "provenance.json").exists()  # the same result: left as it was
 
@@ -411,7 +414,8 @@ def test_the_largest_transfer_sets_are_estimated_from_the_largest_set_measured_o
     bbbp's, 20-46 times smaller), while their GPU estimate still reads the GPU runs of bbbp."""
     import pytest
 
-    from autogcl.protocols.paper import MOLECULES, RESULTS, TRANSFER_CELLS, unit_seconds
+    from autogcl.protocols.estimates import unit_seconds
+    from autogcl.protocols.manifest import MOLECULES, RESULTS, TRANSFER_CELLS
     from tests.conftest import REPO
 
     for cell in TRANSFER_CELLS:
@@ -465,7 +469,7 @@ def test_a_semi_cell_too_long_for_the_budget_runs_the_folds_that_fit(tmp_path, m
     never replaced by one of fewer folds."""
     import shutil
 
-    from autogcl.protocols.paper import publish
+    from autogcl.protocols.publishing import publish
 
     script = tmp_path / "fake_semi.py"
     script.write_text(FAKE_SEMI_SCRIPT)
@@ -517,7 +521,7 @@ def test_a_semi_cell_too_long_for_the_budget_runs_the_folds_that_fit(tmp_path, m
 
 
 def test_only_takes_several_texts():
-    from autogcl.protocols.paper import CELLS, select
+    from autogcl.protocols.manifest import CELLS, select
 
     both = select(CELLS, "gpu", "transfer / hiv,semi / REDDIT-BINARY")
     assert {c.label for c in both} == {("hiv", "none"), ("hiv", "autogcl"), *(("REDDIT-BINARY", r) for r in
@@ -533,7 +537,8 @@ def test_big_semi_folds_are_estimated_from_the_sets_autogcl_runs_and_dds_row_rat
     committed summaries the estimates need, so that no cell there has its own run."""
     import shutil
 
-    from autogcl.protocols.paper import RESULTS, SEMI_CELLS, unit_seconds
+    from autogcl.protocols.estimates import unit_seconds
+    from autogcl.protocols.manifest import RESULTS, SEMI_CELLS
     from tests.conftest import REPO
 
     def per_unit(folder, train=False):

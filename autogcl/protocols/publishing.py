@@ -1,0 +1,134 @@
+"""Publishing a finished sweep into its committed folders (:func:`publish`, :func:`publish_units`),
+each with a ``provenance.json`` naming the code commit (:func:`code_commit`) and the devices it ran
+on, and restoring the committed units into a sweep folder (:func:`restore`). No torch."""
+
+from __future__ import annotations
+
+import filecmp
+import json
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+from .manifest import Cell, finished_units, unit_result, units_folder
+
+
+def code_commit(root: Path | None = None) -> tuple[str | None, bool]:
+    """(commit, dirty) of the code that runs: ``AUTOGCL_COMMIT`` when set (a copy without its
+    git folder, e.g. a lent GPU machine), else ``git rev-parse HEAD`` in the checkout holding this
+    package (``root``: another checkout); (None, False) when unknown."""
+    root = Path(__file__).resolve().parents[2] if root is None else root
+    given = os.environ.get("AUTOGCL_COMMIT", "").strip()
+    if given:
+        return given, given.endswith("+dirty")
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=20)
+        if head.returncode:
+            return None, False
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", "autogcl"], cwd=root,
+                               capture_output=True, text=True, timeout=20).stdout.strip() != ""
+        return head.stdout.strip(), dirty
+    except (OSError, subprocess.SubprocessError):
+        return None, False
+
+
+def publish_units(cell: Cell, root: Path) -> list[Path]:
+    """Copy the finished units of ``cell.out`` (``config.json``, ``metrics.csv``, ``result.json``:
+    no checkpoints) into the committed units folder of ``cell.runs[0]``; the units copied. A
+    unit new to that folder gets a ``provenance.json`` naming the code commit that ran it
+    (:func:`code_commit`) and its device, so that a later summary over units of several windows
+    names every commit; units already committed keep theirs (or none, if they predate it)."""
+    src = Path(root) / cell.out
+    units = Path(root) / units_folder(cell.runs[0])
+    copied = []
+    commit, dirty = code_commit()
+    for unit in finished_units(src):
+        target = units / unit.relative_to(src)
+        # new to the committed folder, or another run of that unit (a local rerun): its provenance is written
+        new = not (target / "result.json").is_file() or not filecmp.cmp(unit / "result.json", target / "result.json",
+                                                                         shallow=False)
+        target.mkdir(parents=True, exist_ok=True)
+        for name in ("config.json", "metrics.csv", "result.json"):
+            if (unit / name).is_file():
+                shutil.copy2(unit / name, target / name)
+        if new and commit:
+            record = {"commit": commit, "dirty": dirty,
+                      "device": (unit_result(unit).get("runtime") or {}).get("device"),
+                      "published": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+            (target / "provenance.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+        copied.append(target)
+    return copied
+
+
+#: the key of ``unit_commits`` (:func:`publish`) for units whose provenance names no commit
+UNRECORDED = "not recorded"
+
+
+def _unit_commit(unit: Path) -> str | None:
+    """The commit a committed unit's ``provenance.json`` names (None where it has none)."""
+    try:
+        return json.loads((unit / "provenance.json").read_text(encoding="utf-8")).get("commit")
+    except (OSError, json.JSONDecodeError, AttributeError):
+        return None
+
+
+def publish(cell: Cell, root: Path) -> Path | None:
+    """Copy a finished sweep's ``summary.json`` (and its finished units: :func:`publish_units`)
+    from ``cell.out`` into the committed folder ``cell.runs[0]``, with a ``provenance.json``
+    naming the code commit (:func:`code_commit`) and the devices its units ran on; where the
+    units' own provenance names other commits (units of earlier windows), ``unit_commits``
+    counts the units of each commit. The folder written, or None when the sweep has no summary
+    yet (its finished units are copied anyway)."""
+    src = Path(root) / cell.out
+    units = publish_units(cell, root)
+    if not (src / cell.file).is_file():
+        return None
+    dst = Path(root) / cell.runs[0]
+    if cell.file == "summary.json" and (dst / cell.file).is_file():
+        # never replace a committed summary by one of fewer seeds or folds (a sweep folder that
+        # kept the summary of an earlier, shorter run)
+        try:
+            old = json.loads((dst / cell.file).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            old = {}  # an unreadable committed summary is replaced
+        if cell.count(json.loads((src / cell.file).read_text(encoding="utf-8"))) < cell.count(old):
+            return None
+    dst.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(src / cell.file, dst / cell.file)
+    devices = set()
+    for unit in units or [src]:
+        device = (unit_result(unit).get("runtime") or {}).get("device")
+        if device:
+            devices.add(str(device))
+    commit, dirty = code_commit()
+    record = {"commit": commit, "dirty": dirty, "devices": sorted(devices),
+              "published": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+    per_unit: dict[str, int] = {}
+    for unit in units:
+        c = _unit_commit(unit) or UNRECORDED
+        per_unit[c] = per_unit.get(c, 0) + 1
+    named = set(per_unit) - {UNRECORDED}
+    if (commit and set(per_unit) != {commit}) or (not commit and named):
+        record["unit_commits"] = dict(sorted(per_unit.items()))
+    (dst / "provenance.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    return dst
+
+
+def restore(cell: Cell, root: Path) -> int:
+    """Copy the committed finished units of ``cell`` that its sweep folder lacks into it (a fresh
+    clone, a bare GPU machine), so that ``--resume`` skips them; how many were copied."""
+    units = Path(root) / units_folder(cell.runs[0])
+    out = Path(root) / cell.out
+    n = 0
+    for unit in finished_units(units):
+        target = out / unit.relative_to(units)
+        if (target / "result.json").is_file():
+            continue
+        target.mkdir(parents=True, exist_ok=True)
+        for name in ("config.json", "metrics.csv", "result.json"):
+            if (unit / name).is_file():
+                shutil.copy2(unit / name, target / name)
+        n += 1
+    return n
