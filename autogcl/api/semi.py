@@ -6,9 +6,11 @@ it once per fold; :meth:`SemiSupervised.paper` is that protocol's configuration.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from pathlib import Path
 
 import torch
+from torch_geometric.data import Data
 
 from ..augment import RandomAugmentor, ViewGenerator
 from ..choices import (
@@ -28,6 +30,7 @@ from ..choices import (
     check_choice,
 )
 from ..data.batching import GraphLoader
+from ..data.splits import stratified_holdout
 from ..devices import Engine, engine_of, resolve_device
 from ..errors import ConfigError, DataError
 from ..losses import cl_kwargs
@@ -217,7 +220,7 @@ class SemiSupervised(Estimator):
     def fit(self, data, labels=None, epochs: int = 30, pretrain_epochs: int = 30, batch_size: int | None = None,
             device="auto", seed: int | torch.Generator | None = None, progress: bool | None = None, evaluate=None,
             checkpoint: str | Path | None = None, desc: str | None = None, log_dir=None,
-            tracking: str | None = None) -> list[dict]:
+            tracking: str | None = None, validation=None, patience: int | None = None) -> list[dict]:
         """Train on ``data`` (a PyG dataset, a list of ``Data``, a ``Batch`` or a
         ``DataLoader``) whose unlabeled graphs carry no label, and return one row per epoch
         (``phase`` "pretrain" for the strategies with pre-training, then "train").
@@ -236,13 +239,30 @@ class SemiSupervised(Estimator):
         after the statistics are settled); what it returns joins the row (for a validation
         score, e.g. ``lambda e: {"val": model.score(val_graphs)}``).
         ``checkpoint``: a file to checkpoint every epoch to and resume from (pre-training
-        beside it, ``NAME-pretrain.pt``). ``desc``: the name of the progress bar and log lines."""
+        beside it, ``NAME-pretrain.pt``). ``desc``: the name of the progress bar and log lines.
+
+        ``validation``: choose the epoch on validation accuracy. A fraction in (0, 1): that
+        share of the labeled graphs is held out, stratified by class and drawn from the seed
+        (their labels are hidden from training; the graphs stay among the unlabeled ones);
+        or graphs with their labels (a dataset or list whose ``y`` is the class, or a pair
+        ``(graphs, labels)``). Every training epoch's row then has ``val_acc`` (after
+        ``evaluate``'s settling), and at the end the weights of the epoch with the best
+        ``val_acc`` (the first on ties) are restored: its row has ``kept=True`` and
+        ``selected_by="val_acc"``, and :attr:`selection` says the epoch, its score, the
+        validation graphs and whether training stopped early. Pre-training is not selected.
+        ``patience``: with ``validation``, stop after this many training epochs without a
+        better ``val_acc`` (early stopping)."""
         for name, value in (("epochs", epochs), ("pretrain_epochs", pretrain_epochs)):
             if not isinstance(value, int) or value < 0:
                 raise ConfigError(f"{name} must be an int of at least 0, got {value!r}")
+        check_patience(patience)
+        if patience is not None and validation is None:
+            raise ConfigError("patience= stops on the validation score: give validation= too (a fraction of the "
+                              "labeled graphs to hold out, or validation graphs with their labels)")
         gen = seed if isinstance(seed, torch.Generator) else self._generator(seed)
         prepared = self.prepare(data)
         y = self._labels(data, labels)
+        val_data, val_y, y = self._validation(data, y, validation, gen)
         labeled = (y >= 0).nonzero().view(-1)
         if labeled.numel() == 0:
             raise DataError(f"all {len(y)} graphs are unlabeled (no y, or y = -1): the semi-supervised estimator "
@@ -270,12 +290,24 @@ class SemiSupervised(Estimator):
         everything = GraphLoader(store, size, shuffle=True, generator=gen, drop_last=_drop_last(n, size), device=dev)
         labeled_loader = GraphLoader(store, size, shuffle=True, generator=gen, indices=labeled, device=dev,
                                      drop_last=_drop_last(labeled.numel(), size))
+        check_fit_plan((everything, labeled_loader), epochs + pretrain_epochs, f"{type(self).__name__}.fit")
         pre, fine, reads = self.make_strategies()
         settle = h["bn_stats"] == "settled"
+        keeper = None if val_data is None else BestEpoch(self, "val_acc", patience)
 
-        def settled_evaluate(epoch):
-            self.settle(data, size)
-            return evaluate(epoch)
+        def evaluate_epoch(epoch):
+            if settle:
+                self.settle(data, size)
+            out = {}
+            if keeper is not None:
+                out["val_acc"] = self._accuracy(val_data, val_y, size)
+                keeper.observe(epoch, out["val_acc"])
+            reported = evaluate(epoch) if evaluate is not None else None
+            if keeper is None or not isinstance(reported, Mapping):
+                return out if reported is None else reported  # not a dict: the Trainer names the mistake
+            if "val_acc" in reported:
+                raise ConfigError("evaluate returned 'val_acc', the score validation= records; name yours otherwise")
+            return {**out, **reported}
 
         trainer_device = device if isinstance(device, Engine) else dev
         name = desc or type(self).__name__
@@ -290,18 +322,81 @@ class SemiSupervised(Estimator):
                 rows += trainer.fit(everything, pretrain_epochs, row_fields={"phase": "pretrain"})
             trainer = Trainer(fine, device=trainer_device, checkpoint=ckpt, loader_gen=gen, desc=name,
                               show_progress=progress, tracker=tracker)
-        check_fit_plan((everything, labeled_loader), epochs + pretrain_epochs, f"{type(self).__name__}.fit")
             fine_data = (everything, labeled_loader) if reads == "all" else labeled_loader
-            rows += trainer.fit(fine_data, epochs, evaluate=settled_evaluate if settle and evaluate else evaluate,
-                                row_fields={"phase": "train"})
+            rows += trainer.fit(fine_data, epochs,
+                                evaluate=evaluate_epoch if evaluate is not None or keeper is not None else None,
+                                stop=None if keeper is None else keeper.stop,
+                                extra=None if keeper is None else keeper.state, row_fields={"phase": "train"})
         finally:
             if tracker is not None:
                 tracker.close()
+        if keeper is not None:
+            self._keep_best(keeper, rows, epochs, validation, len(val_y[val_y >= 0]))
         if settle:
             self.settle(data, size)
         self.history.extend(rows)
         self._check_trained()
         return rows
+
+    #: how the last ``fit(validation=...)`` chose its epoch (``None``: it kept the last epoch)
+    selection: dict | None = None
+
+    def _validation(self, data, y: torch.Tensor, validation, gen: torch.Generator):
+        """``(validation graphs, their labels, training labels)`` for ``fit(validation=...)``:
+        ``(None, None, y)`` without; a fraction holds out that share of the labeled graphs of
+        ``data`` (their training labels become -1), stratified, drawn from ``gen``'s seed."""
+        self.selection = None
+        if validation is None:
+            return None, None, y
+        if isinstance(validation, float | int) and not isinstance(validation, bool):
+            if not 0 < validation < 1:
+                raise ConfigError(f"validation={validation!r}: a fraction of the labeled graphs must lie in (0, 1)")
+            labeled = (y >= 0).nonzero().view(-1)
+            size = round(float(validation) * labeled.numel())
+            if size < 1 or size >= labeled.numel():
+                raise DataError(f"validation={validation}: {labeled.numel()} labeled graphs leave {size} to validate "
+                                "on; give a fraction that holds out at least one graph and keeps at least one")
+            _, held = stratified_holdout(labeled.numpy(), y[labeled].numpy(), size, gen.initial_seed() % 2**32)
+            held = torch.as_tensor(held, dtype=torch.long)
+            val_y = torch.full_like(y, -1)
+            val_y[held] = y[held]
+            train_y = y.clone()
+            train_y[held] = -1
+            return data, val_y, train_y
+        if isinstance(validation, tuple) and len(validation) == 2 and not isinstance(validation[1], Data):
+            graphs, given = validation
+        else:
+            graphs, given = validation, None
+        val_y = self._labels(graphs, given)
+        if not bool((val_y >= 0).any()):
+            raise DataError(f"validation: none of its {len(val_y)} graphs has a label to score against")
+        return graphs, val_y, y
+
+    def _accuracy(self, data, y: torch.Tensor, batch_size: int) -> float:
+        """Accuracy on the graphs of ``data`` whose label in ``y`` is known (no random number is drawn)."""
+        known = (y >= 0).nonzero().view(-1)
+        loader = GraphLoader(self.prepare(data).store, batch_size, indices=known, generator=torch.Generator(),
+                             device=self.device)
+        with self._kernels():
+            logp, _ = _embed(self.classifier, loader)
+        return float((logp.argmax(1) == y[known]).double().mean())
+
+    def _keep_best(self, keeper: BestEpoch, rows: list[dict], epochs: int, validation, n_val: int) -> None:
+        """Restore the best validation epoch's weights; mark its row and say so in :attr:`selection`."""
+        kept = keeper.restore()
+        train = [r for r in rows if r.get("phase") == "train"]
+        for r in train:
+            if r["epoch"] == kept:
+                r.update(kept=True, selected_by="val_acc")
+        what = (f"{validation:g} of the labeled graphs" if isinstance(validation, float | int) else "graphs given")
+        self.selection = {"epoch": kept, "val_acc": keeper.state["best_score"], "criterion": "best validation accuracy",
+                          "validation": f"{what} ({n_val})", "epochs_run": len(train),
+                          "stopped_early": len(train) < epochs and keeper.patience is not None}
+        if kept is None:
+            log.warning("validation: no epoch had a finite validation accuracy; the last epoch is kept")
+        else:
+            log.info("validation: kept epoch %d of %d (val_acc %.4f)%s", kept, len(train), keeper.state["best_score"],
+                     ", stopped early" if self.selection["stopped_early"] else "")
 
     def settle(self, data, batch_size: int | None = None) -> SemiSupervised:
         """Give the classifier's BatchNorms the statistics of its current weights over ``data``

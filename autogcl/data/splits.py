@@ -78,6 +78,17 @@ def semi_splits(y, folds: int = 10, label_rate: float = 0.1, fold_seed: int = FO
     return out
 
 
+def stratified_holdout(indices, y, size: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(kept, held out)``: ``size`` of ``indices`` held out, stratified by their labels ``y``
+    (uniformly where a class is too small to stratify), drawn from ``seed``; both sorted."""
+    indices = np.asarray(indices)
+    try:
+        kept, held = train_test_split(indices, test_size=size, stratify=np.asarray(y), random_state=seed)
+    except ValueError:  # a class too small to stratify: draw uniformly
+        kept, held = train_test_split(indices, test_size=size, random_state=seed)
+    return np.sort(kept), np.sort(held)
+
+
 def murcko_scaffold(smiles: str) -> str:
     """The Bemis-Murcko scaffold SMILES of a molecule (with chirality; '' when acyclic)."""
     from rdkit.Chem.Scaffolds import MurckoScaffold
