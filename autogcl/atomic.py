@@ -131,3 +131,54 @@ def load_cache(path: Path, keys=("data", "slices")) -> dict | None:
         path.unlink(missing_ok=True)
         return None
     return blob
+
+
+#: the key of a model file that holds its weights' digest (:func:`weights_digest`)
+DIGEST_KEY = "weights_sha256"
+
+
+def _tensor_sha256(t: torch.Tensor) -> str:
+    import hashlib
+
+    t = t.detach().cpu().contiguous()
+    h = hashlib.sha256(f"{t.dtype}{tuple(t.shape)}".encode())
+    h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+    return h.hexdigest()
+
+
+def weights_digest(state: dict) -> dict[str, str]:
+    """The digest of a state dict as a model file stores it: the SHA-256 of each tensor's
+    dtype, shape and bytes, by name (:func:`check_weights` reads it back)."""
+    return {k: _tensor_sha256(v) for k, v in state.items() if isinstance(v, torch.Tensor)}
+
+
+def with_digest(blob: dict, key: str = "state_dict") -> dict:
+    """A model file's ``blob`` with the digest of its weights (``blob[key]``) added: what every
+    model file autogcl saves holds (:func:`check_weights` checks it on load)."""
+    return {**blob, DIGEST_KEY: weights_digest(blob[key])}
+
+
+def check_weights(blob: dict, path, key: str = "state_dict") -> None:
+    """Check the weights ``blob[key]`` of the model file ``path`` against the digest saved with
+    them: a tensor whose bytes changed on disk (or that is missing) is a
+    :class:`autogcl.errors.DataError` naming the file and the tensor. A file saved before
+    model files carried a digest loads, with a note in the log that it carries none."""
+    from .errors import DataError
+
+    saved = blob.get(DIGEST_KEY)
+    if saved is None:
+        logging.getLogger(__name__).info("%s: the file carries no digest of its weights (saved by an autogcl older "
+                                         "than the digest); its weights cannot be checked for damage", path)
+        return
+    state = blob.get(key)
+    if not isinstance(saved, dict) or not isinstance(state, dict):
+        raise DataError(f"{path}: a damaged model file (its weights' digest cannot be read)")
+    for name, digest in saved.items():
+        if name not in state:
+            raise DataError(f"{path}: a damaged model file: tensor {name!r} is missing from its weights")
+        if not isinstance(state[name], torch.Tensor) or _tensor_sha256(state[name]) != digest:
+            raise DataError(f"{path}: a damaged model file: tensor {name!r} does not match the digest saved with "
+                            "it (its bytes changed on disk); restore the file from a copy, or save the model again")
+    extra = [k for k in state if k not in saved]
+    if extra:
+        raise DataError(f"{path}: a damaged model file: tensor {extra[0]!r} is not in the digest saved with it")

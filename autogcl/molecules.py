@@ -35,7 +35,7 @@ from torch_geometric.data import Data
 from torch_geometric.loader import DataLoader
 
 from . import __version__
-from .atomic import atomic_save
+from .atomic import atomic_save, check_weights, with_digest
 from .choices import BN_RUNNING, BN_SETTLED, LR_CONSTANT, LR_COSINE, READOUT_MEAN, READOUT_SCALED_SUM, check_choice
 from .data.molecules import VOCAB, featurize, iter_smiles, label_task, smiles_to_graph
 from .devices import deterministic_kernels, resolve_device
@@ -412,7 +412,7 @@ class MoleculeEncoder(nn.Module):
         from .devices import engine_of
         from .models.norm import settle_batchnorm
         from .seeding import seed_everything
-        from .train import FinetuneStrategy, Trainer
+        from .train import FinetuneStrategy, Trainer, check_fit_plan, check_report
         from .train.finetune import cosine_lr
         from .train.optim import adam
 
@@ -465,6 +465,7 @@ class MoleculeEncoder(nn.Module):
         # a last batch of one single-atom molecule would break BatchNorm: drop such a remainder
         loader = GraphLoader(store, batch_size=size, shuffle=True, generator=gen, drop_last=len(train) % size == 1,
                              indices=torch.as_tensor(train, dtype=torch.long))
+        check_fit_plan(loader, opts["epochs"], "MoleculeEncoder.finetune", "training molecule")
         scored = {p: GraphLoader(store, batch_size=256, indices=torch.as_tensor(parts[k], dtype=torch.long))
                   for p, k in (("val", "valid"), ("test", "test")) if k in parts}
         key = "val_auc" if task == "classification" else "val_rmse"
@@ -495,7 +496,7 @@ class MoleculeEncoder(nn.Module):
                              "state": {k: v.detach().cpu().clone() for k, v in pred.model.state_dict().items()}})
             row["eval_time_s"] = time.perf_counter() - t0
             if evaluate is not None:
-                row.update(evaluate(pred, epoch) or {})
+                row.update(check_report(evaluate(pred, epoch), f"evaluate(predictor, {epoch})") or {})
             return row
 
         lr_at = cosine_lr(opts["lr"], opts["epochs"]) if opts["lr_schedule"] == LR_COSINE else None
@@ -768,7 +769,7 @@ class MoleculePredictor(nn.Module):
         """Write the predictor (architecture, task, target scaling, task names, weights on the
         CPU, history) atomically."""
         state = {k: v.detach().cpu() for k, v in self.model.state_dict().items()}
-        atomic_save({"format": PREDICTOR_FORMAT, "hparams": dict(self.hparams), "tasks": list(self.tasks),
+        atomic_save(with_digest({"format": PREDICTOR_FORMAT, "hparams": dict(self.hparams), "tasks": list(self.tasks),
                      "task": self.task, "scaling": self.scaling, "state_dict": state, "history": list(self.history),
                      "meta": self.meta, "autogcl": __version__}, path)
         return Path(path)
@@ -791,6 +792,7 @@ class MoleculePredictor(nn.Module):
         except (KeyError, TypeError, ValueError, ConfigError) as exc:
             raise DataError(f"{path}: damaged predictor record ({type(exc).__name__}: {exc})") from None
         pred.hparams.update(hp)
+        check_weights(blob, path)  # a tensor damaged on disk: refused by name
         _fill(pred.model, blob["state_dict"], path, "molecule predictor")
         pred.history = list(blob.get("history", []))
         pred.selected_epoch = hp.get("selected_epoch")

@@ -539,13 +539,15 @@ class Estimator(nn.Module):
 
     # ------------------------------------------------------------------ files
     def save(self, path: str | Path) -> Path:
-        """Write the whole model (class, hyper-parameters, feature rule, weights on the CPU,
-        history) atomically; :func:`autogcl.load` restores it."""
+        """Write the whole model (class, hyper-parameters, feature rule, weights on the CPU and
+        their digest, history) atomically; :func:`autogcl.load` restores it, after checking
+        every tensor against the digest (:func:`autogcl.atomic.check_weights`)."""
         if not self.built:
             raise ConfigError("nothing to save yet: the model has no weights (give in_channels, or fit it)")
         state = {k: v.detach().cpu() for k, v in self.state_dict().items()}
-        atomic.atomic_save({"format": MODEL_FORMAT, "class": type(self).__name__, "hparams": dict(self.hparams),
-                          "state_dict": state, "history": list(self.history), "autogcl": __version__}, path)
+        atomic.atomic_save(atomic.with_digest({"format": MODEL_FORMAT, "class": type(self).__name__,
+                                               "hparams": dict(self.hparams), "state_dict": state,
+                                               "history": list(self.history), "autogcl": __version__}), path)
         return Path(path)
 
     @classmethod
@@ -702,6 +704,7 @@ def _restore(path: Path, dev: torch.device, blob, cls: type | None = None):
     for key in ("hparams", "state_dict"):
         if not isinstance(blob.get(key), dict):
             raise DataError(f"{path}: the model file has no {key}")
+    atomic.check_weights(blob, path)  # a tensor damaged on disk: refused by name
     return found.from_saved(blob, path).to(dev)
 
 

@@ -31,7 +31,7 @@ from ..errors import ConfigError, TrainingError
 from ..losses import cl_kwargs
 from ..models import ContrastModel, GINEncoder
 from ..models.embed import embed as _embed
-from ..train import GraphCLStrategy, NaiveStrategy, Trainer
+from ..train import GraphCLStrategy, NaiveStrategy, Trainer, check_fit_plan
 from ..train.optim import adam
 from .base import Estimator, check_contrastive_batch, eval_mode, register_model_type
 
@@ -117,6 +117,7 @@ class ContrastiveLearner(Estimator):
         if self._strategy is None:
             self._strategy = self.make_strategy()
         loader = self.loader(data, size, shuffle=True, generator=gen, device=dev)
+        check_fit_plan(loader, epochs, f"{type(self).__name__}.fit")
         done = len(self.history)
         tracker = self._tracker(log_dir, type(self).__name__, tracking)
         trainer = Trainer(self._strategy, device=engine_of(device), checkpoint=checkpoint, loader_gen=gen,

@@ -19,6 +19,7 @@ global batch). ``autogcl transfer pretrain`` is this call inside a run folder.
 
 from __future__ import annotations
 
+import inspect
 import logging
 import tempfile
 from collections.abc import Callable
@@ -50,7 +51,8 @@ from ..models.gin import ContrastModel
 from ..models.mol_gin import MolEncoder, MolNodeScorer
 from ..train import GraphCLStrategy, NaiveStrategy, distributed
 from ..train.optim import adam
-from ..train.pretrain import ChunkedTrainer
+from ..train.loop import check_fit_plan
+from ..train.pretrain import ChunkedTrainer, chunk_plan
 from ..train.tracking import fit_tracker
 
 __all__ = ["MoleculePretrainer", "pretrain_molecules"]
@@ -189,6 +191,8 @@ class MoleculePretrainer:
             if ctx is not None and main:
                 ctx.barrier()
             self.corpus_summary = reader.summary()
+            check_fit_plan(chunk_plan([c.molecules for c in chunks], self.batch_size), self.epochs,
+                           f"{type(self).__name__}.fit on {corpus.name}", "molecule")
             loader_gen = seeding.seed_everything(self.seed)
             strategy = self.build_strategy()
             if ctx is not None:
@@ -222,11 +226,19 @@ class MoleculePretrainer:
                 "corpus": self.corpus_summary, "pretrain_options": self.get_params()}
 
 
-def pretrain_molecules(corpus: str | Path, checkpoint_dir: str | Path | None = None, *, device="cpu",
-                       workers: int | None = None, show_progress: bool | None = None,
-                       max_steps: int | None = None, **options):
+def pretrain_molecules(corpus: str | Path, checkpoint_dir: str | Path | None = None, **options):
     """``MoleculePretrainer(**options).fit(corpus, checkpoint_dir, ...)``: the pre-trained
     :class:`autogcl.molecules.MoleculeEncoder` (its ``meta`` records the options, the corpus
-    and the epochs)."""
-    return MoleculePretrainer(**options).fit(corpus, checkpoint_dir, device=device, workers=workers,
-                                             show_progress=show_progress, max_steps=max_steps)
+    and the epochs). One keyword vocabulary: every keyword of :meth:`MoleculePretrainer.fit`
+    (``device``, ``workers``, ``progress``, ``max_steps``, ``on_epoch``, ``log_dir``,
+    ``tracking``, ...) goes to the fit, every other to the constructor; an unknown keyword is a
+    :class:`ConfigError` naming what both take."""
+    fit_names = [k for k in inspect.signature(MoleculePretrainer.fit).parameters if k not in ("self", "corpus",
+                                                                                            "checkpoint_dir")]
+    init_names = [k for k in inspect.signature(MoleculePretrainer.__init__).parameters if k != "self"]
+    unknown = [k for k in options if k not in fit_names and k not in init_names]
+    if unknown:
+        raise ConfigError(f"pretrain_molecules: unknown option {unknown[0]!r}; it takes the options of "
+                          f"MoleculePretrainer ({', '.join(init_names)}) and of its fit ({', '.join(fit_names)})")
+    fit = {k: v for k, v in options.items() if k in fit_names}
+    return MoleculePretrainer(**{k: v for k, v in options.items() if k not in fit}).fit(corpus, checkpoint_dir, **fit)

@@ -355,22 +355,24 @@ ENCODER_FORMAT = "autogcl-molecule-encoder-1"
 
 
 def save_encoder(encoder: MolEncoder, path, meta: dict, half: bool = False) -> None:
-    """Write a pre-trained encoder file: weights, architecture and how it was made.
+    """Write a pre-trained encoder file: weights (and their digest), architecture and how it was made.
 
     ``half`` stores the floating-point weights as float16 (half the size, for shipping);
     :func:`load_encoder` gives float32 back either way."""
-    from ..atomic import atomic_save
+    from ..atomic import atomic_save, with_digest
 
     state = {k: (v.half() if half and v.is_floating_point() else v)
              for k, v in encoder.state_dict().items()}
-    atomic_save({"format": ENCODER_FORMAT, "encoder": encoder.config(), "state_dict": state,
-                 "meta": meta}, path)
+    atomic_save(with_digest({"format": ENCODER_FORMAT, "encoder": encoder.config(), "state_dict": state,
+                             "meta": meta}), path)
 
 
 def load_encoder(path) -> tuple[dict, dict, dict]:
-    """``(state_dict, architecture, meta)`` of an encoder file, with clear errors."""
+    """``(state_dict, architecture, meta)`` of an encoder file, with clear errors (its weights
+    checked against their digest)."""
     from pathlib import Path
 
+    from ..atomic import check_weights
     from ..errors import DataError
 
     path = Path(path)
@@ -396,7 +398,8 @@ def load_encoder(path) -> tuple[dict, dict, dict]:
         raise DataError(f"{path}: a damaged molecule encoder (no {', '.join(missing) or 'tensors in state_dict'}; "
                         f"it holds {has}); use the encoder.pt of an `autogcl transfer pretrain` run")
     state = {k: (v.float() if v.is_floating_point() else v) for k, v in blob["state_dict"].items()}
-    _check_shapes(path, state, arch)
+    _check_shapes(path, state, arch)  # another architecture first: the clearer answer
+    check_weights(blob, path)  # a tensor damaged on disk: refused by name
     return state, arch, blob.get("meta", {})
 
 

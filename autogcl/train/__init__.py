@@ -3,7 +3,7 @@ GraphCL contrastive pre-training, the semi-supervised strategies, molecule fine-
 chunked molecule pre-training)."""
 
 from .finetune import FinetuneStrategy
-from .loop import Strategy, Trainer, check_finite, run_epoch, to_device
+from .loop import FitPlan, Strategy, Trainer, check_finite, check_fit_plan, check_report, run_epoch, to_device
 from .naive import GraphCLStrategy, NaiveStrategy
 from .semi import (
     JointReleasedStrategy,
@@ -12,6 +12,6 @@ from .semi import (
     SupervisedStrategy,
 )
 
-__all__ = ["FinetuneStrategy", "GraphCLStrategy", "JointReleasedStrategy", "JointStrategy", "LearnableAugStrategy",
-           "NaiveStrategy", "Strategy", "SupervisedStrategy", "Trainer", "check_finite", "run_epoch",
+__all__ = ["FinetuneStrategy", "FitPlan", "GraphCLStrategy", "JointReleasedStrategy", "JointStrategy", "LearnableAugStrategy",
+           "NaiveStrategy", "Strategy", "SupervisedStrategy", "Trainer", "check_finite", "check_fit_plan", "check_report", "run_epoch",
            "to_device"]

@@ -17,6 +17,7 @@ import logging
 import math
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -25,7 +26,7 @@ from .. import atomic, preempt
 from . import checkpoints
 from ..data.batching import to_device  # noqa: F401 (re-exported)
 from ..devices import Engine, deterministic_kernels, resolve_device
-from ..errors import ConfigError, OutOfMemory, Preempted, TrainingError
+from ..errors import ConfigError, DataError, OutOfMemory, Preempted, TrainingError
 
 log = logging.getLogger(__name__)
 
@@ -122,6 +123,55 @@ def run_epoch(loader, epoch: int, step_fn, terms, device: torch.device | None = 
     out = read_terms(steps, terms, epoch, loss_name)
     out["time_s"] = time.perf_counter() - t0
     return out
+
+
+@dataclass(frozen=True)
+class FitPlan:
+    """An epoch's batches when there is no single loader to ask (a chunked corpus):
+    ``num_graphs`` items in batches of ``batch_size``, ``steps`` of them kept, ``drop_last``
+    whether a short last batch is dropped. A :class:`autogcl.data.batching.GraphLoader` says
+    the same of itself."""
+
+    num_graphs: int
+    batch_size: int
+    steps: int
+    drop_last: bool = True
+
+    def __len__(self) -> int:
+        return self.steps
+
+
+def check_fit_plan(loaders, epochs: int, what: str, unit: str = "graph") -> None:
+    """The fit-plan check every fit runs before training (AutoGCL, GraphCL, SemiSupervised,
+    molecule fine-tuning and pre-training): a fit of ``epochs`` > 0 whose epoch over a loader
+    (a :class:`autogcl.data.batching.GraphLoader` or a :class:`FitPlan`; a tuple or list: each
+    of them) would take no training step is a :class:`DataError` that says why, instead of an
+    untrained model and a NaN loss. ``what`` names the fit, ``unit`` what is batched."""
+    if not epochs:
+        return
+    for loader in (loaders if isinstance(loaders, (tuple, list)) else (loaders,)):
+        if len(loader) > 0:
+            continue
+        n, size = int(loader.num_graphs), int(loader.batch_size)
+        if n == 0:
+            why = f"there is no {unit} to train on"
+        elif getattr(loader, "drop_last", False):
+            why = (f"{n} {unit}{'s' if n != 1 else ''} in batches of {size}: the last batch of an epoch is dropped "
+                   f"when it would hold a single {unit} (BatchNorm cannot train on one, nor contrast it), and no "
+                   "other batch is left")
+        else:
+            why = f"{n} {unit}{'s' if n != 1 else ''} in batches of {size} give no batch"
+        raise DataError(f"{what}: no training step would run ({why}); give at least 2 {unit}s to train on")
+
+
+def check_report(reported, call: str):
+    """What an ``evaluate`` callback returned, checked: a dict (any mapping) of named values or
+    ``None``; anything else is a :class:`ConfigError` naming the ``call`` (every fit's
+    callbacks answer the same way)."""
+    if reported is not None and not isinstance(reported, Mapping):
+        raise ConfigError(f"{call} returned a {type(reported).__name__} ({reported!r:.60}); it must return a dict "
+                          "of named numbers (e.g. {'val_acc': 0.8}) or None")
+    return reported
 
 
 def describe_batch(batch) -> str:
@@ -333,10 +383,7 @@ class Trainer:
             snapshot = None if saved == epoch - 1 else self._snapshot(rows, epoch - 1, extra)
             try:
                 row = {**(row_fields or {}), "epoch": epoch, **self.strategy.train_epoch(data, epoch)}
-                reported = evaluate(epoch) if evaluate is not None else None
-                if reported is not None and not isinstance(reported, Mapping):
-                    raise ConfigError(f"evaluate({epoch}) returned a {type(reported).__name__} ({reported!r:.60}); "
-                                      "it must return a dict of named numbers (e.g. {'val_acc': 0.8}) or None")
+                reported = check_report(evaluate(epoch), f"evaluate({epoch})") if evaluate is not None else None
             except Preempted as exc:
                 self._back_to(snapshot, epoch - 1)
                 bar.close()

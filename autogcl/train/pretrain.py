@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import resource
 import time
 from collections.abc import Callable
@@ -22,7 +23,7 @@ from . import checkpoints
 from ..data.batching import GraphLoader
 from ..devices import deterministic_kernels
 from ..errors import Preempted
-from .loop import Strategy
+from .loop import FitPlan, Strategy
 from .tracking import tracker_for
 
 log = logging.getLogger(__name__)
@@ -43,6 +44,20 @@ def _counted(loader, count: dict, limit: int | None, world_size: int = 1):
         count["steps"] += 1
         count["molecules"] += int(batch.num_graphs) * world_size
         yield batch
+
+
+def chunk_drop_last(n: int, batch_size: int) -> bool:
+    """Whether a chunk of ``n`` molecules drops its short last batch: always when it has a
+    full one, and when the last would hold a single molecule (nothing to contrast, and
+    BatchNorm needs 2 nodes)."""
+    return n > batch_size or n % batch_size == 1
+
+
+def chunk_plan(sizes, batch_size: int):
+    """The :class:`autogcl.train.loop.FitPlan` of an epoch over chunks of ``sizes`` molecules."""
+    sizes = [int(n) for n in sizes]
+    steps = sum(n // batch_size if chunk_drop_last(n, batch_size) else math.ceil(n / batch_size) for n in sizes)
+    return FitPlan(sum(sizes), batch_size, steps)
 
 
 class ChunkedTrainer:
@@ -163,10 +178,9 @@ class ChunkedTrainer:
                 acc = {"molecules": 0, "steps": 0, "time_s": 0.0, "sums": {}}
             while pos < len(order):
                 ds = self.load_chunk(order[pos])
-                # never a last batch of one molecule: nothing to contrast, and BatchNorm needs 2 nodes
                 bs = self.batch_size
-                drop = len(ds) > bs or len(ds) % bs == 1
-                loader = GraphLoader(ds, batch_size=bs, shuffle=True, drop_last=drop, generator=self.loader_gen,
+                loader = GraphLoader(ds, batch_size=bs, shuffle=True, drop_last=chunk_drop_last(len(ds), bs),
+                                     generator=self.loader_gen,
                                      device=strat.device,  # the chunk on the device, batched there
                                      rank=0 if dist is None else dist.rank, world_size=world)
                 count = {"steps": 0, "molecules": 0}
