@@ -771,7 +771,7 @@ class MoleculePredictor(nn.Module):
         state = {k: v.detach().cpu() for k, v in self.model.state_dict().items()}
         atomic_save(with_digest({"format": PREDICTOR_FORMAT, "hparams": dict(self.hparams), "tasks": list(self.tasks),
                      "task": self.task, "scaling": self.scaling, "state_dict": state, "history": list(self.history),
-                     "meta": self.meta, "autogcl": __version__}, path)
+                     "meta": self.meta, "autogcl": __version__}), path)
         return Path(path)
 
     @classmethod
