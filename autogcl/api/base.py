@@ -495,15 +495,17 @@ class Estimator(nn.Module):
         self._weights_given = True
         return out
 
-    def _warn_untrained(self) -> None:
-        """Warn (once per model) that a model never fitted nor given weights embeds with its
-        random initial weights."""
-        if (self.history or getattr(self, "_weights_given", False) or getattr(self, "_warned_untrained", False)
-                or getattr(self, "_strategy", None) is not None):  # in a fit (an evaluate callback), or after one
+    def _warn_untrained(self, call: str = "embed", answers: str = "the embeddings") -> None:
+        """The one rule of every answer before fit (``embed``, ``predict``, ``score``, ...): warn
+        (once per model) that a model never fitted nor given weights answers ``call`` with
+        ``answers`` from its random initial weights."""
+        in_fit = getattr(self, "_strategy", None) is not None or getattr(self, "_strategies", None) is not None
+        if self.history or getattr(self, "_weights_given", False) or getattr(self, "_warned_untrained", False) \
+                or in_fit:  # in a fit (an evaluate callback), or after one
             return
         self._warned_untrained = True
-        log.warning("%s: embed before fit: the model is untrained, so the embeddings come from its random initial "
-                    "weights (fit it first, or autogcl.load a trained one)", type(self).__name__)
+        log.warning("%s: %s before fit: the model is untrained, so %s come from its random initial weights (fit it "
+                    "first, or autogcl.load a trained one)", type(self).__name__, call, answers)
 
     @staticmethod
     def _tracker(log_dir, desc: str, tracking: str | None = None):

@@ -291,7 +291,10 @@ class SemiSupervised(Estimator):
         labeled_loader = GraphLoader(store, size, shuffle=True, generator=gen, indices=labeled, device=dev,
                                      drop_last=_drop_last(labeled.numel(), size))
         check_fit_plan((everything, labeled_loader), epochs + pretrain_epochs, f"{type(self).__name__}.fit")
-        pre, fine, reads = self.make_strategies()
+        if getattr(self, "_strategies", None) is None:  # a second fit continues with the same optimizers
+            self._strategies = self.make_strategies()
+        pre, fine, reads = self._strategies
+        done = sum(r.get("phase") == "train" for r in self.history)  # a second fit's epochs count on
         settle = h["bn_stats"] == "settled"
         keeper = None if val_data is None else BestEpoch(self, "val_acc", patience)
 
@@ -315,7 +318,10 @@ class SemiSupervised(Estimator):
         rows = []
         tracker = self._tracker(log_dir, type(self).__name__, tracking)  # TensorBoard scalars, both phases (tags by phase)
         try:
-            if pre is not None and pretrain_epochs:
+            if pre is not None and pretrain_epochs and self.history:  # pre-training is the first fit's start
+                log.info("%s: a second fit continues training from the current weights; pre-training is not "
+                         "repeated", name)
+            elif pre is not None and pretrain_epochs:
                 pre_ckpt = None if ckpt is None else ckpt.with_name(f"{ckpt.stem}-pretrain{ckpt.suffix}")
                 trainer = Trainer(pre, device=trainer_device, checkpoint=pre_ckpt, loader_gen=gen,
                                   desc=f"{name} pre-train", show_progress=progress, tracker=tracker)
@@ -323,10 +329,11 @@ class SemiSupervised(Estimator):
             trainer = Trainer(fine, device=trainer_device, checkpoint=ckpt, loader_gen=gen, desc=name,
                               show_progress=progress, tracker=tracker)
             fine_data = (everything, labeled_loader) if reads == "all" else labeled_loader
-            rows += trainer.fit(fine_data, epochs,
+            rows += [r for r in trainer.fit(fine_data, done + epochs, start=done + 1,
                                 evaluate=evaluate_epoch if evaluate is not None or keeper is not None else None,
                                 stop=None if keeper is None else keeper.stop,
                                 extra=None if keeper is None else keeper.state, row_fields={"phase": "train"})
+                     if r["epoch"] > done]  # a checkpoint may also hold the rows of earlier calls
         finally:
             if tracker is not None:
                 tracker.close()
@@ -422,6 +429,7 @@ class SemiSupervised(Estimator):
         mode); ``batch_size``: default the model's."""
         self.prepare(data)
         self._require_built()
+        self._warn_untrained("predict", "the predictions (and scores)")
         self._to(device)
         with self._kernels(device):
             logp, _ = _embed(self.classifier, self.loader(data, batch_size or self.hparams["batch_size"]))

@@ -5,6 +5,7 @@ ConfigError in every fit; a second ``fit`` continues training; ``predict``/``sco
 
 from __future__ import annotations
 
+import logging
 
 import pytest
 import torch
@@ -97,3 +98,55 @@ def test_pretrain_molecules_takes_every_keyword_of_the_fit(corpus, tmp_path):
     assert seen == [1] and enc.meta["epochs"] == 1
     with pytest.raises(ConfigError, match=r"pretrain_molecules: unknown option 'colour'.*progress"):
         pretrain_molecules(corpus, colour="red")
+
+
+# ------------------------------------------------------------------ a second fit
+def two_fits_and_one(make, data, **kw):
+    """``(rows of the second of two fits of 2 then 1 epochs, that model, a model fit once for 3 epochs)``,
+    both built from the same seed and shuffled by generators of the same seed."""
+    torch.manual_seed(0)
+    twice = make()
+    gen = torch.Generator().manual_seed(1)
+    first = twice.fit(data, epochs=2, seed=gen, device="cpu", progress=False, **kw)
+    second = twice.fit(data, epochs=1, seed=gen, device="cpu", progress=False, **kw)
+    torch.manual_seed(0)
+    once = make()
+    once.fit(data, epochs=3, seed=torch.Generator().manual_seed(1), device="cpu", progress=False, **kw)
+    return first, second, twice, once
+
+
+@pytest.mark.parametrize("make, kw", [
+    (lambda: autogcl.AutoGCL(hidden=8, num_layers=2), {}),
+    (lambda: autogcl.GraphCL(hidden=8, num_layers=2, aug="node_drop"), {}),
+    (lambda: autogcl.SemiSupervised(hidden=8, num_layers=2, strategy="supervised"), {}),
+    (lambda: autogcl.SemiSupervised(hidden=8, num_layers=2, strategy="joint"), {}),
+    (lambda: autogcl.SemiSupervised(hidden=8, num_layers=2, strategy="naive"), {"pretrain_epochs": 1}),
+], ids=["AutoGCL", "GraphCL", "SemiSupervised-supervised", "SemiSupervised-joint", "SemiSupervised-naive"])
+def test_a_second_fit_continues_training_as_one_longer_fit(make, kw):
+    """Every estimator: a second fit continues from the current weights with the same optimizers,
+    its epochs numbered on (pre-training is not repeated): fits of 2 then 1 epochs give the weights
+    of one fit of 3 epochs (to 1e-5)."""
+    first, second, twice, once = two_fits_and_one(make, graphs(8), **kw)
+    assert [r["epoch"] for r in second] == [3] and {r.get("phase", "train") for r in second} == {"train"}
+    assert [r["epoch"] for r in twice.history if r.get("phase", "train") == "train"] == [1, 2, 3]
+    a, b = twice.state_dict(), once.state_dict()
+    assert a.keys() == b.keys()
+    for k in a:
+        assert torch.allclose(a[k].float(), b[k].float(), atol=1e-5), k
+
+
+# ------------------------------------------------------------------ answers before fit
+def test_predict_and_score_before_fit_warn_as_embed_does(caplog):
+    model = autogcl.SemiSupervised(3, hidden=8, num_layers=2, num_classes=2)
+    with caplog.at_level(logging.WARNING, logger="autogcl.api.base"):
+        model.predict(graphs(4))
+        model.score(graphs(4))
+    said = [r.getMessage() for r in caplog.records if "before fit" in r.getMessage()]
+    assert said == ["SemiSupervised: predict before fit: the model is untrained, so the predictions (and scores) "
+                    "come from its random initial weights (fit it first, or autogcl.load a trained one)"]
+    caplog.clear()
+    trained = autogcl.SemiSupervised(3, hidden=8, num_layers=2, num_classes=2, strategy="supervised")
+    trained.fit(graphs(4), epochs=1, device="cpu", progress=False,
+                evaluate=lambda epoch: {"acc": trained.score(graphs(4))})  # inside a fit: no warning
+    trained.predict(graphs(4))
+    assert not [r for r in caplog.records if "before fit" in r.getMessage()]
