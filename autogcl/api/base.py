@@ -222,7 +222,8 @@ class Estimator(nn.Module):
                         "features": features, "recipe": recipe, "edge_dim": edge_dim, "lr": lr}
         self.history: list[dict] = []
         self._cache: list[tuple] = []
-        self._warned_edges = self._warned_int = False
+        self._warned_edges = False
+        self._warned_int: set[str] = set()  # the kinds of integer features already said (_note_integers)
 
     # ------------------------------------------------------------------ construction
     def _build(self, in_channels: int, edge_dim: int | None) -> None:
@@ -276,11 +277,7 @@ class Estimator(nn.Module):
             raise DataError(f"{what}: graph {i}: x must be a (nodes x features) matrix, got shape {tuple(x.shape)}")
         if x.dtype == torch.bool or x.is_complex():
             raise DataError(f"{what}: graph {i}: x has dtype {x.dtype}; give numeric features")
-        if not x.is_floating_point() and not self._warned_int:
-            self._warned_int = True
-            log.warning("%s: node features are integers (%s) and are read as numbers; if they are category ids "
-                        "(e.g. atom types), one-hot encode them first (torch.nn.functional.one_hot), or use the "
-                        "molecule encoder", what, x.dtype)
+        self._note_integers(x, "node features (x)", what)
         x = x.float()
         bad = ~torch.isfinite(x).all(1)
         if bool(bad.any()):
@@ -290,6 +287,15 @@ class Estimator(nn.Module):
                             f"(e.g. standardise) below {MAX_FEATURE:.0e}: the encoder's float32 statistics "
                             "would overflow")
         return x
+
+    def _note_integers(self, t: torch.Tensor, kind: str, what: str) -> None:
+        """The one warning (once per model and kind) that integer features are read as numbers."""
+        if t.is_floating_point() or t.dtype == torch.bool or kind in self._warned_int:
+            return
+        self._warned_int.add(kind)
+        log.warning("%s: %s are integers (%s) and are read as numbers; if they are category ids (e.g. atom or bond "
+                    "types), one-hot encode them first (torch.nn.functional.one_hot), or use the molecule encoder",
+                    what, kind, t.dtype)
 
     def prepare(self, data) -> Prepared:
         """The graphs as the model reads them (see the class docstring), cached. Accepts a PyG
@@ -339,7 +345,10 @@ class Estimator(nn.Module):
             attr = getattr(g, "edge_attr", None)
             if attr is not None:
                 has_edge_attr += 1
-                attr = torch.as_tensor(attr).float()
+                attr = torch.as_tensor(attr)
+                if edge_dim is not None:  # read by the encoder (an ignored edge_attr is said once, below)
+                    self._note_integers(attr, "edge features (edge_attr)", what)
+                attr = attr.float()
                 attr = attr.view(attr.shape[0], -1) if attr.dim() else attr.view(1, 1)
                 if attr.shape[0] != ei.shape[1]:
                     raise DataError(f"{what}: graph {i}: edge_attr has {attr.shape[0]} rows for "

@@ -30,6 +30,7 @@ from ..choices import (
     check_choice,
 )
 from ..data.batching import GraphLoader
+from ..data.datasets import KNOWN_TU_DATASETS, known_name
 from ..data.splits import stratified_holdout
 from ..devices import Engine, engine_of, resolve_device
 from ..errors import ConfigError, DataError
@@ -141,7 +142,11 @@ class SemiSupervised(Estimator):
         then trains 30 epochs (after 30 of pre-training for ``naive`` and ``graphcl``) as the
         protocol. ``overrides``: any other argument of the class."""
         settings = dict(PAPER, strategy=strategy)
-        if dataset in SMALL_BATCH:
+        if dataset is not None and known_name(dataset) is None:  # a typo would silently get batches of 128
+            raise ConfigError(f"SemiSupervised.paper: unknown dataset {dataset!r}; the paper's datasets (any case): "
+                              f"{', '.join(k for k in KNOWN_TU_DATASETS if k != 'github_stargazers')}; for another "
+                              "dataset leave dataset out (batches of 128) or give batch_size=...")
+        if known_name(dataset) in SMALL_BATCH:
             settings["batch_size"] = 64
         return cls(**{**settings, **overrides})
 

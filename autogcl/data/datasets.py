@@ -58,6 +58,14 @@ class GraphDataset(InMemoryDataset):
         return f"{self.name}({len(self)}, feat={self.meta.get('feat')})"
 
 
+def known_name(name) -> str | None:
+    """The name a dataset of :data:`KNOWN_TU_DATASETS` is stored under, matched
+    case-insensitively (``"mutag"`` -> ``"MUTAG"``); ``None`` when ``name`` is not one of them."""
+    if not isinstance(name, str):
+        return None
+    return next((val for key, val in KNOWN_TU_DATASETS.items() if key.lower() == name.lower()), None)
+
+
 def canonical_name(name: str, roots: list[Path], downloadable: bool = False) -> str:
     """The TU name to look for: known names case-insensitively, else a name found on disk,
     else (``downloadable``: a download is allowed) the name as given, for the TU collection
@@ -65,9 +73,8 @@ def canonical_name(name: str, roots: list[Path], downloadable: bool = False) -> 
     if not name.strip() or "/" in name or "\\" in name or name.startswith("."):
         raise DataError(f"{name!r} is not a dataset name (a TU name such as MUTAG, not a path; a dataset of your "
                         "own goes in DATA_ROOT/TU/NAME/raw/)")
-    for key, val in KNOWN_TU_DATASETS.items():
-        if key.lower() == name.lower():
-            return val
+    if known_name(name) is not None:
+        return known_name(name)
     for root in roots:
         if (root / "TU" / name / "raw").is_dir():
             return name

@@ -186,7 +186,16 @@ def unit_result(unit: Path) -> dict:
 
 def select(cells, compute: str = "all", only: str | None = None) -> list[Cell]:
     """The manifest's cells on ``compute`` (``all``, ``cpu``, ``gpu``) whose ``protocol / label``
-    contains ``only`` (or one of its comma-separated texts)."""
+    contains ``only`` (or one of its comma-separated texts). A text that matches none of them is
+    a :class:`ConfigError` naming it and the cells (a typo must not report "every listed cell is
+    done")."""
     texts = [t.strip() for t in (only or "").split(",") if t.strip()]
-    return [c for c in cells if compute in ("all", c.compute)
-            and (not texts or any(t in " / ".join((c.protocol,) + tuple(c.label)) for t in texts))]
+    pool = [c for c in cells if compute in ("all", c.compute)]
+    names = {id(c): " / ".join((c.protocol,) + tuple(c.label)) for c in pool}
+    unmatched = [t for t in texts if not any(t in name for name in names.values())]
+    if unmatched:
+        from ..errors import ConfigError
+
+        on = "" if compute == "all" else f" on {compute}"
+        raise ConfigError(f"--only {unmatched[0]!r} matches no cell{on}; the cells: {'; '.join(names.values())}")
+    return [c for c in pool if not texts or any(t in names[id(c)] for t in texts)]

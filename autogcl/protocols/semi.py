@@ -42,7 +42,10 @@ ROW_STRATEGY = {"full": "supervised", "labeled": "supervised", "graphcl_cl": "gr
 def estimator(cfg: SemiConfig, in_channels: int | None = None, num_classes: int | None = None) -> SemiSupervised:
     """The row's :class:`autogcl.SemiSupervised`: the paper's configuration with the config's
     settings (built at once when ``in_channels`` and ``num_classes`` are given)."""
-    return SemiSupervised.paper(ROW_STRATEGY[cfg.row], cfg.dataset, in_channels=in_channels, num_classes=num_classes,
+    from ..data.datasets import known_name
+
+    dataset = cfg.dataset if known_name(cfg.dataset) else None  # another TU dataset (downloaded): no preset batch
+    return SemiSupervised.paper(ROW_STRATEGY[cfg.row], dataset, in_channels=in_channels, num_classes=num_classes,
                                 hidden=cfg.hidden, lr=cfg.lr, batch_size=cfg.batch_size, lam=cfg.lam, tau=cfg.tau,
                                 cl_variant=cfg.cl_variant, sim_loss=cfg.sim_loss, add_mask=cfg.add_mask,
                                 dropped=cfg.dropped, mask_token=cfg.mask_token, aug=cfg.aug, aug_ratio=cfg.aug_ratio,
