@@ -60,6 +60,8 @@ _EXPORTS = {
     "deterministic_kernels": "devices",
     # where sweeps run (serial or Ray)
     "SerialExecutor": "executors", "RayExecutor": "executors",
+    # the search of configurations on validation folds (Ray Tune, Optuna TPE, ASHA)
+    "tune": "protocols.tune",
     # errors
     "AutoGCLError": "errors", "ConfigError": "errors", "DataError": "errors", "TrainingError": "errors",
 }

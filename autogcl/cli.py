@@ -35,6 +35,7 @@ HELP = {
     "transfer": "molecules: contrastive pre-training and MoleculeNet fine-tuning (paper Table 4)",
     "embed": "graph embeddings of a TU dataset, a SMILES file or a saved dataset, to .npy or .csv",
     "reproduce": "run the paper's cells that have no committed run yet (docs/results/gpu_queue.md)",
+    "tune": "search an estimator's configuration on validation folds (Ray Tune, Optuna TPE, ASHA)",
 }
 
 
@@ -512,6 +513,29 @@ def cmd_reproduce(args) -> int:
     return 0
 
 
+def add_tune(sub) -> None:
+    from .config import add_options
+    from .protocols.tune import TuneConfig
+
+    p = _parser(sub, "tune", HELP["tune"],
+                "Nested search (autogcl/protocols/tune.py): each outer fold of the semi-supervised split runs its own "
+                "Ray Tune search (Optuna's TPE sampler, ASHA early stopping) whose trials are scored on the fold's "
+                "validation part only; the chosen configuration reports its test-fold accuracy under both selections "
+                "(val, test_max). Progress is one log line per trial event. SIGTERM or Ctrl-C saves the search's "
+                "state; --resume continues it. Needs pip install 'autogcl[tune]'.")
+    add_options(p, TuneConfig)
+    p.set_defaults(func=cmd_tune)
+
+
+def cmd_tune(args) -> int:
+    from .config import from_args
+    from .protocols.tune import TuneConfig, table, tune
+
+    summary = tune(from_args(TuneConfig, args))
+    print(table(summary))
+    return 0
+
+
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     """The whole parser, or (given the command line ``argv``) one whose only fully built
     command is the invoked one: the others are listed by name and help alone."""
@@ -526,7 +550,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     chosen = None if argv is None else next((a for a in argv if not a.startswith("-")), "")
     adders = {"unsupervised": add_unsupervised, "semi": add_semi, "report": add_report,
               "visualize": add_visualize, "ablate": add_ablate, "transfer": add_transfer,
-              "embed": add_embed, "reproduce": add_reproduce}
+              "embed": add_embed, "reproduce": add_reproduce, "tune": add_tune}
     for name, add in adders.items():
         if chosen is None or chosen == name:
             add(sub)

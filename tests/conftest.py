@@ -233,7 +233,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
 #: starts a local cluster, and test_executors.py finds the unit workers by their title and kills
 #: them, so no other Ray test may run beside them) and the torchrun tests (their module fixtures,
 #: the corpus and the unbroken run, are made once)
-XDIST_GROUPS = {"tests/test_executors.py": "ray", "tests/test_gpu_packing.py": "ray",
+XDIST_GROUPS = {"tests/test_executors.py": "ray", "tests/test_gpu_packing.py": "ray", "tests/protocols/test_tune.py": "ray",
                 "tests/train/test_distributed.py": "torchrun"}
 
 

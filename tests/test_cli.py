@@ -8,7 +8,7 @@ import pytest
 from autogcl.cli import HELP, build_parser
 
 COMMANDS = ["unsupervised", "semi", "ablate", "report", "transfer", "transfer pretrain", "transfer finetune",
-            "visualize", "visualize views", "visualize curves", "visualize tsne", "reproduce"]
+            "visualize", "visualize views", "visualize curves", "visualize tsne", "reproduce", "tune"]
 
 
 def test_top_level_help_lists_every_command_without_importing_torch():
