@@ -434,7 +434,7 @@ def cmd_pretrain(args) -> int:
 def add_embed(sub) -> None:
     from dataclasses import fields
 
-    from .config import add_options
+    from .config import DATA, add_options, help_group
     from .protocols.configs import EmbedConfig
 
     p = _parser(sub, "embed", HELP["embed"],
@@ -442,7 +442,8 @@ def add_embed(sub) -> None:
                 "of `autogcl unsupervised` (--model), a SMILES file with a molecule encoder (--encoder; default the "
                 "shipped autogcl-moses-fullx1), or a saved list of PyG Data (.pt) with either. SMILES that do not "
                 "parse are skipped and reported by file line; a .csv output keeps each row's input index.")
-    p.add_argument("data", metavar="DATA", help=next(f for f in fields(EmbedConfig) if f.name == "data").metadata["help"])
+    help_group(p, DATA).add_argument("data", metavar="DATA",
+                                     help=next(f for f in fields(EmbedConfig) if f.name == "data").metadata["help"])
     add_options(p, EmbedConfig)
     _run_options(p, ("device", "data_root", "download", "workers", "no_progress"))
     p.set_defaults(func=cmd_embed)

@@ -19,10 +19,17 @@ from pathlib import Path
 from .errors import ConfigError
 
 
+#: the groups of a command's ``--help``, in the order shown: what the command runs, the data it
+#: reads, the run's own settings (the default of an option that names no group), and where and
+#: how it executes; ``option(group=...)`` puts an option in one
+RUNS, DATA, SETTINGS, EXECUTION = "what the command runs", "the data", "the run's settings", "execution"
+GROUPS = (RUNS, DATA, SETTINGS, EXECUTION)
+
+
 def option(default=MISSING, help: str = "", *, choices=None, flag: str | None = None, type=None,
            cli: bool = True, metavar: str | None = None, factory=None, negate: str | None = None,
            what: str | None = None, low=None, high=None, low_open: bool = False, high_open: bool = False,
-           many: bool = False, implicit_default: bool = False):
+           many: bool = False, implicit_default: bool = False, group: str = SETTINGS):
     """A dataclass field with what the CLI needs. ``type``: the argument parser (default: the
     default's type; a ``list`` default parses comma-separated values with ``type``);
     ``negate``: for a ``True`` boolean, the flag that sets it to ``False`` (e.g. ``--no-mask``);
@@ -30,9 +37,11 @@ def option(default=MISSING, help: str = "", *, choices=None, flag: str | None = 
     ``low_open``/``high_open``): the range a number must lie in, checked by :class:`Config`;
     ``many``: a list given as one or more values after the flag (``--grid a=1,2 b=3``), which
     may also be repeated; ``implicit_default``: an option added after runs were made, which
-    ``config.json`` stores only when it is set away from its default (so those runs still resume)."""
-    meta = {"help": help, "choices": choices, "flag": flag, "type": type, "cli": cli, "metavar": metavar,
-            "negate": negate, "what": what, "many": many,
+    ``config.json`` stores only when it is set away from its default (so those runs still resume);
+    ``group``: where ``--help`` lists it (:data:`GROUPS`)."""
+    check_choice("help group", group, GROUPS)
+    meta = {"group": group, "help": help, "choices": choices, "flag": flag, "type": type, "cli": cli,
+            "metavar": metavar, "negate": negate, "what": what, "many": many,
             "implicit_default": implicit_default, "range": None if low is None and high is None else
             (low, high, low_open, high_open)}
     if factory is not None:
@@ -55,40 +64,55 @@ def _default(f):
     return f.default_factory() if f.default_factory is not MISSING else f.default
 
 
+def help_group(parser: argparse.ArgumentParser, title: str):
+    """The argument group ``title`` of ``parser``'s ``--help``; the first call makes all of
+    :data:`GROUPS`, in their order (a group left empty is not shown)."""
+    groups = getattr(parser, "_autogcl_groups", None)
+    if groups is None:
+        groups = parser._autogcl_groups = {t: parser.add_argument_group(t) for t in GROUPS}
+    return groups[title]
+
+
 def add_options(parser: argparse.ArgumentParser, cls, only=None, skip=(), defaults: dict | None = None) -> None:
     """Add the CLI options of dataclass ``cls`` to ``parser`` (``only``/``skip``: field names;
-    ``defaults``: per-command default overrides)."""
+    ``defaults``: per-command default overrides), each in its ``--help`` group (the option's
+    ``group``: :func:`help_group`)."""
     for f in fields(cls):
         meta = f.metadata
         if not meta or not meta.get("cli", True) or f.name in skip or (only is not None and f.name not in only):
             continue
-        default = (defaults or {}).get(f.name, _default(f))
-        flag = meta.get("flag") or "--" + f.name.replace("_", "-")
-        kw = {"dest": f.name, "help": meta.get("help") or None}
-        if isinstance(default, bool):
-            if default and meta.get("negate"):
-                # "%(default).0s" prints nothing and keeps the formatter from adding "(default: True)",
-                # which reads as if the flag were on
-                kw["help"] = f"turn off the default: {kw['help'] or f.name}%(default).0s"
-                parser.add_argument(meta["negate"], action="store_false", **kw)
-            else:
-                parser.add_argument(flag, action="store_true", **kw)
-            parser.set_defaults(**{f.name: default})
-            continue
-        if meta.get("many"):
-            parser.add_argument(flag, default=default, type=meta.get("type") or str, nargs="+", action="extend",
-                                metavar=meta.get("metavar"), **kw)
-            continue
-        if default in (None, "") and "default" in (kw["help"] or ""):
-            # the help says what None or "" resolves to; no "(default: None)" or "(default: )"
-            kw["help"] += "%(default).0s"
-        kind = meta.get("type")
-        if kind is None:
-            kind = type(default) if default is not None and not isinstance(default, (list, tuple)) else str
-        if isinstance(default, (list, tuple)) or str(f.type).startswith(("list", "tuple")):
-            kind = comma_list(meta.get("type") if meta.get("type") not in (None, list, tuple) else str)
-        parser.add_argument(flag, default=default, type=kind, choices=meta.get("choices"),
+        _add_option(help_group(parser, meta.get("group") or SETTINGS), parser, f, meta, defaults)
+
+
+def _add_option(group, owner: argparse.ArgumentParser, f, meta, defaults: dict | None) -> None:
+    """:func:`add_options` of one field, into ``group`` (an argument group of ``owner``)."""
+    default = (defaults or {}).get(f.name, _default(f))
+    flag = meta.get("flag") or "--" + f.name.replace("_", "-")
+    kw = {"dest": f.name, "help": meta.get("help") or None}
+    if isinstance(default, bool):
+        if default and meta.get("negate"):
+            # "%(default).0s" prints nothing and keeps the formatter from adding "(default: True)",
+            # which reads as if the flag were on
+            kw["help"] = f"turn off the default: {kw['help'] or f.name}%(default).0s"
+            group.add_argument(meta["negate"], action="store_false", **kw)
+        else:
+            group.add_argument(flag, action="store_true", **kw)
+        owner.set_defaults(**{f.name: default})
+        return
+    if meta.get("many"):
+        group.add_argument(flag, default=default, type=meta.get("type") or str, nargs="+", action="extend",
                             metavar=meta.get("metavar"), **kw)
+        return
+    if default in (None, "") and "default" in (kw["help"] or ""):
+        # the help says what None or "" resolves to; no "(default: None)" or "(default: )"
+        kw["help"] += "%(default).0s"
+    kind = meta.get("type")
+    if kind is None:
+        kind = type(default) if default is not None and not isinstance(default, (list, tuple)) else str
+    if isinstance(default, (list, tuple)) or str(f.type).startswith(("list", "tuple")):
+        kind = comma_list(meta.get("type") if meta.get("type") not in (None, list, tuple) else str)
+    group.add_argument(flag, default=default, type=kind, choices=meta.get("choices"),
+                        metavar=meta.get("metavar"), **kw)
 
 
 def from_args(cls, args: argparse.Namespace, **overrides):
@@ -166,32 +190,35 @@ class RunOptions(Config):
 
     seeds: int = option(5, "number of seeds", low=1)
     first_seed: int = option(0, "seeds are first-seed .. first-seed+seeds-1", low=0)
-    out: str = option("runs", "run directory")
-    resume: bool = option(False, "keep finished units, continue interrupted ones from their checkpoint")
+    out: str = option("runs", "run directory", group=EXECUTION)
+    resume: bool = option(False, "keep finished units, continue interrupted ones from their checkpoint",
+                          group=EXECUTION)
     restart_damaged: bool = option(False, "with --resume: restart from the beginning an interrupted unit whose "
-                                   "checkpoint or configuration cannot be read back (default: refuse, naming it)")
-    device: str = option("auto", "auto (CUDA when available), cpu, cuda or cuda:N")
+                                   "checkpoint or configuration cannot be read back (default: refuse, naming it)",
+                                   group=EXECUTION)
+    device: str = option("auto", "auto (CUDA when available), cpu, cuda or cuda:N", group=EXECUTION)
     precision: str = option(FP32, "forward passes in float32, or in bfloat16 (bf16: CUDA GPUs that have it; the "
-                            "losses stay in float32)", choices=PRECISIONS)
-    compile: bool = option(False, "compile the models with torch.compile (CUDA GPUs; the first epochs are slower)")
+                            "losses stay in float32)", choices=PRECISIONS, group=EXECUTION)
+    compile: bool = option(False, "compile the models with torch.compile (CUDA GPUs; the first epochs are slower)",
+                           group=EXECUTION)
     deterministic: bool = option(False, "train with PyTorch's deterministic kernels, so that a seed fixes a GPU run "
                                  "bit for bit (slower; CUDA's scatter-adds otherwise differ run to run in the last "
-                                 "bits; the CPU's kernels are deterministic already)")
-    data_root: str | None = option(None, "data root (else $AUTOGCL_DATA, else the project cache)", type=str)
+                                 "bits; the CPU's kernels are deterministic already)", group=EXECUTION)
+    data_root: str | None = option(None, "data root (else $AUTOGCL_DATA, else the project cache)", type=str, group=DATA)
     download: bool = option(False, "fetch a dataset that the named --data-root / $AUTOGCL_DATA lacks into the "
-                            "project cache (without a named root, missing datasets are always fetched)")
-    no_progress: bool = option(False, "no progress bars")
+                            "project cache (without a named root, missing datasets are always fetched)", group=DATA)
+    no_progress: bool = option(False, "no progress bars", group=EXECUTION)
     log_dir: str | None = option(None, "write every training run's per-epoch losses, evaluations and throughput as "
                                  "TensorBoard scalars, one folder per run (seed, fold) under this folder; needs "
                                  "pip install 'autogcl[tensorboard]'; with --tracking mlflow, the MLflow tracking "
                                  "store (a URI, or a folder: a local file store), one run per training run",
-                                 type=str, metavar="DIR")
+                                 type=str, metavar="DIR", group=EXECUTION)
     tracking: str = option(TRACK_TENSORBOARD, "where --log-dir's scalars go: TensorBoard event files, or an MLflow "
-                           "tracking store (pip install 'autogcl[mlflow]')", choices=TRACKERS)
+                           "tracking store (pip install 'autogcl[mlflow]')", choices=TRACKERS, group=EXECUTION)
     jobs: int | None = option(None, "processes for the SVM's fits (default: every core, as many as memory allows; "
-                              "with --executor ray at most the unit's CPUs)", type=int, low=1)
+                              "with --executor ray at most the unit's CPUs)", type=int, low=1, group=EXECUTION)
     fold_limit: int | None = option(None, "run only the first N folds (quick checks)", type=int, low=1)
-    workers: int | None = option(None, "featurising processes (default: all cores)", type=int, low=1)
+    workers: int | None = option(None, "featurising processes (default: all cores)", type=int, low=1, group=DATA)
     save_embeddings: list | None = option(None, "comma-separated epochs after which every graph's embedding is "
                                           "saved (embeddings_epochE.npz; semi: 0 = before training; "
                                           "unsupervised: evaluation epochs only)", type=int, metavar="EPOCHS")
@@ -201,13 +228,14 @@ class RunOptions(Config):
                              "training", type=str, metavar="UNIT_DIR")
     examples: int = option(6, "graphs (digits) to draw", low=1)
     executor: str = option(SERIAL, "where the units (seeds, folds) run: one after the other here (serial) or as "
-                           "Ray tasks (ray; pip install 'autogcl[ray]')", choices=EXECUTORS)
+                           "Ray tasks (ray; pip install 'autogcl[ray]')", choices=EXECUTORS, group=EXECUTION)
     ray_address: str | None = option(None, "with --executor ray: a running cluster to join (auto, or HOST:PORT); "
                                      "default: start a local cluster sized to this machine", type=str,
-                                     metavar="ADDR")
+                                     metavar="ADDR", group=EXECUTION)
     cpus_per_unit: float | None = option(None, "CPUs (torch threads) of each unit (default: 1 with ray; serial: "
-                                         "the process's threads)", type=float, low=0, low_open=True)
-    gpus_per_unit: float = option(0.0, "with --executor ray: GPUs of each unit (fractions share a GPU)", low=0)
+                                         "the process's threads)", type=float, low=0, low_open=True, group=EXECUTION)
+    gpus_per_unit: float = option(0.0, "with --executor ray: GPUs of each unit (fractions share a GPU)", low=0,
+                                  group=EXECUTION)
     grid: list | None = option(None, "sweep the cross product of option values x seeds, e.g. --grid lr=0.001,0.01 "
                                "batch_size=32,128; the table picks the configuration by validation score only",
                                type=str, metavar="KEY=V1,V2", many=True)

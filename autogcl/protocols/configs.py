@@ -41,7 +41,7 @@ from ..choices import (
     VIEW_SAMPLINGS,
     check_choice,
 )
-from ..config import Config, from_args, option
+from ..config import DATA, EXECUTION, RUNS, Config, from_args, option
 from ..errors import ConfigError
 from . import published
 
@@ -72,10 +72,10 @@ class UnsupervisedConfig(SweepConfig):
     """Everything that defines a result (how it runs, e.g. seeds or device, is in
     :class:`autogcl.config.RunOptions`)."""
 
-    dataset: str = option("MUTAG", "TU dataset name (MUTAG, PROTEINS, NCI1, DD, ...)")
+    dataset: str = option("MUTAG", "TU dataset name (MUTAG, PROTEINS, NCI1, DD, ...)", group=DATA)
     method: str = option("autogcl", "learnable view generators (autogcl) or random augmentations (graphcl)",
-                         choices=METHODS)
-    feat: str = option("deg+odeg100", "node-feature recipe (deg+odeg100, constant, ...)")
+                         choices=METHODS, group=RUNS)
+    feat: str = option("deg+odeg100", "node-feature recipe (deg+odeg100, constant, ...)", group=DATA)
     epochs: int = option(30, "training epochs", low=1)
     batch_size: int = option(128, "batch size", low=2)
     lr: float = option(0.001, "Adam learning rate", low=0, low_open=True)
@@ -171,9 +171,10 @@ ROW_SPECIFIC = ("aug", "aug_ratio", "tau", "cl_variant", "pretrain_epochs", "lam
 class SemiConfig(SweepConfig):
     """Everything that defines a semi-supervised result (one row on one dataset)."""
 
-    dataset: str = option("PROTEINS", "TU dataset name")
-    row: str = option("joint", "row(s) to run: a name, a comma-separated list, or 'all' (" + ", ".join(ROWS) + ")")
-    feat: str = option("deg+odeg100", "node-feature recipe")
+    dataset: str = option("PROTEINS", "TU dataset name", group=DATA)
+    row: str = option("joint", "row(s) to run: a name, a comma-separated list, or 'all' (" + ", ".join(ROWS) + ")",
+                      group=RUNS)
+    feat: str = option("deg+odeg100", "node-feature recipe", group=DATA)
     epochs: int = option(30, "training epochs", low=1)
     pretrain_epochs: int = option(30, "pre-training epochs of graphcl_cl and naive", low=0)
     batch_size: int | None = option(None, "batch size (default 128; 64 for DD, COLLAB, REDDIT-*, GITHUB)",
@@ -236,8 +237,10 @@ SINGLE_AUGS = (AUG_NODE_DROP, AUG_SUBGRAPH, AUG_EDGE_PERT, AUG_ATTR_MASK)
 class AblationConfig(SweepConfig):
     """The GraphCL augmentation ablation: which row, augmentations and ratios, on which datasets."""
 
-    dataset: list = option(None, "one or more comma-separated TU datasets", factory=lambda: ["NCI1"], type=str)
-    row: str = option("graphcl_cl", "the semi-supervised GraphCL row", choices=("graphcl_cl", "graphcl_aug"))
+    dataset: list = option(None, "one or more comma-separated TU datasets", factory=lambda: ["NCI1"], type=str,
+                           group=DATA)
+    row: str = option("graphcl_cl", "the semi-supervised GraphCL row", choices=("graphcl_cl", "graphcl_aug"),
+                      group=RUNS)
     augs: list = option(None, "augmentations run alone at ratio 0.2", factory=lambda: list(SINGLE_AUGS), type=str)
     ratios: list = option(None, "ratios of the ratio sweep", factory=lambda: list(published.ABLATION_RATIOS),
                           type=float)
@@ -283,17 +286,18 @@ class PretrainConfig(Config):
     """Everything that defines a pre-training run."""
 
     corpus: str = option("", "SMILES file (CSV with a SMILES column, or .smi; .gz ok); default: "
-                         "<data root>/pretrain/moses_train.csv.gz")
+                         "<data root>/pretrain/moses_train.csv.gz", group=DATA)
     # name, size, SHA-256 of the corpus: a replaced file is never resumed
     corpus_fingerprint: list | None = option(None, cli=False)
-    smiles_col: str | None = option(None, "SMILES column (default: one named SMILES, else the first)", type=str)
+    smiles_col: str | None = option(None, "SMILES column (default: one named SMILES, else the first)", type=str,
+                                    group=DATA)
     method: str = option("autogcl", "learnable view generators (naive strategy) or GraphCL's random4",
-                         choices=METHODS)
+                         choices=METHODS, group=RUNS)
     epochs: int = option(20, "epochs over the corpus", low=1)
     batch_size: int = option(256, "batch size", low=2)
     lr: float = option(0.001, "Adam learning rate", low=0, low_open=True)
-    max_molecules: int | None = option(None, "read only the first N SMILES", type=int)
-    chunk_size: int = option(50_000, "SMILES per cached chunk (bounds memory)")
+    max_molecules: int | None = option(None, "read only the first N SMILES", type=int, group=DATA)
+    chunk_size: int = option(50_000, "SMILES per cached chunk (bounds memory)", group=DATA)
     dim: int = option(300, "encoder width (Hu et al.: 300); recorded in encoder.pt, which finetune reads back",
                       low=1)
     num_layers: int = option(5, "encoder layers (Hu et al.: 5); recorded in encoder.pt", low=1)
@@ -344,13 +348,14 @@ PAPER_FINETUNE = FINETUNE_PRESETS["paper"]
 class FinetuneConfig(SweepConfig):
     """Everything that defines a fine-tuning result (one dataset)."""
 
-    dataset: str = option("bbbp", "MoleculeNet name(s), comma-separated, or all: " + ", ".join(MOLECULENET_SETS))
+    dataset: str = option("bbbp", "MoleculeNet name(s), comma-separated, or all: " + ", ".join(MOLECULENET_SETS),
+                          group=DATA)
     checkpoint: str | None = option(None, "encoder.pt of a pre-training run, or a shipped encoder's name (autogcl-moses-fullx1); "
-                                      "none: the No-pretrain row", type=str)
-    csv: str | None = option(None, "your own CSV instead of --dataset", type=str)
-    smiles_col: str = option("smiles", "SMILES column of --csv")
+                                      "none: the No-pretrain row", type=str, group=RUNS)
+    csv: str | None = option(None, "your own CSV instead of --dataset", type=str, group=DATA)
+    smiles_col: str = option("smiles", "SMILES column of --csv", group=DATA)
     label_cols: list[str] | None = option(None, "comma-separated label columns of --csv (default: all others)",
-                                          type=str, metavar="A,B")
+                                          type=str, metavar="A,B", group=DATA)
     # the defaults are the published protocol's, MoleculeEncoder.finetune(preset="paper")
     epochs: int = option(PAPER_FINETUNE["epochs"], "fine-tuning epochs", low=1)
     batch_size: int = option(PAPER_FINETUNE["batch_size"], "batch size", low=2)
@@ -360,8 +365,9 @@ class FinetuneConfig(SweepConfig):
                             high_open=True)
     dim: int = option(300, "GIN width (without --checkpoint)", cli=False)
     num_layers: int = option(5, "GIN layers (without --checkpoint)", cli=False)
-    task: str | None = option(None, "classification (binary labels) or regression (numbers); default: inferred "
-                              "from the labels", type=str, choices=TASKS)
+    task: str | None = option(None, "classification (binary labels: masked BCE, ROC-AUC) or regression (numbers: "
+                              "standardised targets, MSE; RMSE, MAE and R², predictions in the targets' units); "
+                              "default: inferred from the labels", type=str, choices=TASKS, group=RUNS)
     select: str = option("val", "selection reported as the result (both are always recorded): val, or test_max "
                          "(classification) / test_min (regression)",
                          choices=tuple(dict.fromkeys(SELECTIONS + REGRESSION_SELECTIONS)), what="selection")
@@ -450,7 +456,7 @@ class ViewsConfig(Config):
     """Everything that defines a view-visualisation run (None: the classifier's default,
     :data:`CLASSIFIER_DEFAULTS`)."""
 
-    dataset: str = option("MNIST", "MNIST or a TU dataset name")
+    dataset: str = option("MNIST", "MNIST or a TU dataset name", group=DATA)
     # the paper trains to 0.9; on the 8,000 offline MNIST training graphs the validation view
     # accuracy reaches 0.72-0.80 in the first joint epoch, then falls (docs/method.md)
     target_acc: float = option(0.7, "stop when the accuracy on generated validation views reaches this "
@@ -513,17 +519,17 @@ class EmbedConfig(Config):
 
     data: str = option("", "a TU dataset name (with --model), a SMILES file (.csv, .smi, plain or .gz; with "
                        "--encoder), or a saved dataset (.pt holding a list of PyG Data; with --model or --encoder)",
-                       cli=False)
+                       cli=False, group=DATA)
     model: str | None = option(None, "a model that has embed: model.pt of `autogcl unsupervised` or `autogcl semi`, "
                                "or a file of AutoGCL/GraphCL/SemiSupervised.save (any model autogcl.load reads)",
-                               type=str)
+                               type=str, group=RUNS)
     encoder: str | None = option(None, "molecule encoder: a shipped encoder's name or an encoder.pt (default for "
-                                 "a SMILES file: autogcl-moses-fullx1)", type=str)
-    smiles_col: str = option("smiles", "SMILES column of a CSV (matched ignoring case)")
+                                 "a SMILES file: autogcl-moses-fullx1)", type=str, group=RUNS)
+    smiles_col: str = option("smiles", "SMILES column of a CSV (matched ignoring case)", group=DATA)
     feat: str | None = option(None, "node-feature recipe of a TU dataset (default: the one in config.json beside "
-                              "--model, else deg+odeg100)", type=str)
+                              "--model, else deg+odeg100)", type=str, group=DATA)
     out: str = option("embeddings.npy", "file to write: .npy (the embeddings of the graphs read, in input order) or "
-                      ".csv (with each row's input index, SMILES or label)")
+                      ".csv (with each row's input index, SMILES or label)", group=EXECUTION)
     batch_size: int = option(256, "graphs per forward pass", low=1)
 
     def __post_init__(self):
