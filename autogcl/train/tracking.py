@@ -124,6 +124,27 @@ def mlflow_uri(store: str | Path) -> str:
     return Path(text).resolve().as_uri()
 
 
+#: MLflow's database stores (``sqlite:///...``, ``postgresql://...``): SQLAlchemy and alembic
+#: talk to them, which ``mlflow-skinny`` (what ``autogcl[mlflow]`` may resolve to) lacks
+DATABASE_SCHEMES = ("sqlite", "postgresql", "mysql", "mssql")
+
+
+def check_store_packages(uri: str) -> None:
+    """A :class:`ConfigError` saying what to install when the MLflow store ``uri`` is a
+    database and the packages MLflow reads one with are missing (MLflow's own error names a
+    module deep in its store code, or only "cannot log a run")."""
+    import importlib.util
+
+    scheme = uri.split(":", 1)[0].split("+", 1)[0].lower()
+    if scheme not in DATABASE_SCHEMES:
+        return
+    missing = [m for m in ("sqlalchemy", "alembic") if importlib.util.find_spec(m) is None]
+    if missing:
+        raise ConfigError(f"MLflow tracking store {uri}: a {scheme} database store needs "
+                          f"{' and '.join(missing)}, which are not installed: pip install {' '.join(missing)} "
+                          "(the full mlflow package includes them; mlflow-skinny does not)")
+
+
 class MLflowTracker:
     """Per-epoch scalars (:func:`scalars`) of one training run, as the metrics of an MLflow run
     named ``run_name`` in the experiment :data:`MLFLOW_EXPERIMENT` of the tracking store
@@ -134,6 +155,7 @@ class MLflowTracker:
     def __init__(self, store: str | Path, run_name: str):
         client = _mlflow_client()
         self.uri = mlflow_uri(store)
+        check_store_packages(self.uri)
         try:
             self.client = client(tracking_uri=self.uri)
             exp = self.client.get_experiment_by_name(MLFLOW_EXPERIMENT)

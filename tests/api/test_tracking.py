@@ -220,3 +220,15 @@ def test_transfer_pretrain_tracking_mlflow(corpus, tmp_path, monkeypatch):
     assert [s for s, _ in got["loss/loss"]] == [1, 2]
     assert [v for _, v in got["loss/loss"]] == [pytest.approx(float(r["loss"]), rel=1e-9) for r in rows]
     assert [s for s, _ in got["perf/molecules_per_s"]] == [1, 2]
+
+
+def test_an_mlflow_database_store_without_sqlalchemy_says_to_install_it(tmp_path, monkeypatch):
+    """A SQLite store and no SQLAlchemy (mlflow-skinny): the error says what to install (issue 59)."""
+    import sys
+
+    pytest.importorskip("mlflow", reason="the MLflow tests read an MLflow store (pip install mlflow-skinny)")
+    monkeypatch.setitem(sys.modules, "sqlalchemy", None)  # as if it were not installed
+    with pytest.raises(ConfigError, match=r"sqlite:///.*a sqlite database store needs sqlalchemy.*not installed: "
+                                          r"pip install sqlalchemy"):
+        autogcl.GraphCL(hidden=4, num_layers=1).fit(GRAPHS, epochs=1, progress=False, device="cpu",
+                                                    log_dir=f"sqlite:///{tmp_path}/mlflow.db", tracking="mlflow")
