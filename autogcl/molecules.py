@@ -20,6 +20,7 @@ See the "Molecules" section of ``docs/api.md``.
 
 from __future__ import annotations
 
+import csv
 import logging
 import math
 import time
@@ -37,7 +38,8 @@ from torch_geometric.loader import DataLoader
 from . import __version__
 from .atomic import atomic_save, check_weights, with_digest
 from .choices import BN_RUNNING, BN_SETTLED, LR_CONSTANT, LR_COSINE, READOUT_MEAN, READOUT_SCALED_SUM, check_choice
-from .data.molecules import VOCAB, featurize, iter_smiles, label_task, smiles_to_graph
+from .data.molecules import (VOCAB, featurize, is_sdf, iter_smiles, label_task, open_text, read_labeled_csv,
+                             smiles_to_graph)
 from .devices import deterministic_kernels, resolve_device
 from .errors import ConfigError, DataError
 from .eval.metrics import regression_scores, roc_auc
@@ -169,8 +171,9 @@ def from_smiles(smiles, y=None, *, workers: int | None = None, progress: bool = 
     return Molecules(graphs, index, [smiles[i] for i in index], skipped, n)
 
 
-#: file names read as SMILES files where a list of SMILES is expected (``.gz`` allowed too)
-SMILES_FILES = (".csv", ".smi", ".txt")
+#: file names read as molecule files where a list of SMILES is expected (``.gz`` allowed too):
+#: SMILES files, and SDF files (:func:`autogcl.data.molecules.read_sdf`, each record's SMILES)
+SMILES_FILES = (".csv", ".smi", ".txt", ".sdf", ".sd")
 
 
 def _smiles_of_file(data):
@@ -185,13 +188,48 @@ def _smiles_of_file(data):
         return data
     path = Path(data)
     if not path.is_file():
-        raise DataError(f"{path}: {'a folder' if path.is_dir() else 'no such file'} (a path of a SMILES file "
-                        f"({', '.join(SMILES_FILES)}) is read as one; give a list to pass SMILES)")
+        raise DataError(f"{path}: {'a folder' if path.is_dir() else 'no such file'} (a path of a SMILES or SDF "
+                        f"file ({', '.join(SMILES_FILES)}) is read as one; give a list to pass SMILES)")
     smiles = [s for _, s in iter_smiles(path)]
     if not smiles:
         raise DataError(f"{path}: no SMILES below the header")
-    log.info("%s: read %d SMILES", path, len(smiles))
+    log.info("%s: read %d %s", path, len(smiles), "records" if is_sdf(path) else "SMILES")
     return smiles
+
+
+def _label_names(y) -> list[str] | None:
+    """``y`` as a list of column names when it names label columns (a string or strings)."""
+    names = [y] if isinstance(y, str) else y
+    if isinstance(names, (list, tuple)) and names and all(isinstance(c, str) for c in names):
+        return list(names)
+    return None
+
+
+def _labeled_file(data, y):
+    """``(smiles, labels, names)`` when ``data`` names a SMILES or SDF file and ``y`` names its
+    label columns (property fields of an SDF), else ``None``."""
+    names = _label_names(y)
+    if names is None:
+        return None
+    if not (isinstance(data, Path) or (isinstance(data, str) and data.strip().lower().removesuffix(".gz")
+                                       .endswith(SMILES_FILES))):
+        raise DataError(f"y={y!r} names label columns, which only a SMILES or SDF file has: give the file's path "
+                        "as data, or the labels themselves as y")
+    path = Path(data)
+    smiles, _, labels, tasks = read_labeled_csv(path, _smiles_column(path), list(names))
+    return smiles, labels.astype(np.float64), tasks
+
+
+def _smiles_column(path: Path) -> str:
+    """The SMILES column of a CSV, as :func:`iter_smiles` finds it (unused for an SDF file)."""
+    if is_sdf(path):
+        return ""
+    with open_text(path) as f:
+        header = next(csv.reader(f), [])
+    lower = [h.strip().lower() for h in header]
+    if not header:
+        raise DataError(f"{path}: the file is empty")
+    return header[lower.index("smiles")].strip() if "smiles" in lower else header[0].strip()
 
 
 def as_molecules(data, y=None, **kw) -> Molecules:
@@ -370,7 +408,8 @@ class MoleculeEncoder(nn.Module):
         one fine-tuning recipe of autogcl, which ``autogcl transfer finetune`` runs per seed.
 
         ``data``: SMILES (with labels ``y``: a vector, or a ``SMILES x tasks`` matrix, NaN for a
-        missing label), :func:`from_smiles`'s result, molecule graphs with ``y``, or a labeled
+        missing label), the path of a SMILES CSV or an SDF file with ``y`` the name(s) of its label
+        column(s) or property field(s) (``finetune("train.sdf", y="SOL")``), :func:`from_smiles`'s result, molecule graphs with ``y``, or a labeled
         molecule dataset (:func:`autogcl.data.load_moleculenet`, ``load_molecule_csv``).
         ``task``: ``"classification"`` (binary labels: masked binary cross-entropy, ROC-AUC) or
         ``"regression"`` (numbers: targets standardised with the training part's mean and std
@@ -423,7 +462,7 @@ class MoleculeEncoder(nn.Module):
         graphs, labels, smiles, mols = _labeled(data, y)
         num_tasks = int(labels.shape[1])
         if tasks is None:
-            tasks = (getattr(data, "meta", None) or {}).get("tasks")
+            tasks = _label_names(y) or (getattr(data, "meta", None) or {}).get("tasks")
         if tasks is not None and len(tasks) != num_tasks:
             raise DataError(f"{len(tasks)} task names for {num_tasks} label column(s)")
         parts = _split_parts(opts["split"], len(labels), smiles, opts["frac"], seed)
@@ -581,6 +620,9 @@ def _labeled(data, y):
             labels = labels[torch.as_tensor(list(idx), dtype=torch.long)]
             smiles = [smiles[i] for i in idx] if smiles else None
         return data, labels.numpy().astype(np.float64), smiles, None
+    named = _labeled_file(data, y)
+    if named is not None:  # a file and the names of its label columns (an SDF's property fields)
+        data, y, _ = named
     mols = as_molecules(data)
     if y is not None:
         labels = _labels(y, mols.num_input)[mols.index]
@@ -756,6 +798,9 @@ class MoleculePredictor(nn.Module):
         """The predictor's scores on labeled molecules (``y`` as :meth:`MoleculeEncoder.finetune`
         takes it): ``{"roc_auc", "tasks"}`` (tasks with both classes), or ``{"rmse", "mae",
         "r2", "tasks"}`` in the targets' units (tasks with two labels or more)."""
+        named = _labeled_file(smiles, y)
+        if named is not None:  # a file and the names of its label columns
+            smiles, y, _ = named
         mols = as_molecules(smiles)
         labels = _labels(y, mols.num_input)[mols.index]
         values, _ = self.predict(mols, batch_size)

@@ -358,8 +358,12 @@ def label_task(y: np.ndarray, task: str | None = None, source: str = "labels", r
 def read_labeled_csv(path: Path, smiles_col: str, label_cols: list[str] | None,
                      exclude: tuple[str, ...] = ()) -> tuple[list[str], list[int], np.ndarray, list[str]]:
     """SMILES, their line numbers, a ``rows x tasks`` label matrix (numbers; NaN = missing)
-    and the task names (:func:`label_task` says whether they are binary). ``label_cols=None`` takes every column but the SMILES and ``exclude``."""
+    and the task names (:func:`label_task` says whether they are binary). ``label_cols=None`` takes every column but the SMILES and ``exclude``.
+    An SDF file (``.sdf``, ``.sdf.gz``) is read by :func:`read_sdf` instead: its property
+    fields are the columns, its record numbers the lines, and ``smiles_col`` is not used."""
     path = Path(path)
+    if is_sdf(path):
+        return read_sdf(path, label_cols, exclude)
     with open_text(path) as f:
         reader = csv.reader(f)
         try:
@@ -414,8 +418,13 @@ def _records(reader) -> Iterator[tuple[int, list[str]]]:
 def iter_smiles(path: Path, smiles_col: str | None = None) -> Iterator[tuple[int, str]]:
     """Stream ``(line, smiles)`` from a SMILES file: a CSV with a header naming the SMILES
     column (``smiles_col``, else a column called SMILES in any case, else the first), or a
-    headerless ``.smi`` file (first whitespace-separated field of each line)."""
+    headerless ``.smi`` file (first whitespace-separated field of each line). An SDF file
+    gives ``(record, smiles)`` (:func:`read_sdf`; a record RDKit cannot read gives ``""``)."""
     path = Path(path)
+    if is_sdf(path):
+        smiles, records, _, _ = read_sdf(path, [])
+        yield from zip(records, smiles)
+        return
     with open_text(path) as f:
         name = path.name.lower().removesuffix(".gz")
         if name.endswith((".smi", ".txt")) and smiles_col is None:
@@ -445,3 +454,111 @@ def iter_smiles(path: Path, smiles_col: str | None = None) -> Iterator[tuple[int
                     yield line, row[col] if col < len(row) else ""
         except (csv.Error, UnicodeDecodeError, EOFError, OSError) as exc:
             raise DataError(f"{path}:{line + 1}: cannot read the file ({exc})") from None
+
+
+# ---------------------------------------------------------------------------------------
+# SDF files
+
+
+#: file names read as SDF (``.gz`` allowed too)
+SDF_SUFFIXES = (".sdf", ".sd")
+
+
+def is_sdf(path) -> bool:
+    """Whether ``path`` names an SDF file (by its suffix, ``.gz`` allowed)."""
+    return Path(path).name.lower().removesuffix(".gz").endswith(SDF_SUFFIXES)
+
+
+def _sdf_reason(block: str) -> str:
+    """RDKit's reason why an SDF record gives no molecule (its logged error), for the message."""
+    Chem = rdkit()
+    from rdkit import rdBase
+
+    capture = getattr(rdBase, "CaptureErrorLog", None)
+    if capture is None:  # pragma: no cover - RDKit before 2025
+        return "RDKit cannot read it"
+    with capture() as cap:
+        Chem.MolFromMolBlock(block)
+    lines = []
+    for t in cap.messages.splitlines():
+        t = re.sub(r"^\[[0-9:. ]+\]\s*", "", t).strip()
+        if t.startswith(("----", "Stacktrace", "Violation occurred", "Failed Expression")):
+            break  # RDKit's invariant reports go on with a C++ stack trace, which says nothing to a user
+        if t and not set(t) <= {"*"}:
+            lines.append(t)
+    return "; ".join(lines[:3])[:300] or "RDKit cannot read it"
+
+
+def _sdf_number(value: str, path: Path, record: int, name: str) -> float:
+    text = value.strip()
+    if text == "":
+        return math.nan
+    try:
+        v = float(text)
+    except ValueError:
+        raise DataError(f"{path}: record {record}: label {text!r} in field {name!r} is not a number") from None
+    if math.isinf(v):
+        raise DataError(f"{path}: record {record}: label {text!r} in field {name!r} is not a finite number")
+    return v
+
+
+def read_sdf(path: Path, label_cols: list[str] | None = None,
+             exclude: tuple[str, ...] = ()) -> tuple[list[str], list[int], np.ndarray, list[str]]:
+    """An SDF file's molecules as ``(smiles, records, labels, fields)``, in the form of
+    :func:`read_labeled_csv`: each record's canonical isomeric SMILES (RDKit's
+    ``SDMolSupplier``, hydrogens removed), its record number (1 = the first), a ``records x
+    fields`` float32 label matrix (NaN = missing) and the property fields read as labels.
+
+    ``label_cols``: the property fields to read (each must occur in the file); ``None`` takes
+    every field whose values are all numbers (or empty), less ``exclude`` (text fields such as a
+    name are left out, and the log says which were taken); ``[]`` reads no labels. A record
+    RDKit cannot read keeps its place with the SMILES ``""`` and NaN labels, and is named by
+    its record number and RDKit's reason in a warning (the featuriser then skips it)."""
+    Chem = rdkit()
+    path = Path(path)
+    with open_text(path) as f:
+        text = "".join(f)
+    supplier = Chem.SDMolSupplier()
+    supplier.SetData(text, sanitize=True, removeHs=True)
+    from rdkit import rdBase
+
+    mols, fields = [], {}
+    with rdBase.BlockLogs():  # each unreadable record is reported once, below, with its number
+        for i in range(len(supplier)):
+            mol = supplier[i]
+            props = mol.GetPropsAsDict(includePrivate=False, includeComputed=False) if mol is not None else {}
+            mols.append((mol, {k: str(v) for k, v in props.items()}))
+            for k in props:
+                fields.setdefault(k, None)
+    if not mols:
+        raise DataError(f"{path}: no records (an SDF file has records ending in '$$$$')")
+    bad = [(r, _sdf_reason(supplier.GetItemText(r - 1))) for r, (m, _) in enumerate(mols, start=1) if m is None]
+    for r, why in bad[:10]:
+        log.warning("%s: record %d cannot be read: %s (skipped)", path, r, why)
+    if len(bad) > 10:
+        log.warning("%s: ... and %d more records that cannot be read", path, len(bad) - 10)
+    names = list(fields)
+    if label_cols is None:
+        label_cols = []
+        for name in names:
+            if name in exclude:
+                continue
+            try:
+                for r, (m, props) in enumerate(mols, start=1):
+                    _sdf_number(props.get(name, ""), path, r, name)
+            except DataError:
+                continue
+            label_cols.append(name)
+        if not label_cols:
+            raise DataError(f"{path}: no numeric property field to read as labels; fields are {names}")
+        log.info("%s: label fields %s (the numeric ones of %s)", path, label_cols, names)
+    missing = [c for c in label_cols if c not in fields]
+    if missing:
+        raise DataError(f"{path}: no property field(s) {missing}; fields are {names}")
+    smiles, labels = [], []
+    for r, (mol, props) in enumerate(mols, start=1):
+        smiles.append(Chem.MolToSmiles(mol) if mol is not None else "")
+        labels.append([_sdf_number(props.get(c, ""), path, r, c) if mol is not None else math.nan
+                       for c in label_cols])
+    y = np.asarray(labels, dtype=np.float32).reshape(len(smiles), len(label_cols))
+    return smiles, list(range(1, len(smiles) + 1)), y, list(label_cols)

@@ -99,17 +99,32 @@ def murcko_scaffold(smiles: str) -> str:
     return MurckoScaffold.MurckoScaffoldSmiles(smiles=smiles, includeChirality=True)
 
 
-def scaffold_split(smiles: list[str], frac: tuple[float, float, float] = (0.8, 0.1, 0.1)) -> dict:
-    """Deterministic scaffold split (Hu et al. 2020): molecules grouped by scaffold, groups
-    sorted largest first (ties: the group whose first molecule comes last, as in Hu et
-    al.'s code), each group put whole into train until train would pass ``frac[0]``, then into valid until train +
-    valid would pass ``frac[0] + frac[1]``, then into test. No scaffold is in two parts."""
+def scaffold_split(smiles: list[str], frac: tuple[float, float, float] = (0.8, 0.1, 0.1),
+                   seed: int | None = None) -> dict:
+    """Scaffold split: molecules grouped by Bemis-Murcko scaffold, no scaffold in two parts.
+
+    ``seed=None``: the deterministic split of Hu et al. 2020: groups sorted largest first
+    (ties: the group whose first molecule comes last, as in Hu et al.'s code), each group put
+    whole into train until train would pass ``frac[0]``, then into valid until train + valid
+    would pass ``frac[0] + frac[1]``, then into test. ``seed=int``: the balanced scaffold split
+    (Yang et al. 2019, chemprop's ``scaffold_balanced``): the groups larger than half the test
+    part go first, the others follow in an order drawn from ``seed``, and they fill the parts
+    in the same way, so each seed gives another split of the same kind."""
     if abs(sum(frac) - 1.0) > 1e-6 or min(frac) < 0:
         raise ConfigError(f"split fractions must be non-negative and sum to 1, got {frac}")
     groups: dict[str, list[int]] = {}
     for i, s in enumerate(smiles):
         groups.setdefault(murcko_scaffold(s), []).append(i)
-    ordered = sorted(groups.values(), key=lambda g: (len(g), g[0]), reverse=True)
+    if seed is None:
+        ordered = sorted(groups.values(), key=lambda g: (len(g), g[0]), reverse=True)
+    else:
+        rng = np.random.default_rng(seed)
+        sets = list(groups.values())
+        big = [g for g in sets if len(g) > frac[2] * len(smiles) / 2]
+        small = [g for g in sets if len(g) <= frac[2] * len(smiles) / 2]
+        big = [big[i] for i in rng.permutation(len(big))]
+        small = [small[i] for i in rng.permutation(len(small))]
+        ordered = big + small
     n = len(smiles)
     train_cut, valid_cut = frac[0] * n, (frac[0] + frac[1]) * n
     parts: dict[str, list[int]] = {"train": [], "valid": [], "test": []}

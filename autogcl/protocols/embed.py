@@ -23,7 +23,7 @@ __all__ = ["EmbedConfig", "Embedded", "embed", "load_model", "write"]
 
 log = logging.getLogger(__name__)
 
-SMILES_SUFFIXES = (".csv", ".smi", ".txt", ".csv.gz", ".smi.gz", ".txt.gz")
+SMILES_SUFFIXES = (".csv", ".smi", ".txt", ".sdf", ".sd", ".csv.gz", ".smi.gz", ".txt.gz", ".sdf.gz", ".sd.gz")
 
 
 @dataclass

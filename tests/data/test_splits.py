@@ -97,3 +97,25 @@ def test_scaffold_split_sizes_on_bbbp(data_root):
     ds = load_moleculenet("bbbp", data_root, workers=1, progress=False)
     split = scaffold_split(ds.meta["smiles"])
     assert [len(split[k]) for k in ("train", "valid", "test")] == [1631, 204, 204]  # Hu et al.'s sizes
+
+
+def test_a_seeded_scaffold_split_is_balanced_drawn_from_the_seed_and_keeps_scaffolds_whole(data_root):
+    """The balanced scaffold split (seed=int): parts near 80/10/10, no scaffold in two parts,
+    the same split for the same seed and another for another seed; seed=None is the
+    deterministic split of Hu et al. (unchanged)."""
+    import csv
+
+    from autogcl.data.splits import murcko_scaffold, scaffold_split
+
+    with open(data_root / "moleculenet" / "bace.csv", encoding="utf-8") as f:
+        smiles = [r["mol"] for r in csv.DictReader(f)][:400]
+    a, b, c = (scaffold_split(smiles, (0.8, 0.1, 0.1), seed=s) for s in (0, 0, 1))
+    assert a == b and a["train"] != c["train"]
+    n = len(smiles)
+    assert sorted(a["train"] + a["valid"] + a["test"]) == list(range(n))
+    assert abs(len(a["train"]) - 0.8 * n) <= 0.1 * n and len(a["valid"]) > 0 and len(a["test"]) > 0
+    owner = {}
+    for part in ("train", "valid", "test"):
+        for i in a[part]:
+            assert owner.setdefault(murcko_scaffold(smiles[i]), part) == part
+    assert scaffold_split(smiles) == scaffold_split(smiles, seed=None)
