@@ -5,6 +5,7 @@ projection head."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from pathlib import Path
 
 import torch
@@ -32,6 +33,7 @@ from ..losses import cl_kwargs
 from ..models import ContrastModel, GINEncoder
 from ..models.embed import embed as _embed
 from ..train import GraphCLStrategy, NaiveStrategy, Trainer, check_fit_plan
+from ..train.best import BestEpoch, check_patience
 from ..train.optim import adam
 from .base import Estimator, check_contrastive_batch, eval_mode, register_model_type
 
@@ -76,7 +78,8 @@ class ContrastiveLearner(Estimator):
     # ------------------------------------------------------------------ training
     def fit(self, data, epochs: int = 30, batch_size: int | None = None, device="auto", seed: int | None = None,
             progress: bool | None = None, evaluate=None, checkpoint: str | Path | None = None,
-            log_dir: str | Path | None = None, tracking: str | None = None) -> list[dict]:
+            log_dir: str | Path | None = None, tracking: str | None = None, monitor: str | None = None,
+            patience: int | None = None) -> list[dict]:
         """Train contrastively on ``data`` (labels unused: graphs with and without ``y`` mix
         freely) and return one row per epoch: ``epoch``, the loss terms, ``time_s`` and
         whatever ``evaluate(epoch)`` returns.
@@ -98,9 +101,21 @@ class ContrastiveLearner(Estimator):
         graphs/s; ``pip install 'autogcl[tensorboard]'``), or with ``tracking="mlflow"`` an
         MLflow tracking store (a URI, or a folder for a local file store) to log the same
         scalars to as the metrics of a run (``pip install 'autogcl[mlflow]'``);
-        ``autogcl.choices.TRACKERS``."""
+        ``autogcl.choices.TRACKERS``.
+        ``monitor``: the name of a score ``evaluate`` returns (higher is better, e.g. a
+        validation accuracy): at the end the weights of the epoch with the best one (the first
+        on ties) are restored, its row has ``kept=True`` and ``selected_by=monitor``, and
+        :attr:`selection` says so (:class:`autogcl.train.best.BestEpoch`, as
+        ``SemiSupervised.fit(validation=...)``). ``patience``: with ``monitor``, stop after
+        this many epochs without a better score."""
         if not isinstance(epochs, int) or epochs < 0:
             raise ConfigError(f"epochs must be an int of at least 0, got {epochs!r}")
+        check_patience(patience)
+        if (patience is not None or monitor is not None) and (monitor is None or evaluate is None):
+            raise ConfigError("monitor= names a score that evaluate= returns, and patience= waits for it: give "
+                              "evaluate=... and monitor='its key' (e.g. monitor='val_acc')")
+        keeper = None if monitor is None else BestEpoch(self, monitor, patience)
+        self.selection = None
         self._check_checkpoint(checkpoint)
         gen = self._generator(seed)
         store = self.prepare(data).store
@@ -122,16 +137,37 @@ class ContrastiveLearner(Estimator):
         tracker = self._tracker(log_dir, type(self).__name__, tracking)
         trainer = Trainer(self._strategy, device=engine_of(device), checkpoint=checkpoint, loader_gen=gen,
                           desc=type(self).__name__, show_progress=progress, tracker=tracker)  # an Engine's settings too
+
+        def evaluate_epoch(epoch):
+            reported = evaluate(epoch)
+            if isinstance(reported, Mapping) and monitor in reported:
+                keeper.observe(epoch, reported[monitor])
+            return reported
+
         try:
             rows = [{k: v for k, v in r.items() if not (k == "sim_loss" and v != v)}  # NaN: not measured
-                    for r in trainer.fit(loader, done + epochs, evaluate=evaluate, start=done + 1)
+                    for r in trainer.fit(loader, done + epochs, evaluate=evaluate if keeper is None else evaluate_epoch,
+                                         start=done + 1, stop=None if keeper is None else keeper.stop,
+                                         extra=None if keeper is None else keeper.state)
                     if r["epoch"] > done]  # a checkpoint may also hold the rows of earlier calls
         finally:
             if tracker is not None:
                 tracker.close()
+        if keeper is not None:
+            kept = keeper.restore()
+            for r in rows:
+                if r["epoch"] == kept:
+                    r.update(kept=True, selected_by=monitor)
+            self.selection = {"epoch": kept, monitor: keeper.state["best_score"], "criterion": f"best {monitor}",
+                              "epochs_run": len(rows), "stopped_early": len(rows) < epochs and patience is not None}
+            if kept is None:
+                log.warning("monitor=%r: no epoch reported it; the last epoch is kept", monitor)
         self.history.extend(rows)
         self._check_trained()
         return rows
+
+    #: how the last ``fit(monitor=...)`` chose its epoch (``None``: it kept the last epoch)
+    selection: dict | None = None
 
     @torch.no_grad()
     def embed(self, data, batch_size: int = 512, device=None) -> torch.Tensor:
