@@ -5,7 +5,7 @@ process, the two alternating window by window.
     python benchmarks/cpu_routes.py --data-root ../shared/data [--routes compile onednn padded]
         [--windows 6 --steps 30] [--tag cpu-shared] [--note ...]
 
-Writes ``docs/results/perf/cpu_routes_<tag>.json`` (the shape ``scripts/docs.py`` renders): per
+Writes ``docs/results/perf/cpu_routes_<tag>.json`` (the shape ``scripts/docs/docs.py`` renders): per
 route the median process CPU milliseconds of a step with it and without it, and the median of
 the paired window ratios (``cpu_step_ms_vs_eager``: below 1 is faster), every window kept,
 and how far the route's step is from the eager one (``loss_abs_diff``, ``grad_max_abs_diff``;

@@ -4,7 +4,7 @@ time goes, TU epochs in plain-GIN epochs, a whole seed, memory, and the SVM eval
     python benchmarks/engine.py --data-root ../shared/data [--sections throughput ops split epochs seed memory svm]
         [--device cpu|cuda] [--threads 1] [--baseline-path DIR] [--tag cpu] [--out docs/results/perf]
 
-Each section writes ``OUT/<section>_<tag>.json`` in the shape ``scripts/docs.py`` renders
+Each section writes ``OUT/<section>_<tag>.json`` in the shape ``scripts/docs/docs.py`` renders
 (benchmarks/README.md): the command, machine, device, threads, torch version, date and one
 row per measurement. Every measurement runs in its own process. ``--baseline-path`` names a
 folder holding another version's ``autogcl`` package (e.g. ``git archive 881293c autogcl | tar

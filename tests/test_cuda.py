@@ -30,7 +30,7 @@ def test_fit_embed_inspect_on_cuda_and_load_on_cpu(tmp_path):
 @pytest.fixture
 def deterministic():
     """PyTorch's deterministic kernels (scatter-adds included) for this test alone, as
-    ``--deterministic`` sets them (``scripts/gpu_checks.sh`` sets cuBLAS's workspace before any
+    ``--deterministic`` sets them (``scripts/gpu/gpu_checks.sh`` sets cuBLAS's workspace before any
     test uses cuBLAS)."""
     from autogcl.devices import deterministic_kernels
 

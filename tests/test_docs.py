@@ -24,7 +24,7 @@ def test_api_example_runs(index, data_root, monkeypatch, capsys):
 
 
 
-# ------------------------------------------------------------------ generated tables (scripts/docs.py)
+# ------------------------------------------------------------------ generated tables (scripts/docs/docs.py)
 
 import importlib.util  # noqa: E402
 import json  # noqa: E402
@@ -34,11 +34,12 @@ import subprocess  # noqa: E402
 import sys  # noqa: E402
 
 
-sys.path.insert(0, str(REPO / "scripts"))  # scripts/docsgen: the documentation's generators
+sys.path.insert(0, str(REPO / "scripts" / "docs"))  # scripts/docs/docsgen: the documentation's generators
+sys.path.insert(0, str(REPO / "scripts" / "studies"))  # compare_runs, which a table reads
 
 
 def _docs_script():
-    spec = importlib.util.spec_from_file_location("docs_script", REPO / "scripts" / "docs.py")
+    spec = importlib.util.spec_from_file_location("docs_script", REPO / "scripts" / "docs" / "docs.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -53,7 +54,7 @@ def checkout(tmp_path):
 
 
 def test_committed_docs_match_their_regeneration():
-    out = subprocess.run([sys.executable, str(REPO / "scripts" / "docs.py"), "--check"], capture_output=True, text=True)
+    out = subprocess.run([sys.executable, str(REPO / "scripts" / "docs" / "docs.py"), "--check"], capture_output=True, text=True)
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr
 
 
@@ -143,12 +144,12 @@ def test_goals_read_the_benchmark_files(checkout):
 
 
 def test_the_size_study_pages_match_their_regeneration(tmp_path):
-    """transfer_sizes.md and sizes_pooled.md are written by scripts/transfer_sizes.py from the
+    """transfer_sizes.md and sizes_pooled.md are written by scripts/studies/transfer_sizes.py from the
     committed summaries: regenerated into a copy, every table and difference is the same (the
     encoder paths of the last section depend on where the repository lies, so they are left out)."""
     results = tmp_path / "results"
     shutil.copytree(REPO / "docs" / "results", results, ignore=shutil.ignore_patterns("*.png", "*.svg", "units"))
-    script = str(REPO / "scripts" / "transfer_sizes.py")
+    script = str(REPO / "scripts" / "studies" / "transfer_sizes.py")
     env = {**os.environ, "PYTHONPATH": child_pythonpath(REPO), "MPLBACKEND": "Agg"}
     out = subprocess.run([sys.executable, script, "--results", str(results), "report"], capture_output=True, text=True,
                          env=env)
@@ -168,8 +169,8 @@ def test_the_size_study_pages_match_their_regeneration(tmp_path):
 
 
 def test_the_loss_form_table_matches_its_regeneration():
-    """loss_forms.md's paired table is scripts/compare_runs.py over the committed summaries of both forms."""
-    out = subprocess.run([sys.executable, str(REPO / "scripts" / "compare_runs.py"),
+    """loss_forms.md's paired table is scripts/studies/compare_runs.py over the committed summaries of both forms."""
+    out = subprocess.run([sys.executable, str(REPO / "scripts" / "studies" / "compare_runs.py"),
                           "docs/results/summaries/unsupervised", "docs/results/summaries/lossforms/unsupervised",
                           "--labels", "paper,released"], capture_output=True, text=True, cwd=REPO,
                          env={**os.environ, "PYTHONPATH": child_pythonpath(REPO)})
@@ -316,7 +317,7 @@ def test_the_queue_says_why_a_long_unit_waits():
     from autogcl.protocols.estimates import GPU_WINDOW_S, unit_seconds
     from autogcl.protocols.manifest import CELLS
 
-    script = (REPO / "scripts" / "gpu_window.sh").read_text(encoding="utf-8")
+    script = (REPO / "scripts" / "gpu" / "gpu_window.sh").read_text(encoding="utf-8")
     assert re.search(r'--budget "\$\{BUDGET:-(\d+)\}"', script).group(1) == str(GPU_WINDOW_S)
     rows = {line.split(" | ")[2]: line for line in queue_block(REPO).splitlines()[2:]}
     why = f"longer than a GPU window ({GPU_WINDOW_S} s)"

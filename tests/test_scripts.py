@@ -11,8 +11,10 @@ from autogcl.cli import main
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def load_script(name):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+def load_script(path):
+    """The script ``scripts/PATH.py`` (e.g. ``studies/compare_runs``) as a module."""
+    name = path.rsplit("/", 1)[-1]
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{path}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -24,7 +26,7 @@ def test_semi_windows_selects_within_each_window(data_root, tmp_path, capsys, mo
                  "--data-root", str(data_root), "--out", str(out), "--no-progress", "--device", "cpu"]) == 0
     capsys.readouterr()
     monkeypatch.setenv("AUTOGCL_DATA", str(data_root))
-    sw = load_script("semi_windows")
+    sw = load_script("studies/semi_windows")
     assert sw.main([str(out / "MUTAG-labeled"), "--epochs", "1,3,5", "--labels", "ours"]) == 0
     lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ours |")]
     assert [line.split(" | ")[1] for line in lines] == ["1", "3"]  # no fold ran 5 epochs
@@ -55,7 +57,7 @@ def test_compare_runs_pairs_sweeps_seed_by_seed(tmp_path, capsys):
     write(a, "PROTEINS-autogcl", [70.0, 71.0, 72.0], [70.0, 71.0, 72.0])
     write(b, "PROTEINS-autogcl", [70.0, 71.0], [70.0, 71.0], seeds=(0, 1))  # another seed set
     write(b, "NCI1-autogcl", [70.0], [70.0], seeds=(0,))  # on one side only: left out
-    cr = load_script("compare_runs")
+    cr = load_script("studies/compare_runs")
     assert cr.main([str(a), str(b), "--labels", "paper,released"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert "val released - paper" in lines[0] and len(lines) == 4  # one paired sweep: nothing to pool or check
@@ -98,7 +100,7 @@ def test_selection_rules_reproduce_the_protocol_and_read_only_validation(data_ro
     assert main(["semi", "--dataset", "MUTAG", "--row", "labeled", "--epochs", "4", "--fold-limit", "2",
                  "--data-root", str(data_root), "--out", str(out), "--no-progress", "--device", "cpu"]) == 0
     capsys.readouterr()
-    sr = load_script("selection_rules")
+    sr = load_script("studies/selection_rules")
     assert sr.main([str(out)]) == 0
     row = [c.strip() for c in capsys.readouterr().out.splitlines()[2].strip("|").split("|")]
     summary = json.loads((out / "MUTAG-labeled" / "summary.json").read_text())
@@ -127,7 +129,7 @@ def test_mnist_background_drops_exactly_the_strokes(data_root, capsys):
     import torch
     from torch_geometric.data import Data
 
-    mb = load_script("mnist_background")
+    mb = load_script("studies/mnist_background")
     g = Data(x=torch.tensor([[0.9, 0.1, 0.1], [0.2, 0.5, 0.5], [0.5, 0.3, 0.7]]),
              edge_index=torch.tensor([[0, 1], [1, 0]]))
     view = mb.background_view(g)
@@ -149,7 +151,7 @@ def test_compare_runs_draws_the_paired_differences(tmp_path, capsys):
                 "protocol": "unsupervised", "dataset": tag.split("-")[0], "method": "autogcl", "tag": tag,
                 "seeds": list(range(len(v))), "n_seeds": len(v), "config": {},
                 **{k: {"mean": sum(v) / len(v), "std": 0.0, "values": v} for k in ("val", "test_max")}}))
-    cr = load_script("compare_runs")
+    cr = load_script("studies/compare_runs")
     runs_a, runs_b = cr.sweeps(tmp_path / "a"), cr.sweeps(tmp_path / "b")
     diffs = {tag: d.tolist() for tag, d in cr.differences(runs_a, runs_b)}
     assert diffs == {"IMDB-autogcl": [3.0, 0.0], "MUTAG-autogcl": [1.0, -1.0, 2.0]}
@@ -164,7 +166,7 @@ def test_transfer_sizes_runs_each_setting_once_and_reports_the_curve(data_root, 
 
     import pytest
 
-    ts = load_script("transfer_sizes")
+    ts = load_script("studies/transfer_sizes")
     assert ts.parse_setting("50000x2") == ("moses50000x2", 50000, 2)
     assert ts.parse_setting("fullx1") == ("mosesfullx1", None, 1) and ts.parse_setting("none")[1:] == (None, None)
     for bad in ("50000", "nonex2", "x2", "fullx", "0x2", "050000x2", "50000x0"):
@@ -254,7 +256,7 @@ def test_transfer_sizes_checks_the_shipped_encoders_losses_and_all(data_root):
     from autogcl.models.mol_gin import load_encoder
     from autogcl.protocols.pretrain import resolve_corpus
 
-    ts = load_script("transfer_sizes")
+    ts = load_script("studies/transfer_sizes")
     corpus = resolve_corpus("", data_root)
     made = ts.recorded_config(load_encoder(ts.ROOT / "pretrained" / "autogcl-moses-fullx1.pt")[2])
     if made.get("corpus_fingerprint") != fingerprint([corpus])[0]:  # e.g. a GPU call's 20,000-molecule slice
@@ -281,7 +283,7 @@ def test_transfer_sizes_checks_the_shipped_encoders_losses_and_all(data_root):
 def test_transfer_sizes_draws_corpus_and_epoch_sweeps_apart():
     """More molecules and more epochs on the same molecules are two lines of the figure: the
     corpus line takes each corpus size's fewest epochs; the epoch line starts from that point."""
-    ts = load_script("transfer_sizes")
+    ts = load_script("studies/transfer_sizes")
 
     def row(n, e):
         return {"pretrained": True, "tag": f"moses{n}x{e}",
@@ -299,7 +301,7 @@ def test_transfer_sizes_compares_every_sweep_with_the_reference_over_the_same_se
     """The ship rule's numbers in the report (``pooled`` over one group): each sweep's mean
     difference from the reference over the seeds both hold, per dataset; over the same seeds that
     is the difference of the means; a sweep without a reference is left out."""
-    ts = load_script("transfer_sizes")
+    ts = load_script("studies/transfer_sizes")
 
     def s(val, test, seeds=(0, 1, 2)):  # every seed scores the same, so the means are val and test
         return {"seeds": list(seeds), "val": {"values": [val] * len(seeds)},
@@ -317,7 +319,7 @@ def test_transfer_sizes_pools_seed_pairs_within_each_group_only():
     """Pooled differences pair a seed with the same seed of the reference inside one group (one
     device), never across groups; a seed the reference lacks is left out; the standard error is
     the pairs' sample spread over sqrt(pairs), NaN for one pair."""
-    ts = load_script("transfer_sizes")
+    ts = load_script("studies/transfer_sizes")
 
     def s(seeds, val, test):
         return {"seeds": list(seeds), "val": {"values": list(val)}, "test_max": {"values": list(test)}}
@@ -347,7 +349,7 @@ def test_transfer_sizes_pool_writes_the_table_and_refuses_nothing_to_pair(tmp_pa
     with a mean row; a reference that no folder holds is an error, not an empty table."""
     import json
 
-    ts = load_script("transfer_sizes")
+    ts = load_script("studies/transfer_sizes")
 
     def put(folder, ds, tag, seeds, val, test):
         f = tmp_path / folder / "summaries" / "sizes" / "transfer" / tag / ds / "summary.json"
@@ -370,7 +372,7 @@ def test_transfer_sizes_pool_writes_the_table_and_refuses_nothing_to_pair(tmp_pa
 
 
 def test_gpu_window_on_the_cpu_with_a_tiny_budget(data_root, tmp_path):
-    """scripts/gpu_window.sh run, on the CPU, one MUTAG cell, a budget too small for a whole unit:
+    """scripts/gpu/gpu_window.sh run, on the CPU, one MUTAG cell, a budget too small for a whole unit:
     it exits cleanly, stops the running unit at the budget, returns the log and one archive of
     what finished (here, at most the units that made it), and a second call resumes the same plan."""
     import os
@@ -383,7 +385,7 @@ def test_gpu_window_on_the_cpu_with_a_tiny_budget(data_root, tmp_path):
     env = {**os.environ, "OUT": str(out), "ROOT": str(root), "DATA": str(data_root), "DEVICE": "cpu",
            "COMPUTE": "all", "BUDGET": "30", "GRACE": "20", "JOBS": "1", "ONLY": "unsupervised / MUTAG / autogcl",
            "UNIT_SECONDS": "5", "PYTHON": sys.executable, "WHEELS": "0", "WINDOW": str(tmp_path / "window")}
-    script = str(ROOT / "scripts" / "gpu_window.sh")
+    script = str(ROOT / "scripts" / "gpu" / "gpu_window.sh")
     done = subprocess.run(["bash", script, "run"], env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     log = (out / "window.log").read_text()
@@ -407,7 +409,7 @@ def test_gpu_window_on_the_cpu_with_a_tiny_budget(data_root, tmp_path):
 
 
 def test_gpu_checks_prepares_what_the_device_call_reads(data_root, tmp_path):
-    """scripts/gpu_checks.sh prepare writes the folder a lent GPU's call carries: the baseline's
+    """scripts/gpu/gpu_checks.sh prepare writes the folder a lent GPU's call carries: the baseline's
     code, a small corpus (the header and CORPUS_LINES molecules), a featurised chunk that the
     benchmark reads, and the window's data (gpu_window.sh prepare); run without OUT refuses."""
     import gzip
@@ -427,7 +429,7 @@ def test_gpu_checks_prepares_what_the_device_call_reads(data_root, tmp_path):
            "PACK_SETS": "", "TU_SETS": "MUTAG",  # a small set, which a GPU call's data root holds too
            "SOURCE_DATA": str(data_root), "PYTHON": sys.executable, "AUTOGCL_CACHE": str(tmp_path / "cache")}
     env.pop("OUT", None)
-    script = str(ROOT / "scripts" / "gpu_checks.sh")
+    script = str(ROOT / "scripts" / "gpu" / "gpu_checks.sh")
     done = subprocess.run(["bash", script, "prepare"], env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert (gpu / "base" / "autogcl" / "__init__.py").is_file()
@@ -470,9 +472,9 @@ def test_gpu_checks_prepares_what_the_device_call_reads(data_root, tmp_path):
 
 
 def test_suite_record_counts_every_outcome_and_names_failures(tmp_path):
-    """scripts/suite_record.py runs pytest with a JUnit report and keeps, per outcome, the count,
-    and every failure, error and skip by test id with its message; the block of docs/reliability.md
-    shows the counts and names the failed tests."""
+    """scripts/suite/suite_record.py runs pytest with a JUnit report and keeps, per outcome, the count,
+    and every failure, error and skip by test id with its message, and its slowest tests with their
+    seconds; the block of docs/reliability.md shows the counts and names the failed tests."""
     import json
     import os
     import subprocess
@@ -481,15 +483,15 @@ def test_suite_record_counts_every_outcome_and_names_failures(tmp_path):
     tests = tmp_path / "t"
     tests.mkdir()
     (tests / "test_mixed.py").write_text(
-        "import pytest\n"
-        "def test_ok():\n    assert 1 + 1 == 2\n"
+        "import time\nimport pytest\n"
+        "def test_ok():\n    time.sleep(0.5)\n    assert 1 + 1 == 2\n"
         "def test_bad():\n    assert 0.1 + 0.2 == 0.3, 'bits differ'\n"
         "@pytest.fixture\ndef broken():\n    raise RuntimeError('no fixture')\n"
         "def test_error(broken):\n    pass\n"
         "def test_skip():\n    pytest.skip('no GPU here')\n"
         "def test_env():\n    import os\n    assert os.environ['SUITE_PROBE'] == 'set'\n")
     out = tmp_path / "records"
-    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "suite_record.py"), "--tag", "probe", "--out",
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "suite" / "suite_record.py"), "--tag", "probe", "--out",
                            str(out), "--env", "SUITE_PROBE=set", "--", str(tests), "-p", "no:cacheprovider"],
                           capture_output=True, text=True, timeout=240, env={**os.environ, "AUTOGCL_COMMIT": "abc123"})
     assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]  # pytest's exit status: tests failed
@@ -500,8 +502,13 @@ def test_suite_record_counts_every_outcome_and_names_failures(tmp_path):
     assert "bits differ" in next(f["message"] for f in d["failures"] if f["test"].endswith("test_bad"))
     assert [s["reason"] for s in d["skips"]] == ["no GPU here"] and "cut" not in d
     assert not list(out.glob(".*junit*"))  # the JUnit file is read, then removed
+    # every test (fewer than SLOWEST) named with its seconds, slowest first: test_ok sleeps 0.5 s
+    assert sorted(s["test"].split("::")[-1] for s in d["slowest"]) == ["test_bad", "test_env", "test_error",
+                                                                        "test_ok", "test_skip"]
+    assert d["slowest"][0]["test"].endswith("test_ok") and d["slowest"][0]["s"] >= 0.5
+    assert [s["s"] for s in d["slowest"]] == sorted((s["s"] for s in d["slowest"]), reverse=True)
 
-    sys.path.insert(0, str(ROOT / "scripts"))
+    sys.path.insert(0, str(ROOT / "scripts" / "docs"))  # docsgen
     from docsgen.tables import SUITE, suite_block
 
     assert suite_block(tmp_path).startswith("not run")
@@ -526,7 +533,7 @@ def test_suite_record_marks_a_stopped_run_as_cut(tmp_path):
     (tests / "test_slow.py").write_text("import time\ndef test_a():\n    pass\ndef test_b():\n    time.sleep(300)\n")
     t0 = time.monotonic()
     # started with SIGINT ignored, as in an xdist worker: the record still stops pytest by SIGINT
-    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "suite_record.py"), "--tag", "cut", "--out",
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "suite" / "suite_record.py"), "--tag", "cut", "--out",
                            str(tmp_path / "r"), "--timeout-s", "20", "--", str(tests), "-p", "no:cacheprovider"],
                           capture_output=True, text=True, timeout=200,
                           preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
@@ -540,7 +547,7 @@ def test_suite_record_marks_a_stopped_run_as_cut(tmp_path):
 def test_suite_record_keeps_the_outcomes_of_a_run_that_hangs_as_it_exits(tmp_path):
     """A suite whose tests all ran but whose session then hangs (on a lent H100 the xdist workers
     hung in joblib's exit handler, so pytest wrote no JUnit file) is recorded as cut, with every
-    test's outcome from the per-test log (scripts/suite_outcomes.py), failures and skips named."""
+    test's outcome from the per-test log (scripts/suite/suite_outcomes.py), failures and skips named."""
     import json
     import subprocess
     import sys
@@ -558,7 +565,7 @@ def test_suite_record_keeps_the_outcomes_of_a_run_that_hangs_as_it_exits(tmp_pat
         "@pytest.fixture\ndef broken():\n    raise RuntimeError('no fixture')\n"
         "def test_error(broken):\n    pass\n"
         "def test_skip():\n    pytest.skip('no GPU here')\n")
-    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "suite_record.py"), "--tag", "hang", "--out",
+    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "suite" / "suite_record.py"), "--tag", "hang", "--out",
                            str(tmp_path / "r"), "--timeout-s", "30", "--", str(tests), "-p", "no:cacheprovider"],
                           capture_output=True, text=True, timeout=200)
     assert done.returncode != 0
@@ -570,6 +577,8 @@ def test_suite_record_keeps_the_outcomes_of_a_run_that_hangs_as_it_exits(tmp_pat
     # the test id is relative to pytest's root folder, which depends on where the checkout lies
     assert [(s["test"].rsplit("/", 1)[-1], s["reason"]) for s in d["skips"]] == [("test_x.py::test_skip", "no GPU here")]
     assert not list((tmp_path / "r").glob(".*"))  # neither the JUnit file nor the per-test log stays
+    assert sorted(s["test"].rsplit("::", 1)[-1] for s in d["slowest"]) == ["test_bad", "test_error", "test_ok",
+                                                                           "test_skip"]
 
 
 def test_suite_record_reads_the_outcomes_log_as_junit_does(tmp_path):
@@ -577,10 +586,10 @@ def test_suite_record_reads_the_outcomes_log_as_junit_does(tmp_path):
     whose teardown errs is an error, a setup skip is a skip; a line cut while written is left out."""
     import json
 
-    sr = load_script("suite_record")
-    rows = [{"test": "a", "when": "call", "outcome": "passed"},
-            {"test": "b", "when": "call", "outcome": "failed", "message": "boom"},
-            {"test": "b", "when": "teardown", "outcome": "failed", "message": "later"},
+    sr = load_script("suite/suite_record")
+    rows = [{"test": "a", "when": "call", "outcome": "passed", "s": 0.5},
+            {"test": "b", "when": "call", "outcome": "failed", "message": "boom", "s": 2.0},
+            {"test": "b", "when": "teardown", "outcome": "failed", "message": "later", "s": 0.25},
             {"test": "c", "when": "call", "outcome": "passed"},
             {"test": "c", "when": "teardown", "outcome": "failed", "message": "leak"},
             {"test": "d", "when": "setup", "outcome": "skipped", "message": "no data"}]
@@ -591,6 +600,7 @@ def test_suite_record_reads_the_outcomes_log_as_junit_does(tmp_path):
     assert d["failures"] == [{"test": "b", "kind": "failure", "message": "boom"},
                              {"test": "c", "kind": "error", "message": "leak"}]
     assert d["skips"] == [{"test": "d", "reason": "no data"}]
+    assert sr.slowest(d["seconds"], 2) == [{"test": "b", "s": 2.25}, {"test": "a", "s": 0.5}]  # b's phases summed
 
 
 def test_suite_record_amends_a_cut_record_from_the_progress_characters(tmp_path):
@@ -598,7 +608,7 @@ def test_suite_record_amends_a_cut_record_from_the_progress_characters(tmp_path)
     lines, said to come from them; a record that has counts is left as it is."""
     import json
 
-    sr = load_script("suite_record")
+    sr = load_script("suite/suite_record")
     log = tmp_path / "suite.log"
     log.write_text("bringing up nodes...\n\n" + "." * 70 + "s. [ 50%]\n" + "..F.E.sx.X" + " " * 6
                    + "[100%]Exception ignored in: <module 'threading'>\n  ...\nTraceback (most recent call last):\n")
@@ -627,12 +637,12 @@ def _tu(folder, name, graphs, labels):
 
 
 def test_tu_pack_gives_the_edge_file_back_byte_for_byte(tmp_path):
-    """scripts/tu_pack.py: a graph with a self-loop, one with an isolated node and a node id of
+    """scripts/gpu/tu_pack.py: a graph with a self-loop, one with an isolated node and a node id of
     several digits, one with no edge; unpacking writes the same text and copies the other files,
     and the dataset it gives reads as the original does."""
     from autogcl.data.tu import read_tu_raw
 
-    tp = load_script("tu_pack")
+    tp = load_script("gpu/tu_pack")
     tri = [(0, 1), (1, 0), (1, 2), (2, 1), (0, 2), (2, 0), (1, 1)]
     big = [(0, 11), (11, 0), (3, 11), (11, 3), (5, 6), (6, 5)]
     raw = _tu(tmp_path / "src" / "TOY", "TOY", [(3, tri), (12, big), (2, [])], [0, 1, 0])
@@ -653,7 +663,7 @@ def test_tu_pack_refuses_what_it_could_not_give_back(tmp_path):
     naming the file and line or the digest; a failed unpack leaves no edge file."""
     from autogcl.errors import DataError
 
-    tp = load_script("tu_pack")
+    tp = load_script("gpu/tu_pack")
     raw = _tu(tmp_path / "s1" / "T", "T", [(3, [(0, 1), (1, 0), (1, 2), (2, 1)])], [0])
     text = (raw / "T_A.txt").read_text().splitlines()
     (raw / "T_A.txt").write_text("\n".join([text[1], text[0]] + text[2:]) + "\n")
@@ -704,7 +714,7 @@ def test_gpu_window_packs_every_file_of_a_folder_published_in_the_window(tmp_pat
     os.utime(stamp, (2_000_000, 2_000_000))
     (old / "provenance.json").write_text("{}")  # what publishing writes now
     env = {**os.environ, "ROOT": str(root), "OUT": str(out), "STAMP": str(stamp)}
-    done = subprocess.run(["bash", str(ROOT / "scripts" / "gpu_window.sh"), "pack"], env=env, capture_output=True,
+    done = subprocess.run(["bash", str(ROOT / "scripts" / "gpu" / "gpu_window.sh"), "pack"], env=env, capture_output=True,
                           text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     with tarfile.open(out / "window.tar.gz") as tar:
@@ -722,7 +732,7 @@ def test_gpu_window_unpacks_a_packed_set_and_runs_its_rows(tmp_path):
     import subprocess
     import sys
 
-    tp = load_script("tu_pack")
+    tp = load_script("gpu/tu_pack")
     src = tmp_path / "src" / "COLLAB"
     raw = _tu(src, "COLLAB", [(3, [(0, 1), (1, 0), (1, 2), (2, 1)]), (2, [(0, 1), (1, 0)])], [0, 1])
     window = tmp_path / "window"
@@ -733,7 +743,7 @@ def test_gpu_window_unpacks_a_packed_set_and_runs_its_rows(tmp_path):
     env = {**os.environ, "OUT": str(out), "ROOT": str(root), "DATA": str(data), "WINDOW": str(window),
            "DEVICE": "cpu", "BUDGET": "0", "PYTHON": sys.executable}
     env.pop("ONLY", None)
-    done = subprocess.run(["bash", str(ROOT / "scripts" / "gpu_window.sh"), "run"], env=env, capture_output=True,
+    done = subprocess.run(["bash", str(ROOT / "scripts" / "gpu" / "gpu_window.sh"), "run"], env=env, capture_output=True,
                           text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert (data / "TU" / "COLLAB" / "raw" / "COLLAB_A.txt").read_bytes() == (raw / "COLLAB_A.txt").read_bytes()

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from .manifest import Cell, finished_units, unit_result, units_folder
 
-#: the seconds of a lent-GPU window (``scripts/gpu_window.sh``'s default ``BUDGET``): a unit
+#: the seconds of a lent-GPU window (``scripts/gpu/gpu_window.sh``'s default ``BUDGET``): a unit
 #: estimated longer never starts in one
 GPU_WINDOW_S = 500
 

@@ -4,7 +4,7 @@ paper's figure beside it; with the helpers that read a cell's committed and swee
 
 Publishing a sweep is :mod:`.publishing`, the time estimates :mod:`.estimates` and the command
 that runs the cells (``autogcl reproduce``) :mod:`.runner`. The documentation's tables and the GPU
-queue page are rendered outside the package, by ``scripts/docs.py`` (``scripts/docsgen/``), from
+queue page are rendered outside the package, by ``scripts/docs/docs.py`` (``scripts/docs/docsgen/``), from
 this manifest and the committed files. Everything here reads JSON: no torch.
 """
 

@@ -405,5 +405,5 @@ def reproduce(cells, root: Path, *, data_root: str | None = None, extra: list[st
                 echo(f"reproduce: {' / '.join(c.label)} -> {dst.relative_to(root)}")
                 done.append(c)
     if done:
-        echo("reproduce: run python scripts/docs.py to regenerate the tables")
+        echo("reproduce: run python scripts/docs/docs.py to regenerate the tables")
     return done

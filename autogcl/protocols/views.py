@@ -16,7 +16,7 @@ reaches 0.72-0.80 after the first joint epoch; trained on (seed 0) it falls, to 
 0.9). At the target, in every seed one view keeps far more stroke (high-intensity)
 superpixels than the rest (88-96% against 70-79%); the other does too in one seed and keeps
 slightly fewer strokes than background in two. The classifier reads a digit from its
-background nearly as well as from its strokes (``scripts/mnist_background.py``), so the
+background nearly as well as from its strokes (``scripts/studies/mnist_background.py``), so the
 classification loss gives the generators little reason to keep strokes.
 """
 

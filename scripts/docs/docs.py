@@ -1,12 +1,12 @@
 """Regenerate every table of the README and docs/ from the committed run folders, in place
 between the markers ``<!-- autogcl:begin NAME -->`` / ``<!-- autogcl:end NAME -->``
-(the tables: ``scripts/docsgen/``; the manifest of cells: ``autogcl/protocols/manifest.py``), and
+(the tables: ``scripts/docs/docsgen/``; the manifest of cells: ``autogcl/protocols/manifest.py``), and
 check that no result figure is typed by hand in the prose (``scripts/docsgen/figures.py``).
 
-    python scripts/docs.py            # rewrite the documents whose tables changed
-    python scripts/docs.py --check    # exit 1 (and show a diff) when a committed document differs,
+    python scripts/docs/docs.py            # rewrite the documents whose tables changed
+    python scripts/docs/docs.py --check    # exit 1 (and show a diff) when a committed document differs,
                                       # or a figure in the prose comes from no committed file
-    python scripts/docs.py --root DIR # another checkout
+    python scripts/docs/docs.py --root DIR # another checkout
 """
 
 from __future__ import annotations
@@ -16,9 +16,10 @@ import difflib
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "scripts"))
+sys.path.insert(0, str(REPO / "scripts" / "docs"))  # docsgen
+sys.path.insert(0, str(REPO / "scripts" / "studies"))  # compare_runs, which a table reads
 
 from autogcl.atomic import atomic_write_text  # noqa: E402
 from autogcl.errors import AutoGCLError  # noqa: E402
@@ -48,7 +49,7 @@ def main(argv=None) -> int:
             sys.stdout.writelines(difflib.unified_diff(old.splitlines(True), new.splitlines(True), d, d + " (regenerated)"))
         if stale:
             print(f"docs.py: {len(stale)} document(s) differ from their regeneration: {', '.join(stale)}; "
-                  "run python scripts/docs.py", file=sys.stderr)
+                  "run python scripts/docs/docs.py", file=sys.stderr)
         if stale or figures:
             return 1
         print(f"docs.py: {len(docs)} documents match their regeneration; no figure typed by hand")

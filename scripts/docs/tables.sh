@@ -4,31 +4,31 @@
 # semi-supervised rows labeled, graphcl_cl, naive and joint (10 folds, 1 seed). Units run on
 # Ray, one CPU (one torch thread) each: on a 2-core machine two at a time.
 #
-#   bash scripts/tables.sh                 # everything; resumable: rerun the same command
-#   DATASETS="MUTAG PROTEINS" bash scripts/tables.sh
-#   EXECUTOR="--executor serial" bash scripts/tables.sh
-#   PROTOCOLS=semi ROWS=naive,joint DATASETS=NCI1 bash scripts/tables.sh
-#   SEMI_OPTS="--split released --select test_max" PROTOCOLS=semi DATASETS=NCI1 bash scripts/tables.sh
+#   bash scripts/docs/tables.sh                 # everything; resumable: rerun the same command
+#   DATASETS="MUTAG PROTEINS" bash scripts/docs/tables.sh
+#   EXECUTOR="--executor serial" bash scripts/docs/tables.sh
+#   PROTOCOLS=semi ROWS=naive,joint DATASETS=NCI1 bash scripts/docs/tables.sh
+#   SEMI_OPTS="--split released --select test_max" PROTOCOLS=semi DATASETS=NCI1 bash scripts/docs/tables.sh
 #
 # After each sweep the finished units (config.json, metrics.csv, result.json: no checkpoints)
 # and the summaries are copied under docs/results/units/ and docs/results/summaries/, the
-# tables are rebuilt from all committed summaries (python scripts/docs.py: docs/results.md,
+# tables are rebuilt from all committed summaries (python scripts/docs/docs.py: docs/results.md,
 # docs/results/unsupervised.md, docs/results/semi.md, the queue, ...), and every command's wall time is
 # appended to docs/results/commands.tsv. A fresh clone restores the committed units into the
 # run folder first, so a table begun in one checkout resumes in another without redoing them
 # (the rows that predate unit-keeping, listed in docs/results/README.md, have only summaries:
 # name the datasets with DATASETS to skip them).
 #
-#   bash scripts/tables.sh publish         # only copy and rebuild what has finished so far
+#   bash scripts/docs/tables.sh publish         # only copy and rebuild what has finished so far
 #
 # A named result set beside the tables (SET=NAME) runs into runs/NAME and keeps its units and
 # summaries under docs/results/{units,summaries}/NAME/, leaving the tables alone; the loss-form
 # comparison of docs/results/loss_forms.md is one:
 #
 #   SET=lossforms METHODS=autogcl PROTOCOLS=unsupervised DATASETS=REDDIT-BINARY \
-#     UNSUP_OPTS="--sim-loss mse --cl-variant released" bash scripts/tables.sh
+#     UNSUP_OPTS="--sim-loss mse --cl-variant released" bash scripts/docs/tables.sh
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 DATA=${AUTOGCL_DATA:-../shared/data}
 SET=${SET:-}  # a named result set (empty: the tables)
 case $SET in unsupervised | semi)  # the tables' own folders under docs/results/units/
@@ -83,7 +83,7 @@ publish() {  # finished units and summaries under docs/results/, tables from all
     done < <(cd "$OUT" && find "$kind" -name result.json -not -path '*.partial*')
     (cd "$OUT" && find "$kind" -name summary.json -exec cp --parents {} "$summaries/" \;)
   done
-  if [ -z "$SET" ]; then .venv/bin/python scripts/docs.py > /dev/null; fi  # every generated table
+  if [ -z "$SET" ]; then .venv/bin/python scripts/docs/docs.py > /dev/null; fi  # every generated table
 }
 
 restore

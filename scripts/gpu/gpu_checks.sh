@@ -1,19 +1,19 @@
 #!/usr/bin/env bash
 # One prepared call for a lent GPU: the checks the test suite cannot make there, then the budgeted
-# window of paper cells (scripts/gpu_window.sh) with the time left (docs/reproducing.md).
+# window of paper cells (scripts/gpu/gpu_window.sh) with the time left (docs/reproducing.md).
 #
-#   bash scripts/gpu_checks.sh prepare      # here: .gpu/ (b434260's code, a featurised chunk, a small
+#   bash scripts/gpu/gpu_checks.sh prepare      # here: .gpu/ (b434260's code, a featurised chunk, a small
 #                                           # corpus; gpu_window.sh prepare: data and an RDKit wheel;
 #                                           # .gpu/suite: the suite call's whole data, without MNIST); it
 #                                           # prints what each call carries and fails above 64 MiB
 #   # the device call, carrying [".gpu/base", ".gpu/chunk10k.pt.gz", ".gpu/window"], 600-second limit:
-#   AUTOGCL_COMMIT=<sha> bash scripts/gpu_checks.sh run
-#   bash scripts/gpu_window.sh unpack DIR   # here, DIR the files_at/win of the call; then copy
-#                                           # DIR/perf/*.json to docs/results/perf and run scripts/docs.py
+#   AUTOGCL_COMMIT=<sha> bash scripts/gpu/gpu_checks.sh run
+#   bash scripts/gpu/gpu_window.sh unpack DIR   # here, DIR the files_at/win of the call; then copy
+#                                           # DIR/perf/*.json to docs/results/perf and run scripts/docs/docs.py
 #   # a second call (on the warm machine or a fresh one), if the device time left allows it,
 #   # carrying [".gpu/suite"]:
-#   AUTOGCL_COMMIT=<sha> SUITE_S=240 bash scripts/gpu_checks.sh suite   # then copy
-#                                           # DIR/suite/*.json to docs/results/suite and run scripts/docs.py
+#   AUTOGCL_COMMIT=<sha> SUITE_S=240 bash scripts/gpu/gpu_checks.sh suite   # then copy
+#                                           # DIR/suite/*.json to docs/results/suite and run scripts/docs/docs.py
 #
 # run, each step time-boxed, everything under $OUT (at most 8 files come back):
 #   1. `torchrun --nproc-per-node 1 ... --device cuda`: one pre-training epoch on NCCL; nccl.log
@@ -29,7 +29,7 @@
 # chunk, default 10000), BASE (the baseline commit, default b434260), GPU_DIR (default .gpu), TAG
 # (the benchmark files' tag, default h100: name the card).
 set -uo pipefail
-HERE="$(cd "$(dirname "$0")/.." && pwd)"
+HERE="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$HERE"
 STAGE=${1:-run}
 PY=${PYTHON:-python3}
@@ -57,7 +57,7 @@ chunk = MoleculeCorpus(resolve_corpus("", root), max_molecules=n, chunk_size=n, 
 with open(chunk.path, "rb") as f, gzip.open(dst, "wb") as g:
     shutil.copyfileobj(f, g)
 PYEOF
-  WINDOW="$G/window" PYTHON="$PY" bash scripts/gpu_window.sh prepare || exit 1
+  WINDOW="$G/window" PYTHON="$PY" bash scripts/gpu/gpu_window.sh prepare || exit 1
   # the suite call's folder, whole, so that it runs on the warm machine or a fresh one: RDKit's
   # wheel, the window's MoleculeNet sets but ToxCast, the small corpus and the small TU sets.
   # MNIST stays out (the call would exceed 64 MiB): its tests skip, saying so
@@ -80,7 +80,7 @@ PYEOF
 fi
 if [ "$STAGE" = suite ]; then
   # a second call: the whole test suite on another machine's CPU (and GPU),
-  # recorded by scripts/suite_record.py with every failure and skip named (docs/reliability.md);
+  # recorded by scripts/suite/suite_record.py with every failure and skip named (docs/reliability.md);
   # stopped with SIGINT at SUITE_S seconds, when the record says "cut" and counts what ran
   : "${OUT:?set OUT to the folder that receives the record}"
   : "${AUTOGCL_COMMIT:?set AUTOGCL_COMMIT to the commit of the working tree the call carries}"
@@ -94,7 +94,7 @@ if [ "$STAGE" = suite ]; then
   export PYTHONPATH="$HERE:/tmp/site${PYTHONPATH:+:$PYTHONPATH}"
   N=()
   "$PY" -c 'import xdist' 2> /dev/null && N=(-n "${WORKERS:-12}")
-  OMP_NUM_THREADS=1 "$PY" scripts/suite_record.py --tag "${TAG:-h100}-suite" --out "$OUT/suite" \
+  OMP_NUM_THREADS=1 "$PY" scripts/suite/suite_record.py --tag "${TAG:-h100}-suite" --out "$OUT/suite" \
     --timeout-s "${SUITE_S:-240}" --note "a lent GPU machine; data: the carried .gpu/suite/data (no MNIST, no ToxCast; tests of data they lack skip)" \
     -- ${N[@]+"${N[@]}"} -p no:cacheprovider ${SUITE_TESTS:-} > "$OUT/suite.log" 2>&1
   rc=$?
@@ -148,7 +148,7 @@ OMP_NUM_THREADS=1 timeout -k 5 170 "$PY" benchmarks/engine.py --sections through
 LEFT=$(( ${CALL_S:-570} - $(el) - 90 ))
 echo "== $(el) s: the budgeted window, $LEFT s"
 if [ "$LEFT" -gt 60 ]; then
-  WINDOW="$G/window" BUDGET=$LEFT GRACE=15 OUT="$OUT/win" PYTHON="$PY" bash scripts/gpu_window.sh run > /dev/null 2>&1
+  WINDOW="$G/window" BUDGET=$LEFT GRACE=15 OUT="$OUT/win" PYTHON="$PY" bash scripts/gpu/gpu_window.sh run > /dev/null 2>&1
   tail -1 "$OUT/win/window.log"
 fi
 echo "== $(el) s: done"

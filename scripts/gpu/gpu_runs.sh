@@ -4,9 +4,9 @@
 # seed) is its own process, JOBS at a time, all sharing the GPU; each stops cleanly
 # (SIGTERM; its last checkpoint is kept) at the deadline, and the same command continues later.
 #
-#   bash scripts/gpu_runs.sh pretrain [SECONDS]    # AutoGCL pre-training on the whole corpus
-#   bash scripts/gpu_runs.sh finetune [SECONDS]    # the FINETUNE job list below
-#   bash scripts/gpu_runs.sh tu [SECONDS]          # unsupervised DD, REDDIT-BINARY, COLLAB
+#   bash scripts/gpu/gpu_runs.sh pretrain [SECONDS]    # AutoGCL pre-training on the whole corpus
+#   bash scripts/gpu/gpu_runs.sh finetune [SECONDS]    # the FINETUNE job list below
+#   bash scripts/gpu/gpu_runs.sh tu [SECONDS]          # unsupervised DD, REDDIT-BINARY, COLLAB
 #
 # Environment: AUTOGCL_DATA (data root), RUNS (runs folder, default runs/gpu), JOBS (processes
 # at a time, default: cores - 2), PYTHON (default python3), EPOCHS_PRETRAIN (default 20),
@@ -15,7 +15,7 @@
 # 10 seeds, 100 epochs, from $RUNS/pretrain/autogcl-moses-full/encoder.pt).
 # A final serial pass (`--resume`) over each finished group writes its summary.json.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 STAGE=${1:?usage: gpu_runs.sh pretrain|finetune|tu [SECONDS]}
 export DEADLINE=$(( $(date +%s) + ${2:-540} ))
 export RUNS=${RUNS:-runs/gpu} PY=${PYTHON:-python3} DEVICE=${DEVICE:-cuda}

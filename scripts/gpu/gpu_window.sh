@@ -2,9 +2,9 @@
 # One bounded GPU window: the most valuable missing cells of the paper, packed onto one lent GPU,
 # within a budget, then every finished unit and summary returned as one file (docs/reproducing.md).
 #
-#   bash scripts/gpu_window.sh prepare        # here: copy what the window needs into .gpu/window
-#   AUTOGCL_COMMIT=<sha> bash scripts/gpu_window.sh run   # there, in one device call, carry .gpu/window
-#   bash scripts/gpu_window.sh unpack DIR     # here: unpack DIR/window.tar.gz, regenerate the tables
+#   bash scripts/gpu/gpu_window.sh prepare        # here: copy what the window needs into .gpu/window
+#   AUTOGCL_COMMIT=<sha> bash scripts/gpu/gpu_window.sh run   # there, in one device call, carry .gpu/window
+#   bash scripts/gpu/gpu_window.sh unpack DIR     # here: unpack DIR/window.tar.gz, regenerate the tables
 #
 # `run` calls `autogcl reproduce --missing --budget`: a unit starts only when its time, estimated
 # from committed runs on the same device, fits what is left; JOBS units share the GPU (each its own
@@ -19,12 +19,12 @@
 # "transfer / ,semi / REDDIT-BINARY" (the latter when its data was carried): the cells with a GPU
 # estimate whose data travels; a semi
 # cell runs the next folds that fit, --fold-limit), TU_SETS (the TU sets prepare copies as they are; default none:
-# with the RDKit wheel, REDDIT-BINARY's 6 MB would take the call past 64 MiB), PACK_SETS (the TU sets it packs as bits, scripts/tu_pack.py; default COLLAB), SKIP_SETS (MoleculeNet sets prepare leaves out; default muv hiv), COMPUTE (gpu), UNIT_SECONDS (assumed unit time where no committed
+# with the RDKit wheel, REDDIT-BINARY's 6 MB would take the call past 64 MiB), PACK_SETS (the TU sets it packs as bits, scripts/gpu/tu_pack.py; default COLLAB), SKIP_SETS (MoleculeNet sets prepare leaves out; default muv hiv), COMPUTE (gpu), UNIT_SECONDS (assumed unit time where no committed
 # run estimates it), DATA (data root; default .gpu/window/data), ROOT (the repository whose
 # docs/results receives the runs; default .), PYTHON (python3), AUTOGCL_COMMIT (the code's
 # commit: the device's copy has no git folder).
 set -uo pipefail
-HERE="$(cd "$(dirname "$0")/.." && pwd)"
+HERE="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$HERE"
 STAGE=${1:-run}
 WINDOW=${WINDOW:-.gpu/window}
@@ -40,10 +40,10 @@ if [ "$STAGE" = prepare ]; then
   cp -r --no-preserve=mode "$SRC/moleculenet" "$WINDOW/data/"
   for d in ${SKIP_SETS-muv hiv}; do rm -f "$WINDOW/data/moleculenet/$d".*; done
   for d in ${TU_SETS-}; do cp -r --no-preserve=mode "$SRC/TU/$d" "$WINDOW/data/TU/"; done
-  # the large dense sets as bits (scripts/tu_pack.py: COLLAB's 59 MB of gzipped text in 1.5 MB);
+  # the large dense sets as bits (scripts/gpu/tu_pack.py: COLLAB's 59 MB of gzipped text in 1.5 MB);
   # run unpacks them into the data folder, checking each file's SHA-256
   for d in ${PACK_SETS-COLLAB}; do
-    [ -d "$WINDOW/packed/$d" ] || "$PY" scripts/tu_pack.py pack "$SRC/TU/$d" "$WINDOW/packed/$d" || exit 1
+    [ -d "$WINDOW/packed/$d" ] || "$PY" scripts/gpu/tu_pack.py pack "$SRC/TU/$d" "$WINDOW/packed/$d" || exit 1
   done
   if [ "${WHEELS:-1}" = 1 ] && ! ls "$WINDOW"/whl/rdkit-*.whl > /dev/null 2>&1; then
     "$PY" -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
@@ -59,7 +59,7 @@ fi
 if [ "$STAGE" = unpack ]; then
   SRC=${2:?usage: gpu_window.sh unpack DIR (the folder holding window.tar.gz)}
   tar xzf "$SRC/window.tar.gz" -C "$HERE"
-  PYTHONPATH="$HERE${PYTHONPATH:+:$PYTHONPATH}" "$PY" scripts/docs.py
+  PYTHONPATH="$HERE${PYTHONPATH:+:$PYTHONPATH}" "$PY" scripts/docs/docs.py
   echo "unpacked $SRC/window.tar.gz; commit docs/results/ and the regenerated pages"
   exit 0
 fi
@@ -93,9 +93,9 @@ if [ "$DEVICE" != cpu ] && command -v nvidia-cuda-mps-control > /dev/null \
     && ! pgrep -f nvidia-cuda-mps-control > /dev/null; then
   nvidia-cuda-mps-control -d && echo "CUDA MPS daemon started"  # kernels of several units side by side
 fi
-for p in "$WINDOW"/packed/*; do  # the packed sets, as the mirror's text (scripts/tu_pack.py)
+for p in "$WINDOW"/packed/*; do  # the packed sets, as the mirror's text (scripts/gpu/tu_pack.py)
   [ -d "$p" ] || continue
-  [ -d "$DATA/TU/$(basename "$p")/raw" ] || "$PY" scripts/tu_pack.py unpack "$p" "$DATA/TU/$(basename "$p")" \
+  [ -d "$DATA/TU/$(basename "$p")/raw" ] || "$PY" scripts/gpu/tu_pack.py unpack "$p" "$DATA/TU/$(basename "$p")" \
     || { echo "gpu_window: could not unpack $p" >&2; exit 1; }
 done
 # the transfer cells (when RDKit's wheel was carried), and the semi and unsupervised rows of the

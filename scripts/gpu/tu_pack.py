@@ -1,7 +1,7 @@
 """Carry a large TU dataset to a lent GPU in a few MB: its adjacency as bits (docs/reproducing.md).
 
-    python scripts/tu_pack.py pack ../shared/data/TU/COLLAB .gpu/window/packed/COLLAB
-    python scripts/tu_pack.py unpack .gpu/window/packed/COLLAB DATA/TU/COLLAB
+    python scripts/gpu/tu_pack.py pack ../shared/data/TU/COLLAB .gpu/window/packed/COLLAB
+    python scripts/gpu/tu_pack.py unpack .gpu/window/packed/COLLAB DATA/TU/COLLAB
 
 A device call carries 64 MiB, and COLLAB's ``COLLAB_A.txt.gz`` alone is 59 MB (362 MB of text).
 Its graphs are dense, so each graph's adjacency is kept as the upper triangle (diagonal included:
@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 from autogcl.data.tu import find_file, read_tu_raw  # noqa: E402

@@ -11,7 +11,7 @@ test, and a sign test over the sweeps (how many sweeps' median difference favour
 selection decides; the ``test_max`` columns are there to compare with published figures, never
 to choose.
 
-    python scripts/compare_runs.py runs/tables/unsupervised runs/lossforms/unsupervised \\
+    python scripts/studies/compare_runs.py runs/tables/unsupervised runs/lossforms/unsupervised \\
         --labels paper,released --plot docs/results/loss_forms.png
 
 ``--plot FILE`` also draws the paired differences of the ``val`` selection: one row per sweep,

@@ -7,7 +7,7 @@ training part without the validation graphs) twice from the same seed: on the wh
 and on views with every stroke superpixel (intensity >= 0.5) dropped (node weight 0, as
 ``--dropped weight`` does), each scored on the test graphs under the same view.
 
-    python scripts/mnist_background.py --data-root ../shared/data --epochs 2
+    python scripts/studies/mnist_background.py --data-root ../shared/data --epochs 2
 """
 
 from __future__ import annotations

@@ -3,14 +3,14 @@
 # the files in FILES below and runs the selection tests alone (tests/selection) against each
 # mutant. How to rerun it in a new session: the top of docs/results/mutation/survivors.md.
 #
-#   bash scripts/mutation.sh                      # every mutant of the selection files
-#   bash scripts/mutation.sh 'autogcl.eval.svm.*'  # only the mutants whose names match (rerun even if done)
+#   bash scripts/studies/mutation.sh                      # every mutant of the selection files
+#   bash scripts/studies/mutation.sh 'autogcl.eval.svm.*'  # only the mutants whose names match (rerun even if done)
 #
 # It works in a copy of the tracked (and untracked, not ignored) files under runs/mutation/work
 # (ignored), so the checkout gets no mutants/ folder; the copy's [tool.mutmut] is given FILES.
 # The commit the copy was taken from is written to runs/mutation/commit (with "+changes" when
 # the mutated files or tests/selection differ from it), and a line per run to
-# runs/mutation/runs.tsv. scripts/mutation_notes.py then writes
+# runs/mutation/runs.tsv. scripts/studies/mutation_notes.py then writes
 # docs/results/mutation/survivors.md: every survivor with its note from
 # docs/results/mutation/notes.tsv (it exits 1 while a survivor has no note, a note was written
 # for another change, or a note names a mutant that no longer survives).
@@ -19,7 +19,7 @@
 # one BLAS/OpenMP thread. MUTATION_OUT: another folder than runs/mutation; PYTHON: the
 # interpreter (mutmut >= 3.3 installed in it).
 set -euo pipefail
-repo=$(cd "$(dirname "$0")/.." && pwd)
+repo=$(cd "$(dirname "$0")/../.." && pwd)
 py=${PYTHON:-python}
 out=${MUTATION_OUT:-$repo/runs/mutation}
 work=$out/work
@@ -60,4 +60,4 @@ export AUTOGCL_TEST_DATA=$data OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_
 rm -f mutants/mutmut-stats.json  # which tests reach which function: collected again, the tests may have changed
 nice -n 19 "$py" -m mutmut run --max-children "${MUTMUT_CHILDREN:-1}" "$@" || true
 cd "$repo"
-"$py" scripts/mutation_notes.py "$out"
+"$py" scripts/studies/mutation_notes.py "$out"

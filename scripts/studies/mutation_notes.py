@@ -1,8 +1,8 @@
-"""Write docs/results/mutation/survivors.md from a run of scripts/mutation.sh: every mutant
+"""Write docs/results/mutation/survivors.md from a run of scripts/studies/mutation.sh: every mutant
 that no selection test killed, each with its own note from docs/results/mutation/notes.tsv.
 
-    python scripts/mutation_notes.py [runs/mutation]          # write survivors.md
-    python scripts/mutation_notes.py [runs/mutation] --draft  # print notes.tsv lines to fill in
+    python scripts/studies/mutation_notes.py [runs/mutation]          # write survivors.md
+    python scripts/studies/mutation_notes.py [runs/mutation] --draft  # print notes.tsv lines to fill in
 
 notes.tsv holds one line per survivor: the mutant's name, the code it puts in (the ``+`` side
 of its diff, as this script shows it), and a note written after reading that mutant's diff
@@ -23,14 +23,14 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs" / "results" / "mutation"
 OUT = DOCS / "survivors.md"
 NOTES = DOCS / "notes.tsv"
 HEADER = "mutant\tchange\tnote"
 #: mutmut statuses that mean no selection test failed
 SURVIVING = ("survived", "no tests")
-#: the files mutmut mutates (scripts/mutation.sh's FILES)
+#: the files mutmut mutates (scripts/studies/mutation.sh's FILES)
 FILES = ("autogcl/eval/svm.py", "autogcl/eval/metrics.py", "autogcl/protocols/semi.py", "autogcl/protocols/transfer.py",
          "autogcl/protocols/unsupervised.py", "autogcl/protocols/grid.py")
 
@@ -118,14 +118,14 @@ In a new session, from the root of a checkout (the data mirror beside it, `../sh
 
 1. mutmut 3.x in the project's interpreter: `python -m pip install 'mutmut>=3.3,<4'` (this run:
    mutmut {version}). The script checks the major version.
-2. `PYTHON=python bash scripts/mutation.sh` mutates every function of the selection files; or
-   `bash scripts/mutation.sh 'autogcl.protocols.semi.x_select__mutmut_*' ...` only the mutants
+2. `PYTHON=python bash scripts/studies/mutation.sh` mutates every function of the selection files; or
+   `bash scripts/studies/mutation.sh 'autogcl.protocols.semi.x_select__mutmut_*' ...` only the mutants
    whose names match (these are rerun even when mutmut has a result for them). It copies the
    tracked files into `runs/mutation/work` (ignored), runs one mutmut process at `nice -n 19`
    with one thread, records the commit in `runs/mutation/runs.tsv`, then runs this generator.
    mutmut keeps its results in `runs/mutation/work/mutants`: a second run redoes only the
    functions whose code changed, unless names are given.
-3. `python scripts/mutation_notes.py` writes this page and exits 1 while a survivor has no
+3. `python scripts/studies/mutation_notes.py` writes this page and exits 1 while a survivor has no
    note in `docs/results/mutation/notes.tsv`, a note was written for another change, or a
    note names a mutant that no longer survives. `--draft` prints the lines to fill in; read
    each mutant's diff (`cd runs/mutation/work && python -m mutmut show NAME`) before writing
@@ -170,7 +170,7 @@ def git(*args) -> subprocess.CompletedProcess:
 
 
 def run_lines(out: Path, mutated=None) -> list[str]:
-    """A line per run of scripts/mutation.sh (runs.tsv): its commit, time and what it ran, and
+    """A line per run of scripts/studies/mutation.sh (runs.tsv): its commit, time and what it ran, and
     whether its selection files equal this checkout's (the statuses describe this code only then).
     ``mutated``: the functions that have mutants (a name of another function matched none)."""
     path = out / "runs.tsv"
@@ -200,13 +200,13 @@ def main(argv=None) -> int:
     out = Path(argv[0]) if argv else ROOT / "runs" / "mutation"
     work = out / "work"
     if not (work / "mutants").is_dir():
-        print(f"mutation_notes.py: no mutmut run in {work} (run scripts/mutation.sh first; the top of "
+        print(f"mutation_notes.py: no mutmut run in {work} (run scripts/studies/mutation.sh first; the top of "
               "docs/results/mutation/survivors.md says how)", file=sys.stderr)
         return 2
     status = dict(line.strip().rsplit(": ", 1) for line in run(work, "results", "--all", "true").splitlines()
                   if ": " in line and line.strip().startswith("autogcl."))
     if not status:
-        raise SystemExit(f"{work}: no mutmut results (run scripts/mutation.sh first)")
+        raise SystemExit(f"{work}: no mutmut results (run scripts/studies/mutation.sh first)")
     changed = diffs(work)
     notes = read_notes()
     survivors, missing, moved, stale = check(status, changed, notes)
@@ -228,7 +228,7 @@ def main(argv=None) -> int:
         on_main = (f" (its selection files {'equal' if same_as_main else 'DIFFER FROM'} those of main at "
                    f"`{main_ref[:12]}`)")
     lines = ["# Surviving mutants of the selection code", "",
-             "<!-- generated by scripts/mutation_notes.py from a run of scripts/mutation.sh; notes: notes.tsv -->", "",
+             "<!-- generated by scripts/studies/mutation_notes.py from a run of scripts/studies/mutation.sh; notes: notes.tsv -->", "",
              f"Written at commit `{head[:12]}`{on_main} with mutmut {version}. mutmut mutates `eval/svm.py`, `eval/metrics.py`, "
              "`protocols/semi.py`, `protocols/transfer.py`, `protocols/unsupervised.py` and `protocols/grid.py` "
              "and runs the selection tests alone (`tests/selection`) against each mutant. A survivor is a mutant "

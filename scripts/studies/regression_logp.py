@@ -3,9 +3,9 @@ molecules of a MoleculeNet CSV, fine-tuned with ``MoleculeEncoder.finetune(task=
 on a scaffold split, scored on the held-out scaffolds, beside the same recipe from random
 weights (no pre-training) and, with ``--random-split``, on a random split. Each run is a
 process of its own (``--jobs`` at a time, one torch thread each). Writes a small JSON that
-docs/api.md shows (through scripts/docs.py).
+docs/api.md shows (through scripts/docs/docs.py).
 
-    OMP_NUM_THREADS=1 python scripts/regression_logp.py --data-root ../shared/data \\
+    OMP_NUM_THREADS=1 python scripts/studies/regression_logp.py --data-root ../shared/data \\
         --out docs/results/regression_logp.json
 """
 
@@ -19,7 +19,7 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 import numpy as np  # noqa: E402
@@ -125,7 +125,7 @@ def main(argv=None) -> int:
         r["readout_scale"] = r.pop("settings")["readout_scale"]
     record = {
         "what": f"Crippen logP (RDKit) of the {args.dataset} molecules, fine-tuned from {args.encoder}",
-        "command": "OMP_NUM_THREADS=1 python scripts/regression_logp.py " + " ".join(argv or sys.argv[1:]),
+        "command": "OMP_NUM_THREADS=1 python scripts/studies/regression_logp.py " + " ".join(argv or sys.argv[1:]),
         "dataset": args.dataset, "target": "Crippen MolLogP", "target_mean": float(y.mean()),
         "target_std": float(y.std()), "encoder": args.encoder, "epochs": args.epochs, "seed": args.seed,
         **settings, "selection": "lowest validation RMSE",

@@ -1,13 +1,13 @@
 """The pilots that chose the logP regression's settings (readout, dropout, learning rate and its
 schedule, BatchNorm statistics): each fine-tunes the shipped encoder on bbbp's Crippen logP with
-the scaffold split of ``scripts/regression_logp.py`` and keeps only the training loss and the
+the scaffold split of ``scripts/studies/regression_logp.py`` and keeps only the training loss and the
 validation scores per epoch (the test part is never read for a choice). ``run`` does one
 setting (a process with one torch thread); ``collect`` gathers the pilots' files into
-``docs/results/regression_logp_pilots.json``, which docs/api.md shows (through scripts/docs.py).
+``docs/results/regression_logp_pilots.json``, which docs/api.md shows (through scripts/docs/docs.py).
 
-    OMP_NUM_THREADS=1 python scripts/regression_pilots.py run --name ss_d0_cos --readout scaled_sum \\
+    OMP_NUM_THREADS=1 python scripts/studies/regression_pilots.py run --name ss_d0_cos --readout scaled_sum \\
         --dropout 0 --lr-schedule cosine --epochs 12
-    python scripts/regression_pilots.py collect runs/pilot/*.json
+    python scripts/studies/regression_pilots.py collect runs/pilot/*.json
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "scripts"))
+sys.path.insert(0, str(REPO / "scripts" / "studies"))
 
 from autogcl.atomic import atomic_write_json  # noqa: E402
 
@@ -50,7 +50,7 @@ def run(args) -> None:
         "name": args.name, "dataset": args.dataset, "epochs": args.epochs, "seed": args.seed,
         "settings": {k: pred.hparams[k] for k in ("readout", "dropout", "lr", "lr_schedule", "bn_stats")},
         "history": [{k: r[k] for k in KEPT} for r in pred.history], "train_time_s": time.perf_counter() - t0,
-        "code_commit": commit, "command": "OMP_NUM_THREADS=1 python scripts/regression_pilots.py " +
+        "code_commit": commit, "command": "OMP_NUM_THREADS=1 python scripts/studies/regression_pilots.py " +
         " ".join(sys.argv[1:])})
 
 

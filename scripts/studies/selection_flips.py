@@ -1,16 +1,16 @@
 """Flip each selection rule by hand (val picks by test, test_max by validation, the reported
 figure taken from the other selection, the grid choosing by test, ties to the last) and check
 that tests/selection then fails; the source is restored after each flip. A hand-written
-complement to mutmut (scripts/mutation.sh), outside CI:
+complement to mutmut (scripts/studies/mutation.sh), outside CI:
 
-    PYTHONPATH=. OMP_NUM_THREADS=1 python scripts/selection_flips.py
+    PYTHONPATH=. OMP_NUM_THREADS=1 python scripts/studies/selection_flips.py
 """
 
 import pathlib
 import subprocess
 import sys
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 #: (name, file, the rule's code, the flipped code)
 FLIPS = [
  ("svm select_epoch val by test", "autogcl/eval/svm.py", 'e_val = max(epochs, key=lambda e: evals[e]["val_acc"])', 'e_val = max(epochs, key=lambda e: evals[e]["test_acc"])'),

@@ -19,7 +19,7 @@ row (``TAG/seedS/foldF``) or of a dataset (``TAG/DATASET/seedS``). Figures are p
 std as the protocol reports them (semi: sample std over seeds x folds; transfer: population
 std over seeds).
 
-    python scripts/selection_rules.py runs/tables/semi runs/gpu/transfer
+    python scripts/studies/selection_rules.py runs/tables/semi runs/gpu/transfer
 """
 
 from __future__ import annotations

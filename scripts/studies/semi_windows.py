@@ -9,7 +9,7 @@ folds is best (Chen et al.'s form, the same epoch for every fold), the mean test
 the window's epochs, the last epoch's test accuracy, and the labeled class counts of the
 folds' splits.
 
-    python scripts/semi_windows.py runs/nci1gap/e100_lr0.01/NCI1-labeled ... --epochs 30,100
+    python scripts/studies/semi_windows.py runs/nci1gap/e100_lr0.01/NCI1-labeled ... --epochs 30,100
 """
 
 from __future__ import annotations

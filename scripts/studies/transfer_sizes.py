@@ -15,11 +15,11 @@ and the pre-training records are copied under ``docs/results/summaries/sizes/``.
 of ROC-AUC per tenfold more molecules seen, fitted on the ``val`` means) and
 ``docs/results/transfer_sizes.png`` from those summaries.
 
-    python scripts/transfer_sizes.py run --data-root ../shared/data
-    python scripts/transfer_sizes.py run --pretrain none 50000x2 --datasets clintox --seeds 3
-    python scripts/transfer_sizes.py run --encoder 200000x2=pretrained/autogcl-moses200k.pt
-    python scripts/transfer_sizes.py report
-    python scripts/transfer_sizes.py pool docs/results docs/results/sizes_gpu  # CPU and GPU seeds together
+    python scripts/studies/transfer_sizes.py run --data-root ../shared/data
+    python scripts/studies/transfer_sizes.py run --pretrain none 50000x2 --datasets clintox --seeds 3
+    python scripts/studies/transfer_sizes.py run --encoder 200000x2=pretrained/autogcl-moses200k.pt
+    python scripts/studies/transfer_sizes.py report
+    python scripts/studies/transfer_sizes.py pool docs/results docs/results/sizes_gpu  # CPU and GPU seeds together
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SPEC = re.compile(r"^(none|full|[1-9]\d*)(?:x([1-9]\d*))?$")  # counts >= 1, no leading zeros
 
 

@@ -1,4 +1,4 @@
-"""pytest plugin of scripts/suite_record.py: every test report, appended as one JSON line to the
+"""pytest plugin of scripts/suite/suite_record.py: every test report, appended as one JSON line to the
 file ``AUTOGCL_SUITE_OUTCOMES`` names as soon as pytest (the xdist controller, under ``-n``) has
 it, so that a run cut after its last test (a worker that hangs while it exits) keeps every
 outcome; pytest's JUnit file is written only at the end of the session."""
@@ -40,6 +40,6 @@ def pytest_runtest_logreport(report):
     if report.when == "call" or report.outcome != "passed":  # the call; a setup or teardown that did not pass
         lines = _message(report).strip().splitlines()
         row = {"test": report.nodeid, "when": report.when, "outcome": report.outcome,
-               "message": lines[0][:300] if lines else ""}
+               "message": lines[0][:300] if lines else "", "s": round(report.duration, 3)}
         with open(path, "a", encoding="utf-8") as f:
             f.write(json.dumps(row) + "\n")

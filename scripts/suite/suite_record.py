@@ -1,17 +1,19 @@
 """Run the test suite once and record what happened, to show that it passes away from the
 machine it was written on (docs/reliability.md, "The suite elsewhere").
 
-    python scripts/suite_record.py --tag cpu-default-isa --env ATEN_CPU_CAPABILITY=default \
+    python scripts/suite/suite_record.py --tag cpu-default-isa --env ATEN_CPU_CAPABILITY=default \
         --env MKL_ENABLE_INSTRUCTIONS=SSE4_2 -- -n 2
-    python scripts/suite_record.py --tag h100 -- -n 8        # on a lent GPU machine
+    python scripts/suite/suite_record.py --tag h100 -- -n 8        # on a lent GPU machine
 
 It runs ``python -m pytest -q -rs --junitxml=...`` with the given environment and extra pytest
 arguments, reads the JUnit file (every test case, with its outcome), and writes
 ``docs/results/suite/<tag>.json``: the counts, every failed or erroring test by id with the first
 line of its message, every skip with its reason, the machine (CPU model, cores, the ATen CPU
-capability torch used), torch, the code commit, the environment it set and the pytest arguments.
+capability torch used), torch, the code commit, the environment it set, the pytest arguments and
+the :data:`SLOWEST` slowest tests with their seconds (``slowest``: setup, call and teardown together,
+pytest's JUnit ``time``; from the per-test log, a cut run's, the phases it logged).
 A run whose pytest was cut (no JUnit file) is recorded as such, never as a pass; its counts
-then come from the per-test log that ``scripts/suite_outcomes.py`` (loaded with ``-p``) appends to
+then come from the per-test log that ``scripts/suite/suite_outcomes.py`` (loaded with ``-p``) appends to
 as each test is reported. ``--amend RECORD LOG`` fills a cut record that has no counts from pytest's
 progress characters in its output. Exit status: the pytest exit status.
 """
@@ -30,7 +32,7 @@ import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
 from autogcl.atomic import atomic_write_text  # noqa: E402
@@ -38,6 +40,8 @@ from autogcl.paths import child_pythonpath  # noqa: E402
 from autogcl.protocols.publishing import code_commit  # noqa: E402
 
 OUT = REPO / "docs" / "results" / "suite"
+#: how many of the slowest tests a record names (``slowest``), as pytest's ``--durations=25``
+SLOWEST = 25
 
 
 def cpu_model() -> str:
@@ -81,14 +85,15 @@ def read_junit(path: Path) -> dict:
     """Counts, failures and skips of a JUnit XML file written by pytest: a test case counts once,
     by its first failure, error or skip (a test that fails and then errs in teardown is a
     failure; an xfail is a skip, as pytest writes it); a case without a name (a test stopped
-    by SIGINT) does not count."""
+    by SIGINT) does not count. ``seconds``: each test's ``time`` (setup, call and teardown)."""
     root = ET.parse(path).getroot()
     cases = root.iter("testcase")
-    out = {"passed": 0, "failed": 0, "errors": 0, "skipped": 0, "failures": [], "skips": []}
+    out = {"passed": 0, "failed": 0, "errors": 0, "skipped": 0, "failures": [], "skips": [], "seconds": {}}
     for case in cases:
         if not case.get("name"):  # pytest's entry for a test stopped by SIGINT: it did not finish
             continue
         test = f"{case.get('classname', '')}::{case.get('name', '')}"
+        out["seconds"][test] = out["seconds"].get(test, 0.0) + float(case.get("time") or 0.0)
         outcome = "passed"
         for child in case:
             if child.tag in ("failure", "error", "skipped"):
@@ -107,15 +112,17 @@ def read_junit(path: Path) -> dict:
 
 def read_outcomes(path: Path) -> dict:
     """The same counts and lists as :func:`read_junit`, from the JSON lines of
-    ``scripts/suite_outcomes.py`` (written as each test is reported): a test counts once, by its
+    ``scripts/suite/suite_outcomes.py`` (written as each test is reported): a test counts once, by its
     call's outcome, or as an error when its setup or teardown failed (a failed call stays a
-    failure); a line cut while written is left out."""
+    failure); a line cut while written is left out. ``seconds``: each test's logged phases' ``s``."""
     per: dict = {}
+    seconds: dict = {}
     for line in path.read_text(encoding="utf-8").splitlines():
         try:
             r = json.loads(line)
         except json.JSONDecodeError:
             continue
+        seconds[r["test"]] = seconds.get(r["test"], 0.0) + float(r.get("s", 0.0))
         if r["outcome"] == "skipped":
             key = "skipped"
         elif r["when"] == "call":
@@ -124,7 +131,7 @@ def read_outcomes(path: Path) -> dict:
             key = "errors"
         if per.get(r["test"], ("passed",))[0] == "passed":
             per[r["test"]] = (key, r.get("message", ""))
-    out = {"passed": 0, "failed": 0, "errors": 0, "skipped": 0, "failures": [], "skips": []}
+    out = {"passed": 0, "failed": 0, "errors": 0, "skipped": 0, "failures": [], "skips": [], "seconds": seconds}
     for test, (key, message) in per.items():
         out[key] += 1
         if key == "skipped":
@@ -159,6 +166,12 @@ def amend(record: Path, log: Path) -> dict:
                         "test ids of failures and skips are unknown)")
     atomic_write_text(record, json.dumps(d, indent=1) + "\n")
     return d
+
+
+def slowest(seconds: dict, n: int = SLOWEST) -> list[dict]:
+    """The ``n`` slowest tests of ``seconds`` (test id -> seconds), slowest first."""
+    top = sorted(seconds.items(), key=lambda kv: (-kv[1], kv[0]))[:n]
+    return [{"test": test, "s": round(s, 2)} for test, s in top]
 
 
 def capability(env: dict) -> str | None:
@@ -199,9 +212,9 @@ def main(argv=None) -> int:
     live = args.out / f".{args.tag}.outcomes.jsonl"
     junit.unlink(missing_ok=True)
     live.unlink(missing_ok=True)
-    # the per-test log (scripts/suite_outcomes.py), for a run cut before pytest writes its JUnit file
+    # the per-test log (scripts/suite/suite_outcomes.py), for a run cut before pytest writes its JUnit file
     env["AUTOGCL_SUITE_OUTCOMES"] = str(live.resolve())
-    env["PYTHONPATH"] = child_pythonpath(REPO / "scripts", env=env)
+    env["PYTHONPATH"] = child_pythonpath(REPO / "scripts" / "suite", env=env)
     cmd = [sys.executable, "-m", "pytest", "-q", "-rs", f"--junitxml={junit}", "-p", "suite_outcomes",
            *args.pytest_args]
     start = time.time()
@@ -241,8 +254,10 @@ def main(argv=None) -> int:
         stopped = stopped or "pytest wrote no JUnit file (stopped before its end)"
     if not counted and live.is_file():
         record.update(read_outcomes(live))
-        record["counts_from"] = "the per-test log (scripts/suite_outcomes.py): pytest's JUnit file is missing or damaged"
+        record["counts_from"] = "the per-test log (scripts/suite/suite_outcomes.py): pytest's JUnit file is missing or damaged"
     live.unlink(missing_ok=True)
+    if "seconds" in record:
+        record["slowest"] = slowest(record.pop("seconds"))
     if stopped:
         record["cut"] = stopped
     path = args.out / f"{args.tag}.json"

@@ -441,13 +441,13 @@ def test_regression_logp_script_writes_the_record_the_docs_show(data_root, tmp_p
 
     from tests.conftest import REPO
 
-    sys.path.insert(0, str(REPO / "scripts"))  # scripts/docsgen: the documentation's generators
+    sys.path.insert(0, str(REPO / "scripts" / "docs"))  # scripts/docs/docsgen: the documentation's generators
     from docsgen.tables import regression_block
 
     lines = (data_root / "moleculenet" / "bbbp.csv").read_text(encoding="utf-8").splitlines()
     (tmp_path / "data" / "moleculenet").mkdir(parents=True)
     (tmp_path / "data" / "moleculenet" / "tiny.csv").write_text("\n".join(lines[:1] + lines[1::25]) + "\n")
-    spec = importlib.util.spec_from_file_location("regression_logp", REPO / "scripts" / "regression_logp.py")
+    spec = importlib.util.spec_from_file_location("regression_logp", REPO / "scripts" / "studies" / "regression_logp.py")
     script = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(script)
     out = tmp_path / "docs" / "results" / "regression_logp.json"
@@ -469,7 +469,8 @@ def test_regression_logp_script_writes_the_record_the_docs_show(data_root, tmp_p
 def test_regression_pilots_keep_no_test_score_and_the_docs_list_them(tmp_path):
     from tests.conftest import REPO
 
-    sys.path.insert(0, str(REPO / "scripts"))
+    sys.path.insert(0, str(REPO / "scripts" / "docs"))  # docsgen
+    sys.path.insert(0, str(REPO / "scripts" / "studies"))
     import regression_pilots
     from docsgen.tables import regression_pilots as rows_of
 

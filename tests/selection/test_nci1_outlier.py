@@ -9,7 +9,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_committed_note_is_its_regeneration():
-    r = subprocess.run([sys.executable, "scripts/nci1_outlier.py", "--check"], cwd=ROOT, capture_output=True,
+    r = subprocess.run([sys.executable, "scripts/studies/nci1_outlier.py", "--check"], cwd=ROOT, capture_output=True,
                        text=True)
     assert r.returncode == 0, r.stdout + r.stderr
     text = (ROOT / "docs" / "results" / "nci1_outlier.md").read_text()

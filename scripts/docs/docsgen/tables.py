@@ -178,9 +178,9 @@ def views_block(root: Path) -> str:
 
 
 def loss_forms_block(root: Path) -> str:
-    """The paired comparison of the two loss forms (``scripts/compare_runs.py`` over the committed
+    """The paired comparison of the two loss forms (``scripts/studies/compare_runs.py`` over the committed
     summaries of both), with its two robust checks."""
-    import compare_runs  # scripts/compare_runs.py (scripts/ is on the path of docs.py)
+    import compare_runs  # scripts/studies/compare_runs.py (scripts/ is on the path of docs.py)
 
     a = compare_runs.sweeps(Path(root) / RESULTS / "summaries" / "unsupervised")
     b = compare_runs.sweeps(Path(root) / RESULTS / "summaries" / "lossforms" / "unsupervised")
@@ -215,7 +215,7 @@ def _paper_table(name: str, cells, head: tuple[str, str], unit: str, protocol: s
                  tuple(r for c in cells for r in c.runs), command, paper)
 
 
-#: the molecule regression example's records (``scripts/regression_logp.py --out``), in order:
+#: the molecule regression example's records (``scripts/studies/regression_logp.py --out``), in order:
 #: bbbp (the first and the pilots' set), then the larger tox21 when it was run
 REGRESSION_RECORDS = ("regression_logp.json", "regression_logp_tox21.json")
 
@@ -233,11 +233,11 @@ def _short_commit(commit) -> str:
 
 def suite_block(root: Path) -> str:
     """The recorded runs of the whole test suite away from its usual setting (``docs/results/suite/*.json``,
-    written by ``scripts/suite_record.py``): where each ran, under what, and what passed, failed
+    written by ``scripts/suite/suite_record.py``): where each ran, under what, and what passed, failed
     and skipped; a failed or erroring test is named."""
     files = sorted((Path(root) / SUITE).glob("*.json"))
     if not files:
-        return f"not run: no `{SUITE}/*.json` (python scripts/suite_record.py)"
+        return f"not run: no `{SUITE}/*.json` (python scripts/suite/suite_record.py)"
     rows, failures = [], []
     for f in files:
         d = json.loads(f.read_text(encoding="utf-8"))
@@ -259,10 +259,10 @@ def suite_block(root: Path) -> str:
 
 def regression_block(root: Path) -> str:
     """The molecule regression example's runs (``docs/results/regression_logp*.json``, written by
-    ``scripts/regression_logp.py``), one table per record (:data:`REGRESSION_RECORDS`; the first
+    ``scripts/studies/regression_logp.py``), one table per record (:data:`REGRESSION_RECORDS`; the first
     is required, the others shown when committed), then the pilots that chose the settings."""
     if not (Path(root) / RESULTS / REGRESSION_RECORDS[0]).is_file():
-        return f"not run: no `{RESULTS}/{REGRESSION_RECORDS[0]}` (python scripts/regression_logp.py)"
+        return f"not run: no `{RESULTS}/{REGRESSION_RECORDS[0]}` (python scripts/studies/regression_logp.py)"
     parts = [regression_record(root, name) for name in REGRESSION_RECORDS
              if (Path(root) / RESULTS / name).is_file()]
     return "\n\n".join(parts) + "\n" + "\n".join(regression_pilots(root))
@@ -301,7 +301,7 @@ def regression_record(root: Path, name: str) -> str:
 
 def regression_pilots(root: Path) -> list[str]:
     """The settings tried before the regression run, with their validation scores only
-    (``docs/results/regression_logp_pilots.json``, ``scripts/regression_pilots.py``): empty
+    (``docs/results/regression_logp_pilots.json``, ``scripts/studies/regression_pilots.py``): empty
     when there is no such file."""
     f = Path(root) / RESULTS / "regression_logp_pilots.json"
     if not f.is_file():
@@ -318,42 +318,42 @@ def regression_pilots(root: Path) -> list[str]:
             "| readout | dropout | lr | schedule | BatchNorm statistics | epochs | best valid R² (epoch) "
             "| valid R², mean of the last 3 epochs | last training loss (standardised) |",
             "|---|---|---|---|---|---|---|---|---|", *rows, "",
-            f"From `{RESULTS}/regression_logp_pilots.json` (`python scripts/regression_pilots.py`; each pilot's "
+            f"From `{RESULTS}/regression_logp_pilots.json` (`python scripts/studies/regression_pilots.py`; each pilot's "
             "command is in the file)."]
 
 
 TABLES = (
     _paper_table("readme-unsupervised", README_CELLS, ("dataset", "method"), "seeds", "unsupervised",
-                 "bash scripts/tables.sh (autogcl unsupervised --seeds 5, one torch thread per unit)",
+                 "bash scripts/docs/tables.sh (autogcl unsupervised --seeds 5, one torch thread per unit)",
                  "Table 2 (unsupervised, test_max)", doc="README.md", queue="docs/results/gpu_queue.md"),
     _paper_table("paper-unsupervised", UNSUPERVISED_CELLS, ("dataset", "method"), "seeds", "unsupervised",
-                 "bash scripts/tables.sh", "Table 2"),
-    _paper_table("paper-semi", SEMI_CELLS, ("dataset", "row"), "folds", "semi", "bash scripts/tables.sh", "Table 3"),
+                 "bash scripts/docs/tables.sh", "Table 2"),
+    _paper_table("paper-semi", SEMI_CELLS, ("dataset", "row"), "folds", "semi", "bash scripts/docs/tables.sh", "Table 3"),
     _paper_table("paper-transfer", TRANSFER_CELLS, ("dataset", "pre-training"), "seeds", "transfer",
-                 "python scripts/transfer_sizes.py run (3 seeds, 100 epochs, CPU); the paper's 10 seeds: the queue",
+                 "python scripts/studies/transfer_sizes.py run (3 seeds, 100 epochs, CPU); the paper's 10 seeds: the queue",
                  "Table 4"),
     _paper_table("paper-ablation", ABLATION_CELLS, ("dataset", "node-drop ratio"), "folds", "semi",
                  ABLATION_CELLS[0].command, "appendix, node-drop ratios"),
     Table("unsupervised", f"{RESULTS}/unsupervised.md", report_block(f"{RESULTS}/summaries/unsupervised"),
-          (f"{RESULTS}/summaries/unsupervised",), "bash scripts/tables.sh", "Table 2"),
+          (f"{RESULTS}/summaries/unsupervised",), "bash scripts/docs/tables.sh", "Table 2"),
     Table("semi", f"{RESULTS}/semi.md", report_block(f"{RESULTS}/summaries/semi"),
-          (f"{RESULTS}/summaries/semi",), "bash scripts/tables.sh", "Table 3"),
+          (f"{RESULTS}/summaries/semi",), "bash scripts/docs/tables.sh", "Table 3"),
     Table("gpu-unsupervised", f"{RESULTS}/gpu_unsupervised.md", report_block(f"{RESULTS}/summaries/gpu/unsupervised"),
-          (f"{RESULTS}/summaries/gpu/unsupervised",), "bash scripts/gpu_runs.sh tu", "Table 2"),
+          (f"{RESULTS}/summaries/gpu/unsupervised",), "bash scripts/gpu/gpu_runs.sh tu", "Table 2"),
     Table("gpu-transfer", f"{RESULTS}/gpu_transfer.md", report_block(f"{RESULTS}/summaries/gpu/transfer"),
-          (f"{RESULTS}/summaries/gpu/transfer",), "bash scripts/gpu_runs.sh finetune", "Table 4"),
+          (f"{RESULTS}/summaries/gpu/transfer",), "bash scripts/gpu/gpu_runs.sh finetune", "Table 4"),
     Table("loss-forms", f"{RESULTS}/loss_forms.md", loss_forms_block,
           (f"{RESULTS}/summaries/unsupervised", f"{RESULTS}/summaries/lossforms/unsupervised"),
-          "python scripts/compare_runs.py docs/results/summaries/unsupervised "
+          "python scripts/studies/compare_runs.py docs/results/summaries/unsupervised "
           "docs/results/summaries/lossforms/unsupervised --labels paper,released", ""),
     Table("regression-logp", "docs/api.md", regression_block,
           (*(f"{RESULTS}/{name}" for name in REGRESSION_RECORDS), f"{RESULTS}/regression_logp_pilots.json"),
-          "OMP_NUM_THREADS=1 python scripts/regression_logp.py", ""),
+          "OMP_NUM_THREADS=1 python scripts/studies/regression_logp.py", ""),
     Table("views-mnist", "docs/tutorial.md", views_block, (f"{RESULTS}/views_MNIST",),
           "OMP_NUM_THREADS=1 autogcl visualize views --data-root ../shared/data --seed S", "Figure (views on MNIST)"),
     Table("performance", "docs/performance.md", perf_block, (PERF,), "python benchmarks/engine.py", ""),
     Table("goals", "docs/performance.md", goals_block, (PERF,), "python benchmarks/engine.py", ""),
-    Table("suite", "docs/reliability.md", suite_block, (SUITE,), "python scripts/suite_record.py", ""),
+    Table("suite", "docs/reliability.md", suite_block, (SUITE,), "python scripts/suite/suite_record.py", ""),
     Table("queue", f"{RESULTS}/gpu_queue.md", queue_block, tuple(r for c in CELLS for r in c.runs),
           "autogcl reproduce --missing", "Tables 2-4"),
     Table("queue-goals", f"{RESULTS}/gpu_queue.md", goals_block, (PERF,), "python benchmarks/engine.py", ""),
