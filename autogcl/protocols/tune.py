@@ -31,7 +31,7 @@ from ..choices import AUGMENTATIONS, AUG_RANDOM4, FOLD_SEED
 from ..config import Config, option
 from ..errors import ConfigError, DataError
 
-__all__ = ["SPACES", "TUNE_ESTIMATORS", "TuneConfig", "choose", "parse_space", "tune"]
+__all__ = ["SPACES", "TUNE_ESTIMATORS", "TuneConfig", "check_space_keys", "choose", "parse_space", "table", "tune"]
 
 log = logging.getLogger("autogcl.tune")
 
@@ -180,16 +180,35 @@ def choose(trials: list[dict]) -> dict | None:
 
 
 # ------------------------------------------------------------------ a trial (runs on a Ray worker)
-def _build(estimator: str, config: dict, dataset):
+#: the keys of a configuration that are ``fit``'s, not the estimator's
+FIT_KEYS = ("epochs", "pretrain_epochs")
+
+
+def _estimator_class(estimator: str):
     import autogcl
 
-    kwargs = {k: v for k, v in config.items() if k not in ("epochs", "pretrain_epochs")}
+    return {"semi": autogcl.SemiSupervised, "autogcl": autogcl.AutoGCL, "graphcl": autogcl.GraphCL}[estimator]
+
+
+def check_space_keys(estimator: str, space: dict) -> None:
+    """A :class:`ConfigError` naming a key of ``space`` that is neither an argument of the
+    estimator's constructor nor of its ``fit`` (:data:`FIT_KEYS`), before any trial runs."""
+    import inspect
+
+    cls = _estimator_class(estimator)
+    known = set(inspect.signature(cls).parameters) - {"in_channels", "num_classes"}
+    fit_keys = set(FIT_KEYS) if estimator == "semi" else {"epochs"}
+    bad = sorted(set(space) - known - fit_keys)
+    if bad:
+        raise ConfigError(f"search space key(s) {', '.join(bad)}: not an argument of {cls.__name__} nor of its fit "
+                          f"({', '.join(sorted(known | fit_keys))})")
+
+
+def _build(estimator: str, config: dict, dataset):
+    kwargs = {k: v for k, v in config.items() if k not in FIT_KEYS}
     if estimator == "semi":
-        return autogcl.SemiSupervised(dataset.num_features, dataset.num_classes, **kwargs)
-    if estimator == "graphcl":
-        return autogcl.GraphCL(dataset.num_features, **kwargs)
-    kwargs = {k: v for k, v in kwargs.items() if k not in ("aug", "aug_ratio")}
-    return autogcl.AutoGCL(dataset.num_features, **kwargs)
+        return _estimator_class(estimator)(dataset.num_features, dataset.num_classes, **kwargs)
+    return _estimator_class(estimator)(dataset.num_features, **kwargs)
 
 
 class _Record:
@@ -436,14 +455,16 @@ def tune(cfg: TuneConfig | None = None, graphs=None, splits=None, **options) -> 
     ``tune(estimator="semi", dataset="MUTAG", trials=20)``) and return its summary: per outer
     fold the chosen configuration with its ``val_best``, ``val`` and ``test_max``, and every
     trial's record; the mean and std of the chosen ``val`` and ``test_max`` over the folds.
-    ``graphs``: a PyG dataset (with ``y``) to search on instead of loading ``cfg.dataset``;
+    ``graphs``: a PyG dataset (with ``y``) to search on instead of loading ``cfg.dataset``
+    (which still names the folder);
     ``splits``: its outer folds (:class:`autogcl.data.splits.SemiSplit` objects) instead of
     those :func:`autogcl.data.splits.semi_splits` draws from its labels.
 
     Written under ``OUT/DATASET-ESTIMATOR/``: ``foldK/`` (the Ray Tune experiment),
     ``foldK.json`` (its trials and choice), ``search.json`` (the search's settings) and
-    ``summary.json``. Ray is started locally (``num_cpus``), joined (``address``), or used as
-    this process already has it. SIGTERM or Ctrl-C stops the search with its state saved:
+    ``summary.json``. Ray is started locally (``num_cpus``), joined (``address``: then ``out``
+    must be storage every node sees, as for ``--executor ray``), or used as this process
+    already has it. SIGTERM or Ctrl-C stops the search with its state saved:
     :class:`autogcl.errors.Preempted`; the same call with ``resume=True`` continues it."""
     import numpy as np
 
@@ -451,6 +472,7 @@ def tune(cfg: TuneConfig | None = None, graphs=None, splits=None, **options) -> 
 
     cfg = TuneConfig(**options) if cfg is None else cfg
     space = parse_space(cfg.estimator, cfg.space)
+    check_space_keys(cfg.estimator, space)
     root = Path(cfg.out).resolve() / cfg.name
     key = cfg.search_key()
     if (root / "search.json").is_file():

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from autogcl.errors import ConfigError, DataError
-from autogcl.protocols.tune import SPACES, TuneConfig, choose, parse_space
+from autogcl.protocols.tune import SPACES, TuneConfig, check_space_keys, choose, parse_space
 
 from ..conftest import REPO
 
@@ -43,6 +43,13 @@ def test_space_changes_from_python_and_the_command_line():
         TuneConfig(estimator="svm")
     with pytest.raises(ConfigError, match="--grace-epochs 9 is above --max-epochs 3"):
         TuneConfig(max_epochs=3, grace_epochs=9)
+
+
+def test_every_default_space_fits_its_estimator_and_a_stray_key_is_refused():
+    for estimator, space in SPACES.items():
+        check_space_keys(estimator, space)
+    with pytest.raises(ConfigError, match=r"search space key\(s\) aug, pretrain_epochs: not an argument of AutoGCL"):
+        check_space_keys("autogcl", parse_space("autogcl", ["aug=node_drop", "pretrain_epochs=3"]))
 
 
 def test_choice_follows_validation_and_never_the_test_fold():
@@ -179,3 +186,13 @@ def test_a_failing_trial_is_reported_with_its_configuration(cluster, data_root, 
                                         r".*hidden=0.*ConfigError: hidden and num_layers must be at least 1"):
         tune(**SMALL, trials=2, space={**SPACE, "hidden": 0}, data_root=str(data_root), out=str(tmp_path))
     assert "FAILED with configuration" in caplog.text and "hidden=0" in caplog.text
+
+
+def test_a_graphcl_search_scores_its_embeddings_with_an_svm(cluster, data_root, tmp_path):
+    summary = tune(**{**SMALL, "estimator": "graphcl"}, trials=1, space={"hidden": 8, "num_layers": 1, "epochs": 2,
+                                                                         "aug": "node_drop"},
+                   data_root=str(data_root), out=str(tmp_path))
+    (trial,) = _fold(tmp_path, "MUTAG-graphcl")["trials"]
+    assert trial["status"] == "done" and trial["epochs"] == 2 and trial["config"]["aug"] == "node_drop"
+    assert all(0.3 <= trial[k] <= 1 for k in ("val_best", "val", "test_max"))  # an SVM on MUTAG's embeddings
+    assert summary["val"]["mean"] == trial["val"]
