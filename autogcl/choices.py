@@ -85,6 +85,15 @@ FINETUNE_PRESETS = {
     "paper": {"epochs": 100, "batch_size": 32, "lr": 0.001, "weight_decay": 0.0, "dropout": 0.5,
               "split": "scaffold", "frac": (0.8, 0.1, 0.1), "selection": "val"},
 }
+#: the fine-tuning options where neither the call nor a preset gives them
+FINETUNE_DEFAULTS = {"epochs": 30, "batch_size": 32, "lr": 0.001, "weight_decay": 0.0, "dropout": 0.5,
+                     "readout": READOUT_MEAN, "lr_schedule": LR_CONSTANT, "bn_stats": BN_RUNNING,
+                     "split": "none", "frac": (0.8, 0.1, 0.1), "selection": "last"}
+#: the options a regression takes where neither the call nor a preset gives them (the others:
+#: :data:`FINETUNE_DEFAULTS`): no dropout and a cosine decay of the learning rate, chosen on the
+#: validation part of a logP regression (``docs/results/regression_logp_pilots.json``), where
+#: dropout 0.5 at a constant rate made the validation R² jump between epochs
+REGRESSION_DEFAULTS = {"dropout": 0.0, "lr_schedule": LR_COSINE}
 #: what becomes of the nodes a learnable view drops: isolated zero-feature nodes (the released
 #: code) or removed from the batch; ``GeometryKeepingGenerator`` adds weight (kept, down-weighted)
 DROP_ISOLATE, DROP_REMOVE, DROP_WEIGHT = "isolate", "remove", "weight"

@@ -37,7 +37,8 @@ from torch_geometric.loader import DataLoader
 
 from . import __version__
 from .atomic import atomic_save, check_weights, with_digest
-from .choices import BN_RUNNING, BN_SETTLED, LR_CONSTANT, LR_COSINE, READOUT_MEAN, READOUT_SCALED_SUM, check_choice
+from .choices import (BN_RUNNING, BN_SETTLED, FINETUNE_DEFAULTS, LR_CONSTANT, LR_COSINE, READOUT_MEAN,  # noqa: F401
+                      READOUT_SCALED_SUM, REGRESSION_DEFAULTS, check_choice)
 from .data.molecules import (VOCAB, featurize, is_sdf, iter_smiles, label_task, open_text, read_labeled_csv,
                              smiles_to_graph)
 from .devices import deterministic_kernels, resolve_device
@@ -593,15 +594,6 @@ def _recipe(preset: str | None, regression: bool = False, **given) -> dict:
     return opts
 
 
-#: the fine-tuning options where neither the call nor a preset gives them
-FINETUNE_DEFAULTS = {"epochs": 30, "batch_size": 32, "lr": 0.001, "weight_decay": 0.0, "dropout": 0.5,
-                     "readout": READOUT_MEAN, "lr_schedule": LR_CONSTANT, "bn_stats": BN_RUNNING,
-                     "split": "none", "frac": (0.8, 0.1, 0.1), "selection": "last"}
-#: the options a regression takes where neither the call nor a preset gives them (the others:
-#: :data:`FINETUNE_DEFAULTS`): no dropout and a cosine decay of the learning rate, chosen on the
-#: validation part of a logP regression (``docs/results/regression_logp_pilots.json``), where
-#: dropout 0.5 at a constant rate made the validation R² jump between epochs
-REGRESSION_DEFAULTS = {"dropout": 0.0, "lr_schedule": LR_COSINE}
 
 
 def _labeled(data, y):

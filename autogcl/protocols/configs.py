@@ -22,12 +22,16 @@ from ..choices import (
     DROP_ISOLATE,
     DROP_REMOVE,
     DROP_WEIGHT,
+    FINETUNE_DEFAULTS,
     FINETUNE_PRESETS,
     FOLD_SEED,
     GRAPHCL_VIEWS,
+    LR_SCHEDULES,
     MASK_SCALAR,
     MASK_TOKENS,
     MOLECULENET_SETS,
+    READOUTS,
+    REGRESSION_DEFAULTS,
     REGRESSION_SELECTIONS,
     SAMPLE_REPLACEMENT,
     SELECTIONS,
@@ -356,13 +360,28 @@ class FinetuneConfig(SweepConfig):
     smiles_col: str = option("smiles", "SMILES column of --csv", group=DATA)
     label_cols: list[str] | None = option(None, "comma-separated label columns of --csv (default: all others)",
                                           type=str, metavar="A,B", group=DATA)
-    # the defaults are the published protocol's, MoleculeEncoder.finetune(preset="paper")
-    epochs: int = option(PAPER_FINETUNE["epochs"], "fine-tuning epochs", low=1)
-    batch_size: int = option(PAPER_FINETUNE["batch_size"], "batch size", low=2)
-    lr: float = option(PAPER_FINETUNE["lr"], "Adam learning rate", low=0, low_open=True)
-    weight_decay: float = option(PAPER_FINETUNE["weight_decay"], "Adam weight decay", cli=False)
-    dropout: float = option(PAPER_FINETUNE["dropout"], "dropout of the fine-tuned GIN", low=0, high=1,
-                            high_open=True)
+    # None: the recipe's default, resolved when the data's task is known (resolve_recipe): the
+    # published protocol's (MoleculeEncoder.finetune(preset="paper")) for --dataset, the
+    # library's own defaults of MoleculeEncoder.finetune (those of a regression for numbers) for --csv
+    epochs: int | None = option(None, "fine-tuning epochs (default: the paper's 100 for --dataset, the library's "
+                                f"{FINETUNE_DEFAULTS['epochs']} for --csv)", type=int, low=1)
+    batch_size: int | None = option(None, f"batch size (default {PAPER_FINETUNE['batch_size']})", type=int, low=2)
+    lr: float | None = option(None, f"Adam learning rate (default {PAPER_FINETUNE['lr']})", type=float, low=0,
+                              low_open=True)
+    weight_decay: float | None = option(None, "Adam weight decay", cli=False, type=float)
+    dropout: float | None = option(None, f"dropout of the fine-tuned GIN (default {PAPER_FINETUNE['dropout']}; "
+                                   f"{REGRESSION_DEFAULTS['dropout']} for a --csv regression)", type=float, low=0,
+                                   high=1, high_open=True)
+    readout: str | None = option(None, "pooling of the atoms' representations: mean, sum or scaled_sum (sum over the "
+                                 "training molecules' mean atom count; for size-additive properties) (default: mean)",
+                                 type=str, choices=READOUTS, what="readout", implicit_default=True)
+    lr_schedule: str | None = option(None, "learning rate over the epochs: constant, or cosine decay (default: "
+                                     "constant; cosine for a --csv regression)", type=str, choices=LR_SCHEDULES,
+                                     what="lr schedule", implicit_default=True)
+    split_file: str | None = option(None, "a JSON file of the split to use instead of the scaffold split: "
+                                    '{"train": [...], "valid": [...], "test": [...]} (0-based indices of the '
+                                    "molecules that parse, in file order), or chemprop's --splits-file "
+                                    '[{"train", "val", "test"}]', type=str, implicit_default=True, group=DATA)
     dim: int = option(300, "GIN width (without --checkpoint)", cli=False)
     num_layers: int = option(5, "GIN layers (without --checkpoint)", cli=False)
     task: str | None = option(None, "classification (binary labels: masked BCE, ROC-AUC) or regression (numbers: "

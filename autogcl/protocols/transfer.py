@@ -70,10 +70,76 @@ def encoder_of(cfg: FinetuneConfig) -> MoleculeEncoder:
     return MoleculeEncoder(cfg.dim, cfg.num_layers)
 
 
+#: the recipe's options a :class:`FinetuneConfig` leaves to the recipe when ``None``
+RECIPE_KEYS = ("epochs", "batch_size", "lr", "weight_decay", "dropout")
+#: the same, stored only when set (options added after runs of the paper's protocol were made)
+RECIPE_KEYS_IMPLICIT = ("readout", "lr_schedule")
+
+
+def resolve_recipe(cfg: FinetuneConfig, task: str) -> FinetuneConfig:
+    """``cfg`` with every recipe option it leaves open (``None``) set to the recipe's value:
+    the published protocol's (``MoleculeEncoder.finetune(preset="paper")``) for a MoleculeNet
+    set, and :meth:`autogcl.MoleculeEncoder.finetune`'s own defaults for a ``--csv`` file, those
+    of a regression for numbers, so that the command and Python fine-tune alike. The readout
+    and schedule of a MoleculeNet set are left open (stored only when set, as before they were
+    options); a ``--csv`` run records them."""
+    from ..molecules import _recipe
+
+    open_all = dict.fromkeys(("epochs", "batch_size", "lr", "weight_decay", "dropout", "readout", "split", "frac",
+                              "selection", "lr_schedule", "bn_stats"))
+    base = _recipe(None if cfg.csv else "paper", regression=task == "regression", **open_all)
+    keys = RECIPE_KEYS + (RECIPE_KEYS_IMPLICIT if cfg.csv else ())
+    fill = {k: base[k] for k in keys if getattr(cfg, k) is None}
+    return FinetuneConfig.from_dict({**cfg.to_dict(), **fill}) if fill else cfg
+
+
 def recipe(cfg: FinetuneConfig) -> dict:
-    """The options of :meth:`autogcl.MoleculeEncoder.finetune` that a configuration sets."""
-    return {"epochs": cfg.epochs, "batch_size": cfg.batch_size, "lr": cfg.lr, "weight_decay": cfg.weight_decay,
-            "dropout": cfg.dropout, "frac": cfg.frac, "from_scratch": cfg.checkpoint is None}
+    """The options of :meth:`autogcl.MoleculeEncoder.finetune` that a configuration sets
+    (``None``: the recipe's default, see :func:`resolve_recipe`)."""
+    out = {k: getattr(cfg, k) for k in RECIPE_KEYS + RECIPE_KEYS_IMPLICIT}
+    return {**out, "frac": cfg.frac, "from_scratch": cfg.checkpoint is None}
+
+
+def read_split_file(path, n: int) -> dict:
+    """A split file's parts as index lists ``{"train", "valid", "test"}``: ``{"train",
+    "valid", "test"}`` (``"val"`` is taken for ``"valid"``), or chemprop's ``--splits-file``
+    form ``[{"train", "val", "test"}]`` (its first split). Every index must name one of the
+    ``n`` molecules, and no molecule may be in two parts."""
+    import json
+
+    path = Path(path)
+    try:
+        obj = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise DataError(f"{path}: no such split file") from None
+    except (OSError, ValueError) as exc:
+        raise DataError(f"{path}: not a JSON split file ({exc})") from None
+    if isinstance(obj, list):
+        if not obj or not isinstance(obj[0], dict):
+            raise DataError(f"{path}: a list of splits must hold dicts of index lists (chemprop's --splits-file)")
+        if len(obj) > 1:
+            log.warning("%s holds %d splits; the first is used", path, len(obj))
+        obj = obj[0]
+    if not isinstance(obj, dict):
+        raise DataError(f"{path}: expected {{'train': [...], 'valid': [...], 'test': [...]}}")
+    parts = {}
+    for key in ("train", "valid", "test"):
+        value = obj.get(key, obj.get("val") if key == "valid" else None)
+        if not isinstance(value, list) or not value:
+            raise DataError(f"{path}: part {key!r} is missing or empty (keys: {sorted(obj)})")
+        try:
+            idx = [int(i) for i in value]
+        except (TypeError, ValueError):
+            raise DataError(f"{path}: part {key!r} holds something other than integer indices") from None
+        bad = [i for i in idx if not 0 <= i < n]
+        if bad:
+            raise DataError(f"{path}: part {key!r} has index {bad[0]} outside 0..{n - 1} ({n} molecules parse)")
+        parts[key] = sorted(set(idx))
+    for a, b in (("train", "valid"), ("train", "test"), ("valid", "test")):
+        both = set(parts[a]) & set(parts[b])
+        if both:
+            raise DataError(f"{path}: molecule {min(both)} is in both {a!r} and {b!r} ({len(both)} shared)")
+    return parts
 
 
 METRIC = {"classification": "auc", "regression": "rmse"}
@@ -147,23 +213,28 @@ def unscored_tasks(dataset, split: dict, task: str = "classification") -> dict:
     return out
 
 
-def prepare_split(dataset, out_dir: Path, frac, task: str = "classification") -> dict:
-    """The scaffold split of the dataset, computed once and saved in ``out_dir/split.json``
-    (a saved split is reused after checking it belongs to the same molecules)."""
+def prepare_split(dataset, out_dir: Path, frac, task: str = "classification", split_file=None) -> dict:
+    """The scaffold split of the dataset (or the parts of ``split_file``,
+    :func:`read_split_file`), computed once and saved in ``out_dir/split.json`` (a saved split
+    is reused after checking it belongs to the same molecules and the same file)."""
     path = Path(out_dir) / "split.json"
     n = len(dataset)
     digest = hashlib.sha256("\n".join(dataset.meta["smiles"]).encode()).hexdigest()
     if path.is_file():
         split = atomic.read_json(path)
-        if split.get("smiles_sha256") == digest and split.get("frac") == list(frac):
+        same_file = split.get("file") == (str(Path(split_file).resolve()) if split_file else None)
+        if split.get("smiles_sha256") == digest and split.get("frac") == list(frac) and same_file:
             return split
         log.warning("%s was made for other molecules or fractions; computing the split again", path)
-    split = scaffold_split(dataset.meta["smiles"], frac)
+    if split_file:
+        split = {**read_split_file(split_file, n), "kind": "file", "file": str(Path(split_file).resolve())}
+    else:
+        split = {**scaffold_split(dataset.meta["smiles"], frac), "kind": "scaffold"}
     sizes = {k: len(split[k]) for k in ("train", "valid", "test")}
     if min(sizes.values()) == 0:
         raise DataError(f"{dataset.name}: the scaffold split {sizes} leaves a part empty ({n} molecules, "
                         f"{split['num_scaffolds']} scaffolds); use more molecules or other fractions")
-    split.update(num_graphs=n, frac=list(frac), kind="scaffold", sizes=sizes, smiles_sha256=digest)
+    split.update(num_graphs=n, frac=list(frac), sizes=sizes, smiles_sha256=digest)
     split["unscored_tasks"] = unscored_tasks(dataset, split, task)
     atomic.atomic_write_json(path, split)
     atomic.atomic_write_json(Path(out_dir) / "dataset.json",
@@ -268,14 +339,14 @@ def plan(cfg: FinetuneConfig, seeds: list[int], out: Path, tag: str, data_root=N
     name = dataset.name if cfg.csv else cfg.dataset.lower()
     cfg = FinetuneConfig.from_dict({**cfg.to_dict(), "dataset": name, **arch})
     ddir = Path(out) / tag / name
-    todo = [units.Unit(dir=ddir / f"seed{s}", config=cfg.to_dict(), seed=s, label=f"{tag} {name} seed {s}")
-             for s in seeds]
     task = dataset_task(cfg, dataset)
     if task == "regression":  # recorded with the units (a classification keeps the config of the runs before it)
         cfg = FinetuneConfig.from_dict({**cfg.to_dict(), "task": task})
-        todo = [units.Unit(dir=u.dir, config=cfg.to_dict(), seed=u.seed, label=u.label) for u in todo]
+    cfg = resolve_recipe(cfg, task)  # the recipe's values, recorded in config.json
+    todo = [units.Unit(dir=ddir / f"seed{s}", config=cfg.to_dict(), seed=s, label=f"{tag} {name} seed {s}")
+            for s in seeds]
     paths.check_writable(ddir)
-    split = prepare_split(dataset, ddir, cfg.frac, task)
+    split = prepare_split(dataset, ddir, cfg.frac, task, cfg.split_file)
 
     def fn(u):
         r = run_unit(u, dataset, split, show_progress=show_progress, device=device, task=task)

@@ -150,9 +150,13 @@ def test_the_paper_preset_is_the_protocols_defaults():
     from autogcl.choices import FINETUNE_PRESETS
     from autogcl.protocols.transfer import FinetuneConfig
 
-    cfg, paper = FinetuneConfig(), FINETUNE_PRESETS["paper"]
+    from autogcl.protocols.transfer import resolve_recipe
+
+    cfg, paper = resolve_recipe(FinetuneConfig(), "classification"), FINETUNE_PRESETS["paper"]
     assert {k: getattr(cfg, k) for k in ("epochs", "batch_size", "lr", "weight_decay", "dropout", "frac")} == \
         {k: paper[k] for k in ("epochs", "batch_size", "lr", "weight_decay", "dropout", "frac")}
+    # a MoleculeNet set's config stores what the runs before the readout and schedule options stored
+    assert "readout" not in cfg.to_dict() and "lr_schedule" not in cfg.to_dict()
     assert paper["split"] == "scaffold" and paper["selection"] == "val"
 
 
@@ -423,7 +427,7 @@ def test_a_csv_path_is_read_not_parsed_as_a_smiles(encoder, slice_csv, tmp_path)
     assert emb.shape == (n, 300) and kept.tolist() == list(range(n))
     first, _ = encoder.embed([next(csv.DictReader(open(slice_csv, encoding="utf-8")))["smiles"]])
     np.testing.assert_allclose(emb[0], first[0], rtol=1e-5, atol=1e-5)
-    with pytest.raises(DataError, match=r"missing\.csv: no such file \(a path of a SMILES file"):
+    with pytest.raises(DataError, match=r"missing\.csv: no such file \(a path of a SMILES or SDF file"):
         encoder.embed(str(tmp_path / "missing.csv"))
     pred = MoleculePredictor(1, dim=8, num_layers=1)
     assert pred.predict(slice_csv)[0].shape == (n, 1)  # a Path too
@@ -504,3 +508,47 @@ def test_a_validation_part_of_one_class_says_the_last_epoch_is_kept(bbbp, caplog
         assert said == warned, caplog.text
         if warned:
             assert pred.selected_epoch == 3 and all(math.isnan(r["val_auc"]) for r in pred.history)
+
+
+def test_cli_csv_regression_runs_the_python_default_recipe_on_a_split_file(slice_csv, tmp_path, monkeypatch):
+    """``transfer finetune --csv`` with numeric labels runs MoleculeEncoder.finetune's own
+    regression defaults (no dropout, cosine schedule, mean readout; 4 epochs here), not the paper's
+    classification protocol, on the parts of ``--split-file``: the same numbers as the
+    estimator given the same split, epoch for epoch (the same computation: rel 1e-12); the
+    options --readout and --lr-schedule are the estimator's."""
+    from autogcl.choices import FINETUNE_DEFAULTS, REGRESSION_DEFAULTS
+
+    dataset = load_molecule_csv(slice_csv, "smiles", ["logp"], workers=1)
+    n = len(dataset)
+    order = np.random.default_rng(0).permutation(n)
+    parts = {"train": sorted(order[:n - 40].tolist()), "val": sorted(order[n - 40:n - 20].tolist()),
+             "test": sorted(order[n - 20:].tolist())}
+    split_file = tmp_path / "splits.json"
+    split_file.write_text(json.dumps([parts]))  # chemprop's --splits-file form
+    out = tmp_path / "ft"
+    monkeypatch.chdir(tmp_path)
+    assert main(["transfer", "finetune", "--csv", str(slice_csv), "--label-cols", "logp", "--checkpoint",
+                 "autogcl-moses-fullx1", "--split-file", str(split_file), "--epochs", "4", "--seeds", "1", "--out", str(out),
+                 "--no-progress", "--workers", "1"]) == 0
+    unit = out / "autogcl-moses-fullx1" / "slice" / "seed0"
+    config = json.loads((unit / "config.json").read_text())
+    assert config["dropout"] == REGRESSION_DEFAULTS["dropout"] and config["batch_size"] == FINETUNE_DEFAULTS["batch_size"]
+    assert config["lr_schedule"] == "cosine" and config["readout"] == "mean"
+    split = json.loads((unit.parent / "split.json").read_text())
+    assert split["kind"] == "file" and split["valid"] == parts["val"] and split["test"] == parts["test"]
+    with open(unit / "metrics.csv", encoding="utf-8") as f:
+        cli_rows = list(csv.DictReader(f))
+    pred = MoleculeEncoder.load("autogcl-moses-fullx1").finetune(
+        dataset, split={"train": parts["train"], "valid": parts["val"], "test": parts["test"]}, selection="val",
+        epochs=4, seed=0, progress=False)
+    assert len(cli_rows) == len(pred.history) == 4
+    for cli, ours in zip(cli_rows, pred.history):
+        for key in ("loss", "val_rmse", "test_rmse"):
+            assert float(cli[key]) == pytest.approx(ours[key], rel=1e-12, abs=0), key
+    res = json.loads((unit / "result.json").read_text())
+    assert res["model_epoch"] == pred.selected_epoch
+
+    bad = tmp_path / "overlap.json"
+    bad.write_text(json.dumps({"train": [0, 1, 2], "valid": [2, 3], "test": [4]}))
+    assert main(["transfer", "finetune", "--csv", str(slice_csv), "--label-cols", "logp", "--split-file", str(bad),
+                 "--seeds", "1", "--out", str(tmp_path / "bad"), "--no-progress", "--workers", "1"]) == 2
