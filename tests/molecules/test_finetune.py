@@ -552,3 +552,31 @@ def test_cli_csv_regression_runs_the_python_default_recipe_on_a_split_file(slice
     bad.write_text(json.dumps({"train": [0, 1, 2], "valid": [2, 3], "test": [4]}))
     assert main(["transfer", "finetune", "--csv", str(slice_csv), "--label-cols", "logp", "--split-file", str(bad),
                  "--seeds", "1", "--out", str(tmp_path / "bad"), "--no-progress", "--workers", "1"]) == 2
+
+
+def test_a_validation_part_too_small_to_choose_an_epoch_is_warned_about(caplog):
+    """selection='val' on a validation part of a few molecules says it is too small (counting the
+    rarer class for classification), and a large enough one says nothing."""
+    import logging
+
+    from autogcl.molecules import SMALL_VALIDATION, _warn_small_validation
+
+    with caplog.at_level(logging.WARNING):
+        assert _warn_small_validation(np.array([[0.0], [1.0]] * 18), "classification")  # 36 molecules, 18 positives
+    assert "18 molecule(s) of its rarer class" in caplog.text and "selection='last'" in caplog.text
+    big = np.array([[0.0], [1.0]] * SMALL_VALIDATION["classification"])
+    assert not _warn_small_validation(big, "classification")
+    assert _warn_small_validation(np.arange(50.0).reshape(-1, 1), "regression")
+    assert not _warn_small_validation(np.arange(100.0).reshape(-1, 1), "regression")
+    skewed = np.array([[1.0]] * 200 + [[0.0]] * 5)  # many molecules, but 5 of one class
+    assert _warn_small_validation(skewed, "classification")
+
+
+def test_finetune_warns_when_its_validation_part_is_too_small(bbbp, caplog):
+    import logging
+
+    smiles, y = bbbp
+    with caplog.at_level(logging.WARNING, logger="autogcl.molecules"):
+        MoleculeEncoder().finetune(smiles, y, split="random", selection="val", epochs=1, from_scratch=True,
+                                   progress=False, device="cpu")
+    assert "too few to choose an epoch on" in caplog.text
