@@ -162,10 +162,15 @@ def check_weights(blob: dict, path, key: str = "state_dict") -> None:
     """Check the weights ``blob[key]`` of the model file ``path`` against the digest saved with
     them: a tensor whose bytes changed on disk (or that is missing) is a
     :class:`autogcl.errors.DataError` naming the file and the tensor. A file saved before
-    model files carried a digest loads, with a note in the log that it carries none."""
+    model files carried a digest is checked against ``FILE.sha256.json`` beside it when there
+    is one (:func:`write_digest_beside`: the shipped encoders), else it loads with a note in
+    the log that it carries none."""
     from .errors import DataError
 
     saved = blob.get(DIGEST_KEY)
+    beside = Path(f"{path}.sha256.json")
+    if saved is None and beside.is_file():  # a file that predates the digest, given one beside it (shipped encoders)
+        saved = read_json(beside).get(DIGEST_KEY)
     if saved is None:
         logging.getLogger(__name__).info("%s: the file carries no digest of its weights (saved by an autogcl older "
                                          "than the digest); its weights cannot be checked for damage", path)
@@ -182,3 +187,13 @@ def check_weights(blob: dict, path, key: str = "state_dict") -> None:
     extra = [k for k in state if k not in saved]
     if extra:
         raise DataError(f"{path}: a damaged model file: tensor {extra[0]!r} is not in the digest saved with it")
+
+
+def write_digest_beside(path) -> Path:
+    """Write ``FILE.sha256.json``, the digest of the weights of the model file ``path``, beside
+    it: for a file that predates the digest and must stay as it is (a shipped encoder whose
+    file's own hash is published), so that :func:`check_weights` checks it all the same."""
+    blob = torch.load(path, map_location="cpu", weights_only=True)
+    out = Path(f"{path}.sha256.json")
+    atomic_write_json(out, {DIGEST_KEY: weights_digest(blob["state_dict"])})
+    return out

@@ -7,7 +7,6 @@ import math
 
 import numpy as np
 import torch
-from sklearn.metrics import roc_auc_score
 
 from ..train.loop import to_device
 
@@ -27,6 +26,8 @@ def accuracy(model: torch.nn.Module, loader, device: torch.device | None = None)
 def roc_auc(y: np.ndarray, scores: np.ndarray) -> tuple[float, int]:
     """Mean ROC-AUC over the tasks that have both classes among the labeled entries, and how
     many tasks that is (NaN, 0 when none has). ``y``: graphs x tasks, NaN = no label."""
+    from sklearn.metrics import roc_auc_score  # here: scikit-learn takes a second to import, and embedding needs none
+
     y, scores = np.asarray(y), np.asarray(scores)
     aucs = []
     for t in range(y.shape[1]):

@@ -92,3 +92,24 @@ def test_a_file_without_a_digest_loads_with_a_note(tmp_path, caplog):
             got = load(path).state_dict()
         assert all(torch.equal(expected[k], got[k]) for k in expected)
         assert any(f"{path}: the file carries no digest" in r.getMessage() for r in caplog.records), path
+
+
+def test_the_shipped_encoders_are_checked_against_the_digest_beside_them(tmp_path, caplog):
+    """The shipped encoders predate the digest and stay byte for byte as published: their
+    digest lies beside them (FILE.sha256.json), so they load without the note, and a damaged
+    copy is refused by name."""
+    import shutil
+
+    from autogcl.molecules import PRETRAINED_DIR, MoleculeEncoder, pretrained_encoders
+
+    assert pretrained_encoders()
+    for name in pretrained_encoders():
+        with caplog.at_level(logging.INFO, logger="autogcl.atomic"):
+            MoleculeEncoder.load(name)
+        assert not [r for r in caplog.records if "carries no digest" in r.getMessage()], name
+        copy = tmp_path / f"{name}.pt"
+        shutil.copy(PRETRAINED_DIR / f"{name}.pt", copy)
+        shutil.copy(PRETRAINED_DIR / f"{name}.pt.sha256.json", tmp_path / f"{name}.pt.sha256.json")
+        tensor = damage_one_tensor(copy)
+        with pytest.raises(DataError, match=rf"{copy}: a damaged model file: tensor '{tensor}' does not match"):
+            MoleculeEncoder.load(copy)
