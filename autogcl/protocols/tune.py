@@ -247,9 +247,10 @@ def _svm_scores(emb, y, split, cs) -> tuple[float, float]:
 
 
 def _trial(config: dict, *, estimator: str, dataset, split, max_epochs: int, batch_size: int, seed: int,
-           threads: int) -> None:
-    """Train one configuration on one outer fold's training part, reporting the scores of every
-    epoch to Ray Tune (which may stop it: ASHA)."""
+           threads: int, device: str = "cpu") -> None:
+    """Train one configuration on one outer fold's training part on ``device`` (``"auto"``:
+    the GPU Ray gave the trial), reporting the scores of every epoch to Ray Tune (which may
+    stop it: ASHA)."""
     import numpy as np
     import torch
     from ray import tune as rt
@@ -275,12 +276,12 @@ def _trial(config: dict, *, estimator: str, dataset, split, max_epochs: int, bat
                                    model.score(part["test"], batch_size=batch_size)))
 
         model.fit(part["train"], labels=labels, epochs=epochs, pretrain_epochs=int(config.get("pretrain_epochs", epochs)),
-                  batch_size=batch_size, device="cpu", seed=gen, progress=False, evaluate=evaluate)
+                  batch_size=batch_size, device=device, seed=gen, progress=False, evaluate=evaluate)
     else:
         def evaluate(epoch):
             rt.report(record.epoch(epoch, *_svm_scores(model.embed(dataset), y, split, C_GRID[2:6])))
 
-        model.fit(dataset, epochs=epochs, batch_size=batch_size, device="cpu", seed=int(seed * 1000 + split.fold),
+        model.fit(dataset, epochs=epochs, batch_size=batch_size, device=device, seed=int(seed * 1000 + split.fold),
                   progress=False, evaluate=evaluate)
 
 
@@ -379,7 +380,8 @@ def _search_fold(cfg: TuneConfig, dataset, split, root: Path, space: dict) -> di
         return read_json(done)
     trainable = rt.with_resources(
         rt.with_parameters(_trial, estimator=cfg.estimator, dataset=dataset, split=split, max_epochs=cfg.max_epochs,
-                           batch_size=cfg.batch_size, seed=cfg.seed, threads=int(max(1, cfg.cpus_per_trial))),
+                           batch_size=cfg.batch_size, seed=cfg.seed, threads=int(max(1, cfg.cpus_per_trial)),
+                           device="auto" if cfg.gpus_per_trial else "cpu"),
         {"cpu": cfg.cpus_per_trial, "gpu": cfg.gpus_per_trial})
     path = root / f"fold{split.fold}"
     if path.exists() and rt.Tuner.can_restore(str(path)):
