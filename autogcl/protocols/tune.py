@@ -20,6 +20,7 @@ torch nor Ray until a search runs, so the command line's parser is built without
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import math
 import os
@@ -108,7 +109,8 @@ class TuneConfig(Config):
         for k in ("num_cpus", "address", "cpus_per_trial", "gpus_per_trial", "concurrent", "out", "resume",
                   "data_root", "fold_limit"):
             d.pop(k)
-        return d
+        d["space"] = parse_space(self.estimator, self.space)  # the whole space, however it was given
+        return json.loads(json.dumps(d))  # as search.json stores it (a range's tuple is a list there)
 
 
 def _value(text: str):
@@ -340,6 +342,15 @@ def _sigterm_stops_tune():
         signal.signal(signal.SIGTERM, old)
 
 
+def interrupted(stopped: list[int], finished: int, trials: int) -> int | None:
+    """The signal that stopped a search, or ``None`` when it ran to its end: SIGTERM when
+    :func:`_sigterm_stops_tune` noted one; SIGINT (Ray Tune's own Ctrl-C handler) when fewer
+    than ``trials`` trials finished (ended, stopped by ASHA, or failed) without it."""
+    if stopped:
+        return signal.SIGTERM
+    return signal.SIGINT if finished < trials else None
+
+
 def _records(grid) -> list[dict]:
     """One record per trial of a finished (or stopped) search: its configuration, status,
     epochs, ``val_best``, ``val``, ``test_max`` and, for a failed trial, its error."""
@@ -400,12 +411,12 @@ def _search_fold(cfg: TuneConfig, dataset, split, root: Path, space: dict) -> di
                                     failure_config=rt.FailureConfig(max_failures=0, fail_fast=False)))
     with _sigterm_stops_tune() as stopped:
         grid = tuner.fit()
-    if stopped:
+    signum = interrupted(stopped, grid.num_terminated + grid.num_errors, cfg.trials)
+    if signum is not None:
         from ..errors import Preempted
 
-        raise Preempted(signal.SIGTERM, where=f"the search of fold {split.fold} stopped; its state is in {path}")
+        raise Preempted(signum, where=f"the search of fold {split.fold} stopped; its state is in {path}")
     trials = _records(grid)
-    unfinished = len(trials) < cfg.trials
     failed = [t for t in trials if t["status"] == "error"]
     for t in failed:
         log.error("tune fold %d: trial %s failed with configuration %s: %s", split.fold, t["trial"],
@@ -416,7 +427,7 @@ def _search_fold(cfg: TuneConfig, dataset, split, root: Path, space: dict) -> di
                         f"configuration {_shown(failed[0]['config']) if failed else '-'}: "
                         f"{failed[0]['error'] if failed else '-'}); see {path}")
     record = {"fold": split.fold, "chosen": {k: chosen[k] for k in ("trial", "config", METRIC, "val", "test_max")},
-              "trials": trials, "failed": len(failed), "incomplete": unfinished,
+              "trials": trials, "failed": len(failed),
               "sizes": {k: len(getattr(split, k)) for k in ("train", "labeled", "val", "test")}}
     atomic_write_json(done, record)
     log.info("tune fold %d: chose trial %s (val_best %.4f): %s; its test accuracy: val %.4f, test_max %.4f",
@@ -495,13 +506,14 @@ def tune(cfg: TuneConfig | None = None, graphs=None, splits=None, **options) -> 
     log.info("tune %s: %d trial(s) per fold on %d outer fold(s), up to %d epochs, TPE + ASHA (grace %d); space: %s",
              cfg.name, cfg.trials, len(splits), cfg.max_epochs, cfg.grace_epochs, space)
     os.environ.setdefault("RAY_AIR_NEW_OUTPUT", "0")  # verbose=0: no tables, the progress lines alone
-    with _ray(cfg):
+    pending = [s for s in splits if not (root / f"fold{s.fold}.json").is_file()]
+    with _ray(cfg) if pending else contextlib.nullcontext():  # no cluster for a search that has finished
         folds = [_search_fold(cfg, dataset, split, root, space) for split in splits]
     chosen = {s: np.array([f["chosen"][s] for f in folds], dtype=float) for s in ("val", "test_max")}
     summary = {"protocol": "tune", "search": key, "space": {k: list(v) if isinstance(v, tuple) else v
                                                              for k, v in space.items()},
                "selection": f"per outer fold, the trial with the best {METRIC} (validation fold only)",
-               "folds": [{k: f[k] for k in ("fold", "chosen", "failed", "incomplete")} for f in folds],
+               "folds": [{k: f[k] for k in ("fold", "chosen", "failed")} for f in folds],
                **{s: {"mean": float(a.mean()), "std": float(a.std()), "n": len(a)} for s, a in chosen.items()}}
     atomic_write_json(root / "summary.json", summary)
     return summary

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from autogcl.errors import ConfigError, DataError
-from autogcl.protocols.tune import SPACES, TuneConfig, check_space_keys, choose, parse_space
+from autogcl.protocols.tune import SPACES, TuneConfig, check_space_keys, choose, interrupted, parse_space
 
 from ..conftest import REPO
 
@@ -61,6 +61,12 @@ def test_choice_follows_validation_and_never_the_test_fold():
     assert choose([trials[3]]) is None
 
 
+def test_a_search_that_ended_early_is_an_interruption_never_a_result():
+    assert interrupted([signal.SIGTERM], 1, 3) == signal.SIGTERM
+    assert interrupted([], 1, 3) == signal.SIGINT  # Ray Tune's Ctrl-C: trials left unfinished
+    assert interrupted([], 3, 3) is None  # every trial ended (finished, stopped by ASHA or failed)
+
+
 # ------------------------------------------------------------------ with Ray
 ray = pytest.importorskip("ray")
 pytest.importorskip("ray.tune", reason="ray[tune] is not installed (pip install 'autogcl[tune]')")
@@ -90,6 +96,13 @@ def test_a_local_search_records_both_selections_of_every_trial(data_root, tmp_pa
     assert summary["val"]["mean"] == pytest.approx(best["val"], abs=1e-12)
     assert summary["test_max"]["mean"] == pytest.approx(best["test_max"], abs=1e-12)
     assert (tmp_path / "MUTAG-semi" / "summary.json").is_file() and (tmp_path / "MUTAG-semi" / "fold0").is_dir()
+    with pytest.raises(ConfigError, match="holds a search already; continue it with --resume"):
+        tune(**SMALL, trials=2, space=SPACE, num_cpus=2, data_root=str(data_root), out=str(tmp_path))
+    with pytest.raises(ConfigError, match="holds a search of other settings"):
+        tune(**SMALL, trials=3, space=SPACE, data_root=str(data_root), out=str(tmp_path), resume=True)
+    again = tune(**SMALL, trials=2, space=SPACE, data_root=str(data_root), out=str(tmp_path), resume=True)
+    assert again["folds"][0]["chosen"] == fold["chosen"] and again["val"] == summary["val"]
+    assert not ray.is_initialized()  # a finished search is read back without a cluster
 
 
 @pytest.fixture(scope="module")
