@@ -124,3 +124,5 @@ PRECISIONS = (FP32, BF16)
 #: where a sweep's units run (``--executor``: :mod:`autogcl.executors`)
 SERIAL, RAY = "serial", "ray"
 EXECUTORS = (SERIAL, RAY)
+#: the estimators ``autogcl tune`` searches (``--estimator``: :mod:`autogcl.protocols.tune`)
+TUNE_ESTIMATORS = ("semi", "autogcl", "graphcl")

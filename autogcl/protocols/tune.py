@@ -28,16 +28,13 @@ import signal
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..choices import AUGMENTATIONS, AUG_RANDOM4, FOLD_SEED
+from ..choices import AUGMENTATIONS, AUG_RANDOM4, FOLD_SEED, TUNE_ESTIMATORS, check_choice
 from ..config import Config, option
 from ..errors import ConfigError, DataError
 
 __all__ = ["SPACES", "TUNE_ESTIMATORS", "TuneConfig", "check_space_keys", "choose", "parse_space", "table", "tune"]
 
 log = logging.getLogger("autogcl.tune")
-
-#: the estimators a search tunes
-TUNE_ESTIMATORS = ("semi", "autogcl", "graphcl")
 
 _WIDTHS = [32, 64, 128]
 _AUGS = [a for a in AUGMENTATIONS if a != "none"]
@@ -125,8 +122,7 @@ def _value(text: str):
 def parse_space(estimator: str, changes=None) -> dict:
     """The search space of ``estimator`` (:data:`SPACES`) with ``changes``: a dict of key ->
     spec (as :data:`SPACES`), or the command line's ``KEY=SPEC`` strings."""
-    if estimator not in SPACES:
-        raise ConfigError(f"unknown estimator {estimator!r}; choose from {', '.join(TUNE_ESTIMATORS)}")
+    check_choice("estimator", estimator, TUNE_ESTIMATORS, flag="--estimator")
     space = dict(SPACES[estimator])
     if isinstance(changes, dict):
         items = list(changes.items())
