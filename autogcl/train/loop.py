@@ -157,8 +157,7 @@ def check_fit_plan(loaders, epochs: int, what: str, unit: str = "graph") -> None
             why = f"there is no {unit} to train on"
         elif getattr(loader, "drop_last", False):
             why = (f"{n} {unit}{'s' if n != 1 else ''} in batches of {size}: the last batch of an epoch is dropped "
-                   f"when it would hold a single {unit} (BatchNorm cannot train on one, nor contrast it), and no "
-                   "other batch is left")
+                   f"when it would hold a single {unit} (BatchNorm needs at least two), and no other batch is left")
         else:
             why = f"{n} {unit}{'s' if n != 1 else ''} in batches of {size} give no batch"
         raise DataError(f"{what}: no training step would run ({why}); give at least 2 {unit}s to train on")
