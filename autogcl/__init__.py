@@ -28,6 +28,7 @@ _EXPORTS = {
     "from_smiles": "molecules", "smiles_to_graph": "molecules", "MoleculeEncoder": "molecules",
     "MoleculePredictor": "molecules", "Molecules": "molecules", "load_encoder": "models.mol_gin",
     "pretrained_encoders": "molecules", "MoleculePretrainer": "api.pretrain", "pretrain_molecules": "api.pretrain",
+    "PropertyPredictor": "api.property",
     # data: features, datasets
     "NodeFeatures": "data.features", "parse_recipe": "data.features", "DEFAULT_RECIPE": "data.features",
     "load_tu": "data.datasets", "GraphDataset": "data.datasets",

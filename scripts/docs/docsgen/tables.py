@@ -20,6 +20,7 @@ from autogcl.protocols.manifest import ABLATION_CELLS, CELLS, RESULTS, SEMI_CELL
 from autogcl.protocols.publishing import UNRECORDED
 from autogcl.protocols.spread import SPREAD
 
+from .molprop import MOLPROP, molprop_block, molprop_routes_block
 from .perf import PERF, goals_block, perf_block
 from .queue import queue_block
 
@@ -357,6 +358,8 @@ TABLES = (
     Table("queue", f"{RESULTS}/gpu_queue.md", queue_block, tuple(r for c in CELLS for r in c.runs),
           "autogcl reproduce --missing", "Tables 2-4"),
     Table("queue-goals", f"{RESULTS}/gpu_queue.md", goals_block, (PERF,), "python benchmarks/engine.py", ""),
+    Table("molprop", "docs/molecules.md", molprop_block, (MOLPROP,), "python benchmarks/molprop.py", ""),
+    Table("molprop-routes", "docs/molecules.md", molprop_routes_block, (MOLPROP,), "python benchmarks/molprop.py", ""),
 )
 
 

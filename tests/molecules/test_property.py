@@ -1,0 +1,81 @@
+"""autogcl.PropertyPredictor: the default molecular property predictor (the fine-tuned GIN
+blended with a forest on RDKit features) learns through its public calls, blends as it says,
+round-trips through save/load, and refuses a damaged folder by name."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import autogcl
+from autogcl.errors import ConfigError, DataError
+
+pytest.importorskip("rdkit")
+
+
+@pytest.fixture(scope="module")
+def logp_data(bbbp):
+    """The 80 BBBP molecules with their Crippen logP (a property RDKit computes): 60 to train, 20 held out."""
+    from rdkit import Chem
+    from rdkit.Chem import Crippen
+
+    smiles, _ = bbbp
+    keep = [s for s in smiles if Chem.MolFromSmiles(s) is not None]
+    y = np.array([Crippen.MolLogP(Chem.MolFromSmiles(s)) for s in keep])
+    return keep[:60], y[:60], keep[60:], y[60:]
+
+
+FAST = {"epochs": 3, "batch_size": 16}
+
+
+def test_the_forest_member_learns_a_property_it_has_not_seen_the_molecules_of(logp_data):
+    tr_s, tr_y, te_s, te_y = logp_data
+    model = autogcl.PropertyPredictor(members=("forest",), n_trees=100).fit(tr_s, tr_y)
+    assert model.task_ == "regression" and model.tasks == ["task0"]
+    scores = model.score(te_s, te_y)
+    assert scores["r2"] > 0.5, scores  # logP from descriptors that include RDKit's own logP estimate
+
+
+def test_the_blend_is_the_mean_of_its_members_and_its_spread_is_their_std(logp_data, tmp_path):
+    tr_s, tr_y, te_s, te_y = logp_data
+    model = autogcl.PropertyPredictor(finetune=FAST, n_trees=50).fit(tr_s, tr_y, validation=(te_s[:10], te_y[:10]),
+                                                                     device="cpu", progress=False)
+    parts, index = model.predict_members(te_s)
+    assert set(parts) == {"gnn", "forest"} and index.tolist() == list(range(len(te_s)))
+    values, std, _ = model.predict(te_s, return_std=True)
+    stack = np.stack([parts["gnn"], parts["forest"]])
+    np.testing.assert_allclose(values, stack.mean(0), rtol=0, atol=1e-5)
+    np.testing.assert_allclose(std, stack.std(0), rtol=0, atol=1e-5)
+    assert set(model.fit_seconds) == {"gnn", "forest", "total"}
+    # save and load give the same predictions (the GIN on the same threads: 1e-5)
+    model.save(tmp_path / "p")
+    again = autogcl.PropertyPredictor.load(tmp_path / "p")
+    np.testing.assert_allclose(again.predict(te_s)[0], values, rtol=0, atol=1e-5)
+    assert again.tasks == model.tasks and again.get_params() == model.get_params()
+    # a damaged member file is refused by name
+    f = tmp_path / "p" / "forest.joblib"
+    f.write_bytes(f.read_bytes()[:-10] + b"0123456789")
+    with pytest.raises(DataError, match=r"forest\.joblib: damaged or replaced"):
+        autogcl.PropertyPredictor.load(tmp_path / "p")
+
+
+def test_classification_gives_probabilities_and_learns_its_molecules(bbbp):
+    smiles, y = bbbp
+    model = autogcl.PropertyPredictor(members=("forest",), n_trees=100).fit(smiles, y)
+    assert model.task_ == "classification"
+    values, _ = model.predict(smiles)
+    assert values.shape == (len(smiles), 1) and ((values >= 0) & (values <= 1)).all()
+    assert model.score(smiles, y)["roc_auc"] > 0.9  # its own molecules
+
+
+def test_misuse_gets_clear_answers(logp_data, bbbp):
+    tr_s, tr_y, te_s, te_y = logp_data
+    with pytest.raises(ConfigError, match="not fitted yet"):
+        autogcl.PropertyPredictor().predict(te_s)
+    with pytest.raises(ConfigError, match="unknown member 'svm'"):
+        autogcl.PropertyPredictor(members=("svm",))
+    model = autogcl.PropertyPredictor(members=("forest",), n_trees=10).fit(tr_s, tr_y)
+    with pytest.raises(DataError, match=r"y has 2 task column\(s\); this predictor was fitted on 1"):
+        model.score(te_s, np.stack([te_y, te_y], 1))
+    with pytest.raises(DataError, match="not a saved PropertyPredictor"):
+        autogcl.PropertyPredictor.load(bbbp[0][0])
