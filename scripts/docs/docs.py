@@ -1,7 +1,7 @@
 """Regenerate every table of the README and docs/ from the committed run folders, in place
 between the markers ``<!-- autogcl:begin NAME -->`` / ``<!-- autogcl:end NAME -->``
 (the tables: ``scripts/docs/docsgen/``; the manifest of cells: ``autogcl/protocols/manifest.py``), and
-check that no result figure is typed by hand in the prose (``scripts/docsgen/figures.py``).
+check that no result figure is typed by hand in the prose (``scripts/docs/docsgen/figures.py``).
 
     python scripts/docs/docs.py            # rewrite the documents whose tables changed
     python scripts/docs/docs.py --check    # exit 1 (and show a diff) when a committed document differs,
