@@ -19,7 +19,7 @@ from autogcl import units
 from autogcl.errors import ConfigError, DataError
 from autogcl.executors import RayExecutor, SerialExecutor, make_executor
 
-UNIT_ARGS = ["--dataset", "MUTAG", "--epochs", "6", "--eval-epochs", "2,6", "--seeds", "2", "--jobs", "1",
+UNIT_ARGS = ["--dataset", "MUTAG", "--epochs", "4", "--eval-epochs", "2,4", "--seeds", "2", "--jobs", "1",
              "--no-progress"]
 
 
@@ -138,7 +138,7 @@ def serial_reference(tmp_path_factory, data_root):
     from autogcl.protocols.unsupervised import UnsupervisedConfig, run_sweep
 
     out = tmp_path_factory.mktemp("serial")
-    cfg = UnsupervisedConfig(dataset="MUTAG", epochs=6, eval_epochs=[2, 6])
+    cfg = UnsupervisedConfig(dataset="MUTAG", epochs=4, eval_epochs=[2, 4])
     run_sweep(cfg, load_tu("MUTAG", data_root), [0, 1], out, show_progress=False,
               executor=SerialExecutor(cpus_per_unit=1))
     found = results(out)
@@ -183,7 +183,7 @@ def test_ray_sweep_matches_serial_and_survives_a_killed_worker(cluster, serial_r
 
     watcher = threading.Thread(target=killer, daemon=True)
     watcher.start()
-    cfg = UnsupervisedConfig(dataset="MUTAG", epochs=6, eval_epochs=[2, 6])
+    cfg = UnsupervisedConfig(dataset="MUTAG", epochs=4, eval_epochs=[2, 4])
     run_sweep(cfg, load_tu("MUTAG", data_root), [0, 1], tmp_path, show_progress=False,
               executor=RayExecutor(cpus_per_unit=1))
     watcher.join(10)

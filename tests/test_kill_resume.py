@@ -1,9 +1,15 @@
 """kill -9 in the middle of every protocol, then --resume: nothing finished is lost and the
 results are those of an uninterrupted run (same thread count). Each protocol's command runs
-in a subprocess that is killed with SIGKILL once it has written its first checkpoint."""
+in a subprocess that is killed with SIGKILL once it has written its first checkpoint. The
+unsupervised command and molecule pre-training are also stopped by SIGTERM (how SLURM and
+Kubernetes preempt a job) and continued by the resume command they print: against the same
+unbroken run, made once."""
 
 import csv
 import json
+import os
+import re
+import shlex
 import signal
 import subprocess
 import sys
@@ -13,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.faults.common import ENV  # read as each child starts: the test's environment, its hidden GPU too
+from tests.faults.common import untimed
 
 
 def cli(args, cwd):
@@ -63,10 +70,47 @@ def check(args, tmp_path, marker, unit_glob, data_root):
         assert not list(b.parent.glob(f".{b.name}.partial"))
 
 
-def test_unsupervised_killed_mid_training(data_root, tmp_path):
-    args = ["unsupervised", "--dataset", "MUTAG", "--epochs", "6", "--eval-epochs", "2,6", "--seeds", "1",
+def test_unsupervised_killed_or_stopped_by_sigterm_mid_training(data_root, tmp_path):
+    """kill -9 then --resume; and SIGTERM, whose printed resume command continues the run: both
+    end with the unbroken run's numbers (``ref``, which ``check`` makes)."""
+    args = ["unsupervised", "--dataset", "MUTAG", "--epochs", "4", "--eval-epochs", "2,4", "--seeds", "1",
             "--jobs", "1", "--data-root", data_root, "--no-progress"]
     check(args, tmp_path, "*/.seed0.partial/checkpoint.pt", "MUTAG-autogcl/seed*", data_root)
+
+    out = tmp_path / "term"
+    proc = subprocess.Popen([sys.executable, "-m", "autogcl", *map(str, args), "--out", str(out)], cwd=tmp_path,
+                            env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        ckpt = out / "MUTAG-autogcl" / ".seed0.partial" / "checkpoint.pt"
+        t0 = time.time()
+        while proc.poll() is None and not ckpt.is_file() and time.time() - t0 < 300:
+            time.sleep(0.01)
+        assert proc.poll() is None, "the run ended before its first checkpoint"
+        proc.send_signal(signal.SIGTERM)  # after epoch 2's checkpoint: in epoch 3
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 143, err[-2000:]
+    m = re.search(r"autogcl: stopped by SIGTERM after epoch (\d+); resume with: (autogcl .*)\n"
+                  r"autogcl: \(MUTAG-autogcl seed 0; checkpoint (\S+)\)", err)
+    assert m, err[-2000:]
+    assert int(m[1]) >= 2 and os.path.samefile(m[3], ckpt)
+    import torch
+
+    assert torch.load(ckpt, weights_only=True)["epoch"] == int(m[1])
+    command = shlex.split(m[2])
+    assert command[-1] == "--resume"
+    done = cli(command[1:], tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    a, b = (tmp_path / d / "MUTAG-autogcl" / "seed0" for d in ("ref", "term"))
+
+    def read(u):
+        with open(u / "metrics.csv") as f:
+            return untimed(list(csv.DictReader(f)))
+    assert read(a) == read(b)
+    assert json.loads((a / "result.json").read_text())["selections"] == \
+        json.loads((b / "result.json").read_text())["selections"]
 
 
 def test_semi_fold_killed_in_pretraining(data_root, tmp_path):
@@ -83,7 +127,10 @@ def smiles(data_root, tmp_path):
     return path
 
 
-def test_pretraining_killed_between_chunks(smiles, tmp_path, data_root):
+def test_pretraining_killed_between_chunks_or_stopped_by_sigterm(smiles, tmp_path, data_root):
+    """Pre-training checkpoints after every chunk: kill -9 after the first, then --resume; and
+    SIGTERM in a later chunk, which keeps the last finished one, then the printed command: both
+    end with the encoder of the unbroken run."""
     args = ["transfer", "pretrain", "--corpus", smiles, "--smiles-col", "smiles", "--chunk-size", "60",
             "--epochs", "2", "--batch-size", "16", "--workers", "1", "--no-progress"]
     ref, cut = tmp_path / "ref" / "pre", tmp_path / "cut" / "pre"
@@ -99,15 +146,45 @@ def test_pretraining_killed_between_chunks(smiles, tmp_path, data_root):
     # every command on one thread (ENV) and the resumed run replays the unbroken one: bit-exact
     assert all(torch.equal(a[k], b[k]) for k in a)
 
+    out = tmp_path / "term" / "pre"
+    ckpt = tmp_path / "term" / ".pre.partial" / "checkpoint.pt"
+    proc = subprocess.Popen([sys.executable, "-m", "autogcl", *map(str, args), "--out", str(out)], cwd=tmp_path,
+                            env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        t0 = time.time()
+        while proc.poll() is None and time.time() - t0 < 300:
+            try:
+                if torch.load(ckpt, weights_only=True)["pos"] >= 1:  # a chunk has finished
+                    break
+            except (FileNotFoundError, RuntimeError, EOFError):
+                pass
+            time.sleep(0.02)
+        assert proc.poll() is None, "the run ended before its first chunk checkpoint"
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 143, err[-2000:]
+    m = re.search(r"stopped by SIGTERM after epoch \d+; resume with: (autogcl .*)\n"
+                  r"autogcl: \(pretrain autogcl, at chunk \d+ of epoch \d+; checkpoint \S+\)", err)
+    assert m, err[-2000:]
+    done = cli(shlex.split(m[1])[1:], tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    c = torch.load(out / "encoder.pt", weights_only=True)["state_dict"]
+    # every command runs with OMP_NUM_THREADS=1 (ENV) and the resumed one replays the unbroken
+    # one's operations: bit-exact by construction
+    assert a.keys() == c.keys() and all(torch.equal(a[k], c[k]) for k in a)
+
 
 def test_finetuning_killed_mid_seed(data_root, tmp_path):
     """Fine-tuning checkpoints every 10 epochs: seed 0 of 11 is killed at its epoch-10 checkpoint,
-    seed 1 has not started; the resume finishes both. 120 molecules (bbbp's first and last 60)
+    seed 1 has not started; the resume finishes both. 100 molecules (bbbp's first and last 50)
     whose scaffold split scores both validation and test, so the best-validation state carried
     in the checkpoint is exercised."""
     lines = (data_root / "moleculenet" / "bbbp.csv").read_text().splitlines()
     smiles = tmp_path / "mols.csv"
-    smiles.write_text("\n".join(lines[:1] + lines[1:61] + lines[-60:]) + "\n")
+    smiles.write_text("\n".join(lines[:1] + lines[1:51] + lines[-50:]) + "\n")
     args = ["transfer", "finetune", "--csv", smiles, "--label-cols", "p_np", "--epochs", "11", "--seeds", "2",
             "--workers", "1", "--no-progress"]
     check(args, tmp_path, "no_pretrain/mols/.seed0.partial/checkpoint.pt", "no_pretrain/mols/seed*", data_root)

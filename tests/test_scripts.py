@@ -383,7 +383,7 @@ def test_gpu_window_on_the_cpu_with_a_tiny_budget(data_root, tmp_path):
     root, out = tmp_path / "root", tmp_path / "out"
     root.mkdir()
     env = {**os.environ, "OUT": str(out), "ROOT": str(root), "DATA": str(data_root), "DEVICE": "cpu",
-           "COMPUTE": "all", "BUDGET": "30", "GRACE": "20", "JOBS": "1", "ONLY": "unsupervised / MUTAG / autogcl",
+           "COMPUTE": "all", "BUDGET": "12", "GRACE": "20", "JOBS": "1", "ONLY": "unsupervised / MUTAG / autogcl",
            "UNIT_SECONDS": "5", "PYTHON": sys.executable, "WHEELS": "0", "WINDOW": str(tmp_path / "window")}
     script = str(ROOT / "scripts" / "gpu" / "gpu_window.sh")
     done = subprocess.run(["bash", script, "run"], env=env, capture_output=True, text=True, timeout=300)
@@ -464,7 +464,9 @@ def test_gpu_checks_prepares_what_the_device_call_reads(data_root, tmp_path):
     # the suite stage, on a few tests, reading the prepared data: its record comes back under OUT
     suite = subprocess.run(["bash", script, "suite"], capture_output=True, text=True, timeout=300,
                            env={**env, "OUT": str(tmp_path / "out"), "AUTOGCL_COMMIT": "abc123", "WORKERS": "1",
-                                "SUITE_TESTS": str(ROOT / "tests" / "data" / "test_tu.py") + " " + str(ROOT / "tests" / "data" / "test_moleculenet.py"), "TAG": "cpu"})
+                                "SUITE_TESTS": f"{ROOT / 'tests' / 'data' / 'test_tu.py'} "  # TU and a molecule set, read there
+                                               f"{ROOT / 'tests' / 'data' / 'test_moleculenet.py'}::test_bbbp_from_the_mirror",
+                                "TAG": "cpu"})
     assert suite.returncode == 0, suite.stdout[-2000:] + suite.stderr[-2000:]
     record = json.loads((tmp_path / "out" / "suite" / "cpu-suite.json").read_text())
     assert record["passed"] > 0 and record["failed"] == record["errors"] == record["skipped"] == 0
@@ -534,12 +536,12 @@ def test_suite_record_marks_a_stopped_run_as_cut(tmp_path):
     t0 = time.monotonic()
     # started with SIGINT ignored, as in an xdist worker: the record still stops pytest by SIGINT
     done = subprocess.run([sys.executable, str(ROOT / "scripts" / "suite" / "suite_record.py"), "--tag", "cut", "--out",
-                           str(tmp_path / "r"), "--timeout-s", "20", "--", str(tests), "-p", "no:cacheprovider"],
+                           str(tmp_path / "r"), "--timeout-s", "12", "--", str(tests), "-p", "no:cacheprovider"],
                           capture_output=True, text=True, timeout=200,
                           preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
     assert time.monotonic() - t0 < 150  # stopped, not waited for
     d = json.loads((tmp_path / "r" / "cut.json").read_text())
-    assert "SIGINT after 20 s" in d["cut"] and d["exit_code"] != 0 and done.returncode != 0
+    assert "SIGINT after 12 s" in d["cut"] and d["exit_code"] != 0 and done.returncode != 0
     # test_a finished and counts; test_b, stopped, is neither a pass nor a failure
     assert (d["passed"], d["failed"], d["errors"], d["skipped"]) == (1, 0, 0, 0), d
 
@@ -566,12 +568,12 @@ def test_suite_record_keeps_the_outcomes_of_a_run_that_hangs_as_it_exits(tmp_pat
         "def test_error(broken):\n    pass\n"
         "def test_skip():\n    pytest.skip('no GPU here')\n")
     done = subprocess.run([sys.executable, str(ROOT / "scripts" / "suite" / "suite_record.py"), "--tag", "hang", "--out",
-                           str(tmp_path / "r"), "--timeout-s", "30", "--", str(tests), "-p", "no:cacheprovider"],
+                           str(tmp_path / "r"), "--timeout-s", "15", "--", str(tests), "-p", "no:cacheprovider"],
                           capture_output=True, text=True, timeout=200)
     assert done.returncode != 0
     d = json.loads((tmp_path / "r" / "hang.json").read_text())
     assert (d["passed"], d["failed"], d["errors"], d["skipped"]) == (1, 1, 1, 1), d
-    assert "SIGINT after 30 s" in d["cut"] and "per-test log" in d["counts_from"]
+    assert "SIGINT after 15 s" in d["cut"] and "per-test log" in d["counts_from"]
     assert {f["test"].split("::")[-1]: f["kind"] for f in d["failures"]} == {"test_bad": "failure", "test_error": "error"}
     assert "one is not two" in next(f["message"] for f in d["failures"] if f["kind"] == "failure")
     # the test id is relative to pytest's root folder, which depends on where the checkout lies

@@ -2,11 +2,7 @@
 of an epoch stop training before the next step, keep a checkpoint of the last finished epoch,
 say how to continue, and the continued run gives the numbers of an unbroken one."""
 
-import csv
-import json
 import os
-import re
-import shlex
 import signal
 import subprocess
 import sys
@@ -17,7 +13,7 @@ import torch
 
 from autogcl.errors import Preempted
 
-from .common import ENV, cli, same_weights, small_fit, untimed, weights
+from .common import ENV, same_weights, small_fit, untimed, weights
 
 
 def kill_self(sig):
@@ -88,43 +84,9 @@ def test_a_signal_between_steps_of_the_last_epoch_is_not_lost(data_root, tmp_pat
     assert torch.load(ckpt, weights_only=True)["epoch"] == 2
 
 
-def test_sigterm_to_the_command_mid_training_then_the_printed_resume_command(data_root, tmp_path):
-    args = ["unsupervised", "--dataset", "MUTAG", "--epochs", "6", "--eval-epochs", "2,6", "--seeds", "1",
-            "--jobs", "1", "--data-root", data_root, "--no-progress"]
-    ref = cli(args + ["--out", tmp_path / "ref"], tmp_path)
-    assert ref.returncode == 0, ref.stderr[-2000:]
-    out = tmp_path / "cut"
-    proc = subprocess.Popen([sys.executable, "-m", "autogcl", *map(str, args), "--out", str(out)], cwd=tmp_path,
-                            env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        ckpt = out / "MUTAG-autogcl" / ".seed0.partial" / "checkpoint.pt"
-        t0 = time.time()
-        while proc.poll() is None and not ckpt.is_file() and time.time() - t0 < 300:
-            time.sleep(0.01)
-        assert proc.poll() is None, "the run ended before its first checkpoint"
-        proc.send_signal(signal.SIGTERM)  # after epoch 2's checkpoint: in epoch 3
-        _, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 143, err[-2000:]
-    m = re.search(r"autogcl: stopped by SIGTERM after epoch (\d+); resume with: (autogcl .*)\n"
-                  r"autogcl: \(MUTAG-autogcl seed 0; checkpoint (\S+)\)", err)
-    assert m, err[-2000:]
-    assert int(m[1]) >= 2 and os.path.samefile(m[3], ckpt)
-    assert torch.load(ckpt, weights_only=True)["epoch"] == int(m[1])
-    command = shlex.split(m[2])
-    assert command[-1] == "--resume"
-    done = cli(command[1:], tmp_path)
-    assert done.returncode == 0, done.stderr[-2000:]
-    a, b = (tmp_path / d / "MUTAG-autogcl" / "seed0" for d in ("ref", "cut"))
-
-    def read(u):
-        with open(u / "metrics.csv") as f:
-            return untimed(list(csv.DictReader(f)))
-    assert read(a) == read(b)
-    assert json.loads((a / "result.json").read_text())["selections"] == \
-        json.loads((b / "result.json").read_text())["selections"]
+# SIGTERM to the unsupervised command mid-training and to molecule pre-training, then the printed
+# resume command: tests/test_kill_resume.py, beside kill -9 of the same commands (one unbroken run
+# for both)
 
 
 def test_sigterm_outside_training_stops_at_once_with_the_resume_command(tmp_path):
@@ -136,47 +98,6 @@ def test_sigterm_outside_training_stops_at_once_with_the_resume_command(tmp_path
             os.kill(os.getpid(), signal.SIGTERM)
             time.sleep(5)  # interrupted by the handler
     assert info.value.exit_code == 143 and info.value.epoch is None
-
-
-def test_sigterm_to_molecule_pretraining_keeps_its_last_chunk_and_resumes(data_root, tmp_path):
-    """Pre-training checkpoints after every chunk: SIGTERM in a later chunk keeps the last
-    finished one, and the printed command ends with the encoder of an unbroken run."""
-    lines = (data_root / "moleculenet" / "bbbp.csv").read_text().splitlines()
-    corpus = tmp_path / "mols.csv"
-    corpus.write_text("\n".join(lines[:1] + lines[1:121] + lines[-120:]) + "\n")
-    args = ["transfer", "pretrain", "--corpus", corpus, "--smiles-col", "smiles", "--chunk-size", "60",
-            "--epochs", "2", "--batch-size", "16", "--workers", "1", "--no-progress"]
-    ref = cli(args + ["--out", tmp_path / "ref"], tmp_path)
-    assert ref.returncode == 0, ref.stderr[-2000:]
-    out = tmp_path / "cut"
-    ckpt = tmp_path / ".cut.partial" / "checkpoint.pt"
-    proc = subprocess.Popen([sys.executable, "-m", "autogcl", *map(str, args), "--out", str(out)], cwd=tmp_path,
-                            env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        t0 = time.time()
-        while proc.poll() is None and time.time() - t0 < 300:
-            try:
-                if torch.load(ckpt, weights_only=True)["pos"] >= 1:  # a chunk has finished
-                    break
-            except (FileNotFoundError, RuntimeError, EOFError):
-                pass
-            time.sleep(0.02)
-        assert proc.poll() is None, "the run ended before its first chunk checkpoint"
-        proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 143, err[-2000:]
-    m = re.search(r"stopped by SIGTERM after epoch \d+; resume with: (autogcl .*)\n"
-                  r"autogcl: \(pretrain autogcl, at chunk \d+ of epoch \d+; checkpoint \S+\)", err)
-    assert m, err[-2000:]
-    done = cli(shlex.split(m[1])[1:], tmp_path)
-    assert done.returncode == 0, done.stderr[-2000:]
-    a, b = (torch.load(tmp_path / d / "encoder.pt", weights_only=True)["state_dict"] for d in ("ref", "cut"))
-    # every command runs with OMP_NUM_THREADS=1 (ENV) and the resumed one replays the unbroken
-    # one's operations: bit-exact by construction
-    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
 
 
 def test_the_processes_of_a_torchrun_job_keep_their_default_signal_handling():
