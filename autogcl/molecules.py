@@ -39,8 +39,8 @@ from . import __version__
 from .atomic import atomic_save, check_weights, with_digest
 from .choices import (BN_RUNNING, BN_SETTLED, FINETUNE_DEFAULTS, LR_CONSTANT, LR_COSINE, READOUT_MEAN,  # noqa: F401
                       READOUT_SCALED_SUM, REGRESSION_DEFAULTS, check_choice)
-from .data.molecules import (VOCAB, featurize, is_sdf, iter_smiles, label_task, open_text, read_labeled_csv,
-                             smiles_to_graph)
+from .data.molecules import (VOCAB, check_label_map, check_targets, featurize, is_sdf, iter_smiles, label_task,
+                             open_text, read_labeled_csv, smiles_to_graph)
 from .devices import deterministic_kernels, resolve_device
 from .errors import ConfigError, DataError
 from .eval.metrics import regression_scores, roc_auc
@@ -98,26 +98,46 @@ class Molecules(Sequence):
         return f"Molecules({len(self)} graphs of {self.num_input} SMILES, {len(self.skipped)} skipped)"
 
 
-def _labels(y, n: int) -> np.ndarray:
+def _labels(y, n: int, label_map: dict | None = None) -> np.ndarray:
     """``y`` as a float ``n x tasks`` matrix (NaN = missing), checked: one row per SMILES,
-    numbers or NaN (whether they are binary is the task's business: :func:`label_task`)."""
+    numbers or NaN within float32's range (:func:`check_targets`; whether they are binary is
+    the task's business: :func:`label_task`). ``label_map`` (:func:`check_label_map`) turns
+    text labels into numbers first."""
+    label_map = check_label_map(label_map)
+    if label_map:
+        y = np.asarray(y, dtype=object)
+        flat = [label_map.get(v.strip(), v) if isinstance(v, str) else v for v in y.reshape(-1)]
+        y = np.asarray(flat, dtype=object).reshape(y.shape)
     try:
         y = np.asarray(y, dtype=np.float64)
     except (TypeError, ValueError) as exc:
-        raise DataError(f"labels y must be numbers (NaN for a missing label): {exc}") from None
+        raise _not_numbers(y, exc) from None
     given = tuple(y.shape)
     if y.ndim == 1:
         y = y.reshape(-1, 1)
     if y.ndim != 2 or y.shape[0] != n:
         raise DataError(f"labels y have shape {given}: expected one row per SMILES ({n} rows; a vector, "
                         "or a molecules x tasks matrix)")
-    bad = np.argwhere(np.isinf(y))
-    if len(bad):
-        i, t = (int(v) for v in bad[0])
-        at = f"{i}, {t}" if len(given) == 2 else f"{i}"
-        raise DataError(f"label y[{at}] = {float(y[i, t])!r} (SMILES {i}) is not a finite number (NaN marks a "
-                        "missing label)")
-    return y
+
+    def where(at, v):  # as the user indexes y: y[i] of a vector, y[i, t] of a matrix
+        return f"label y[{', '.join(map(str, at if len(given) == 2 else at[:1]))}] = {v!r} (SMILES {at[0]})"
+
+    return check_targets(y, where)
+
+
+def _not_numbers(y, exc: Exception) -> DataError:
+    """The error for labels that are not numbers, naming the first such entry and ``label_map``."""
+    arr = np.asarray(y, dtype=object)
+    for at, v in np.ndenumerate(arr):  # the error path only: find the first entry float() refuses
+        try:
+            float(v)
+        except (TypeError, ValueError):
+            where = ", ".join(map(str, at))
+            hint = (f"; map text labels to numbers with label_map, e.g. label_map={{{v.strip()!r}: 1, ...}}"
+                    if isinstance(v, str) else "")
+            return DataError(f"label y[{where}] = {v!r} (SMILES {at[0]}) is not a number (NaN marks a missing "
+                             f"label){hint}")
+    return DataError(f"labels y must be numbers (NaN for a missing label): {exc}")
 
 
 def from_smiles(smiles, y=None, *, workers: int | None = None, progress: bool = False,
@@ -206,18 +226,33 @@ def _label_names(y) -> list[str] | None:
     return None
 
 
-def _labeled_file(data, y):
+def _names_file(data) -> bool:
+    """Whether ``data`` is the path of a SMILES or SDF file (a ``Path``, or a string with such a suffix)."""
+    return isinstance(data, Path) or (isinstance(data, str) and data.strip().lower().removesuffix(".gz")
+                                      .endswith(SMILES_FILES))
+
+
+def _column_names(data, y) -> list[str] | None:
+    """The label columns ``y`` names when ``data`` is a file (strings in ``y`` are otherwise labels)."""
+    return _label_names(y) if _names_file(data) else None
+
+
+def _labeled_file(data, y, label_map: dict | None = None):
     """``(smiles, labels, names)`` when ``data`` names a SMILES or SDF file and ``y`` names its
-    label columns (property fields of an SDF), else ``None``."""
+    label columns (property fields of an SDF; ``label_map``: their text labels' numbers), else
+    ``None`` (strings in ``y`` with ``data`` not a file are text labels when ``label_map`` is given)."""
     names = _label_names(y)
     if names is None:
         return None
-    if not (isinstance(data, Path) or (isinstance(data, str) and data.strip().lower().removesuffix(".gz")
-                                       .endswith(SMILES_FILES))):
-        raise DataError(f"y={y!r} names label columns, which only a SMILES or SDF file has: give the file's path "
-                        "as data, or the labels themselves as y")
+    if not _names_file(data):
+        if check_label_map(label_map):
+            return None  # text labels, which label_map turns into numbers
+        shown = repr(y) if len(repr(y)) <= 80 else repr(y)[:77] + "..."
+        raise DataError(f"y={shown} holds text, read as the names of label columns, which only a SMILES or SDF file "
+                        "has: give the file's path as data, or the labels themselves as y; text labels (such as "
+                        f"{names[0]!r}) need label_map, e.g. label_map={{{names[0]!r}: 1, ...}}")
     path = Path(data)
-    smiles, _, labels, tasks = read_labeled_csv(path, _smiles_column(path), list(names))
+    smiles, _, labels, tasks = read_labeled_csv(path, _smiles_column(path), list(names), label_map=label_map)
     return smiles, labels.astype(np.float64), tasks
 
 
@@ -282,12 +317,18 @@ def resolve_encoder(name_or_path: str | Path) -> Path:
     path = Path(name_or_path)
     if path.is_file():
         return path
-    shipped = PRETRAINED_DIR / (path.name if path.suffix == ".pt" else path.name + ".pt")
-    if len(path.parts) == 1 and shipped.is_file():
+    shipped = _shipped_encoder(path)
+    if shipped is not None:
         return shipped
     known = pretrained_encoders()
     raise DataError(f"{name_or_path}: no such encoder file, nor a shipped encoder's name (shipped: "
                     f"{', '.join(known) if known else f'none found in {PRETRAINED_DIR}'})")
+
+
+def _shipped_encoder(path: Path) -> Path | None:
+    """The file of the shipped encoder that ``path`` names (a bare name, ``.pt`` optional), else ``None``."""
+    shipped = PRETRAINED_DIR / (path.name if path.suffix == ".pt" else path.name + ".pt")
+    return shipped if len(path.parts) == 1 and shipped.is_file() else None
 
 
 def _read(path: Path, device) -> dict:
@@ -398,7 +439,7 @@ class MoleculeEncoder(nn.Module):
         return emb.numpy(), mols.index
 
     def finetune(self, data, y=None, *, tasks: Sequence[str] | None = None, task: str | None = None,
-                 preset: str | None = None, epochs: int | None = None, batch_size: int | None = None,
+                 label_map: dict | None = None, preset: str | None = None, epochs: int | None = None, batch_size: int | None = None,
                  lr: float | None = None, weight_decay: float | None = None, dropout: float | None = None,
                  readout: str | None = None, split=None, frac: tuple[float, float, float] | None = None, selection: str | None = None,
                  lr_schedule: str | None = None, bn_stats: str | None = None, evaluate=None,
@@ -415,7 +456,9 @@ class MoleculeEncoder(nn.Module):
         ``task``: ``"classification"`` (binary labels: masked binary cross-entropy, ROC-AUC) or
         ``"regression"`` (numbers: targets standardised with the training part's mean and std
         per task, masked MSE; RMSE, MAE and R² in the original units); ``None`` infers it from
-        the labels (all 0/1: classification) and says so in the log.
+        the labels (all 0/1: classification) and says so in the log. ``label_map``: numbers for
+        text labels, applied to ``y`` (or the file's label columns) before they are read as
+        numbers, e.g. ``{"inactive": 0, "active": 1}``; a text it does not map is an error.
 
         The recipe's options (``None``: the preset's value, else the default in brackets):
         ``epochs`` (30), ``batch_size`` (32), ``lr`` (0.001, Adam), ``weight_decay`` (0),
@@ -460,10 +503,10 @@ class MoleculeEncoder(nn.Module):
                  "dropout": dropout, "readout": readout, "split": split, "frac": frac, "selection": selection,
                  "lr_schedule": lr_schedule, "bn_stats": bn_stats}
         opts = _recipe(preset, **given)
-        graphs, labels, smiles, mols = _labeled(data, y)
+        graphs, labels, smiles, mols = _labeled(data, y, label_map)
         num_tasks = int(labels.shape[1])
         if tasks is None:
-            tasks = _label_names(y) or (getattr(data, "meta", None) or {}).get("tasks")
+            tasks = _column_names(data, y) or (getattr(data, "meta", None) or {}).get("tasks")
         if tasks is not None and len(tasks) != num_tasks:
             raise DataError(f"{len(tasks)} task names for {num_tasks} label column(s)")
         parts = _split_parts(opts["split"], len(labels), smiles, opts["frac"], seed)
@@ -598,10 +641,11 @@ def _recipe(preset: str | None, regression: bool = False, **given) -> dict:
 
 
 
-def _labeled(data, y):
+def _labeled(data, y, label_map: dict | None = None):
     """``(graphs, labels, smiles, molecules)`` of fine-tuning data: the graphs for the store
     (a labeled molecule dataset as it is), a float64 ``graphs x tasks`` label matrix, the
-    graphs' SMILES (``None`` when unknown) and the :class:`Molecules` (``None`` for a dataset)."""
+    graphs' SMILES (``None`` when unknown) and the :class:`Molecules` (``None`` for a dataset).
+    ``label_map``: text labels to numbers (:func:`check_label_map`), for ``y`` or a file's columns."""
     if y is None and _is_dataset(data):
         meta = getattr(data, "meta", None) or {}
         labels = data._data.get("y")
@@ -614,12 +658,12 @@ def _labeled(data, y):
             labels = labels[torch.as_tensor(list(idx), dtype=torch.long)]
             smiles = [smiles[i] for i in idx] if smiles else None
         return data, labels.numpy().astype(np.float64), smiles, None
-    named = _labeled_file(data, y)
+    named = _labeled_file(data, y, label_map)
     if named is not None:  # a file and the names of its label columns (an SDF's property fields)
         data, y, _ = named
     mols = as_molecules(data)
     if y is not None:
-        labels = _labels(y, mols.num_input)[mols.index]
+        labels = _labels(y, mols.num_input, label_map)[mols.index]
     else:
         missing = [i for i, g in enumerate(mols.graphs) if g.get("y") is None]
         if missing:
@@ -691,6 +735,28 @@ def _scaling(labels: np.ndarray) -> dict:
     return {"mean": mean.tolist(), "std": std.tolist()}
 
 
+def check_task_columns(labels: np.ndarray, tasks: Sequence[str]) -> None:
+    """Refuse labels (``molecules x columns``) whose column count differs from a fitted
+    predictor's ``tasks``, naming ``y``, both counts and the tasks."""
+    if labels.shape[1] != len(tasks):
+        shown = ", ".join(map(str, tasks[:10])) + (", ..." if len(tasks) > 10 else "")
+        raise DataError(f"y has {labels.shape[1]} task column(s); this predictor was fitted on {len(tasks)} task(s) "
+                        f"({shown}): give one column per task, in that order (NaN for a missing label)")
+
+
+def check_split(parts: dict, source: str = "split") -> None:
+    """Refuse split parts (``train``, ``valid``, ``test``: index lists) that share a molecule,
+    naming the first shared index and both parts: a validation or test score of training
+    molecules says nothing. ``source`` names where the parts come from (a file, ``split``)."""
+    names = [k for k in ("train", "valid", "test") if k in parts]
+    for i, a in enumerate(names):
+        for b in names[i + 1:]:
+            both = np.intersect1d(np.asarray(parts[a], dtype=np.int64), np.asarray(parts[b], dtype=np.int64))
+            if both.size:
+                raise DataError(f"{source}: molecule {int(both[0])} is in both {a!r} and {b!r} ({both.size} shared); "
+                                "each molecule belongs to one part")
+
+
 def _split_parts(split, n: int, smiles, frac, seed: int) -> dict[str, np.ndarray]:
     """The index arrays of the parts a split names (``train``, and ``valid``/``test``)."""
     from .choices import FINETUNE_SPLITS
@@ -709,6 +775,7 @@ def _split_parts(split, n: int, smiles, frac, seed: int) -> dict[str, np.ndarray
             parts[k] = idx
         if "train" not in parts:
             raise ConfigError(f"a split dict needs a 'train' list (got keys {sorted(split)})")
+        check_split(parts)
     elif split in (None, "none"):
         return {"train": np.arange(n)}
     elif split == "scaffold":
@@ -813,15 +880,19 @@ class MoleculePredictor(nn.Module):
         values, index = self._predicted(smiles, batch_size, device)
         return values.astype(np.float32), index
 
-    def score(self, smiles, y, batch_size: int = 256) -> dict:
-        """The predictor's scores on labeled molecules (``y`` as :meth:`MoleculeEncoder.finetune`
-        takes it): ``{"roc_auc", "tasks"}`` (tasks with both classes), or ``{"rmse", "mae",
-        "r2", "tasks"}`` in the targets' units (tasks with two labels or more)."""
-        named = _labeled_file(smiles, y)
+    def score(self, smiles, y, batch_size: int = 256, *, label_map: dict | None = None) -> dict:
+        """The predictor's scores on labeled molecules (``y`` and ``label_map`` as
+        :meth:`MoleculeEncoder.finetune` takes them, one column per task of the predictor):
+        ``{"roc_auc", "tasks"}`` (tasks with both classes), or ``{"rmse", "mae", "r2",
+        "tasks"}`` in the targets' units, ``tasks`` counting those with a label (RMSE and MAE
+        are defined for a single molecule; R² needs two labels of a task, so one molecule's R²
+        is NaN)."""
+        named = _labeled_file(smiles, y, label_map)
         if named is not None:  # a file and the names of its label columns
             smiles, y, _ = named
         mols = as_molecules(smiles)
-        labels = _labels(y, mols.num_input)[mols.index]
+        labels = _labels(y, mols.num_input, label_map)[mols.index]
+        check_task_columns(labels, self.tasks)
         values, _ = self.predict(mols, batch_size)
         if self.task == "regression":
             scores, n = regression_scores(labels, values)
@@ -841,9 +912,13 @@ class MoleculePredictor(nn.Module):
     @classmethod
     def load(cls, path: str | Path, device="cpu") -> MoleculePredictor:
         """Restore a predictor written by :meth:`save` (``weights_only=True``); a file of
-        another kind (an encoder, a TU model) is a clear error saying what it is. A file from
-        before regression holds a classifier."""
+        another kind (an encoder, a TU model) is a clear error saying what it is, and so is a
+        shipped encoder's name. A file from before regression holds a classifier."""
         path = Path(path)
+        if not path.exists() and _shipped_encoder(path) is not None:
+            raise DataError(f"{str(path)!r} is the name of a shipped pre-trained encoder, not a fine-tuned predictor's "
+                            f"file: load it with autogcl.MoleculeEncoder.load({str(path)!r}), and fine-tune it with its "
+                            "finetune(smiles, y) or with autogcl.PropertyPredictor().fit(smiles, y)")
         blob = _read(path, "cpu")
         if blob.get("format") != PREDICTOR_FORMAT:
             raise _wrong_kind(path, blob, "a fine-tuned molecule predictor", "")

@@ -99,27 +99,26 @@ class PropertyPredictor:
                 else str(self.encoder), "gnn_seeds": list(self.gnn_seeds), "finetune": dict(self.finetune_options),
                 "n_trees": self.n_trees, "max_features": self.max_features, "seed": self.seed}
 
-    def fit(self, data, y=None, *, validation=None, tasks: Sequence[str] | None = None, device="auto",
-            progress: bool | None = None) -> PropertyPredictor:
+    def fit(self, data, y=None, *, validation=None, tasks: Sequence[str] | None = None,
+            label_map: dict | None = None, device="auto", progress: bool | None = None) -> PropertyPredictor:
         """Train every member on ``data`` (SMILES with labels ``y``, a SMILES or SDF file with
         ``y`` naming its label columns, or :func:`autogcl.from_smiles`'s result with labels).
 
         ``validation``: held-out ``(smiles, y)`` that the ``gnn`` member may use to choose its
         epoch (``finetune={"selection": "val"}``); the default recipe keeps the last epoch of a
         decaying learning rate and needs none. Molecules that do not parse are skipped and
-        reported, as everywhere. A second ``fit`` trains new members from scratch (it does not
-        continue the first)."""
+        reported, as everywhere. ``label_map``: numbers for text labels, e.g. ``{"inactive": 0,
+        "active": 1}``, applied to ``y`` (and ``validation``'s) before they are read as numbers.
+        A second ``fit`` trains new members from scratch (it does not continue the first)."""
         from ..data.molecules import label_task
-        from ..molecules import _labeled
+        from ..molecules import _column_names, _labeled
 
         t_all = time.process_time()
-        graphs, labels, smiles, mols = _labeled(data, y)
+        graphs, labels, smiles, mols = _labeled(data, y, label_map)
         if not smiles:
             raise DataError("PropertyPredictor needs the molecules' SMILES (its forest reads RDKit features): give "
                             "SMILES, a SMILES or SDF file, or from_smiles's result")
-        names = list(tasks) if tasks is not None else (list(y) if isinstance(y, (list, tuple)) and y
-                                                       and all(isinstance(c, str) for c in y)
-                                                       else [y] if isinstance(y, str) else None)
+        names = list(tasks) if tasks is not None else _column_names(data, y)
         if names is not None and len(names) != labels.shape[1]:
             raise DataError(f"{len(names)} task names for {labels.shape[1]} label column(s)")
         self.tasks = names or [f"task{i}" for i in range(labels.shape[1])]
@@ -134,7 +133,7 @@ class PropertyPredictor:
                 vdata, vy = validation
             except (TypeError, ValueError):
                 raise ConfigError("validation must be a pair (smiles, y)") from None
-            _, v_labels, v_smiles, _ = _labeled(vdata, vy)
+            _, v_labels, v_smiles, _ = _labeled(vdata, vy, label_map)
             if v_labels.shape[1] != labels.shape[1]:
                 raise DataError(f"validation labels have {v_labels.shape[1]} task(s), the training labels "
                                 f"{labels.shape[1]}")
@@ -230,19 +229,18 @@ class PropertyPredictor:
             return mean.astype(np.float32), stack.std(axis=0).astype(np.float32), index
         return mean.astype(np.float32), index
 
-    def score(self, smiles, y) -> dict:
-        """Scores on labeled molecules (``y`` as :meth:`fit` takes it): ``{"roc_auc", "tasks"}``
-        (tasks with both classes) or ``{"rmse", "mae", "r2", "tasks"}`` in the targets' units."""
+    def score(self, smiles, y, *, label_map: dict | None = None) -> dict:
+        """Scores on labeled molecules (``y`` and ``label_map`` as :meth:`fit` takes them):
+        ``{"roc_auc", "tasks"}`` (tasks with both classes) or ``{"rmse", "mae", "r2", "tasks"}``
+        in the targets' units (as :meth:`autogcl.MoleculePredictor.score`)."""
         from ..eval.metrics import regression_scores, roc_auc
-        from ..molecules import _labeled
+        from ..molecules import _labeled, check_task_columns
 
         self._require_fitted()
-        _, labels, smiles, _ = _labeled(smiles, y)
+        _, labels, smiles, _ = _labeled(smiles, y, label_map)
+        check_task_columns(labels, self.tasks)
         values, index = self.predict(list(smiles))
         labels = labels[index]
-        if labels.shape[1] != values.shape[1]:
-            raise DataError(f"y has {labels.shape[1]} task column(s); this predictor was fitted on "
-                            f"{values.shape[1]} ({', '.join(self.tasks)})")
         if self.task_ == "regression":
             scores, n = regression_scores(labels, values)
             return {**scores, "tasks": n}

@@ -24,7 +24,7 @@ from .. import paths
 from ..atomic import atomic_save, load_cache
 from ..errors import DataError
 from .datasets import GraphDataset, fingerprint
-from .molecules import collate_arrays, featurize, read_labeled_csv
+from .molecules import check_label_map, collate_arrays, featurize, read_labeled_csv
 
 log = logging.getLogger(__name__)
 
@@ -98,8 +98,8 @@ def _cache_path(name: str, path: Path, smiles_col: str, label_cols) -> Path:
 
 def build_molecule_dataset(path: Path, name: str, smiles_col: str, label_cols, exclude=(),
                            task_prefix: str | None = None, workers: int | None = None,
-                           progress: bool = True) -> tuple[Data, dict, dict]:
-    smiles, lines, y, tasks = read_labeled_csv(path, smiles_col, label_cols, exclude)
+                           progress: bool = True, label_map: dict | None = None) -> tuple[Data, dict, dict]:
+    smiles, lines, y, tasks = read_labeled_csv(path, smiles_col, label_cols, exclude, label_map)
     if task_prefix is not None:
         keep = [i for i, t in enumerate(tasks) if t.startswith(task_prefix)]
         y, tasks = y[:, keep], [tasks[i] for i in keep]
@@ -119,14 +119,18 @@ def build_molecule_dataset(path: Path, name: str, smiles_col: str, label_cols, e
 
 
 def _load(name: str, path: Path, smiles_col: str, label_cols, exclude=(), task_prefix=None,
-          use_cache: bool = True, workers: int | None = None, progress: bool = True) -> GraphDataset:
-    cache = _cache_path(name, path, smiles_col, [label_cols, list(exclude), task_prefix])
+          use_cache: bool = True, workers: int | None = None, progress: bool = True,
+          label_map: dict | None = None) -> GraphDataset:
+    label_map = check_label_map(label_map)
+    # a label map enters the cache key only when given: the caches made before it are still found
+    key = [label_cols, list(exclude), task_prefix] + ([label_map] if label_map else [])
+    cache = _cache_path(name, path, smiles_col, key)
     blob = load_cache(cache, ("data", "slices", "meta")) if use_cache else None
     if blob is not None:
         ds = GraphDataset(Data.from_dict(blob["data"]), blob["slices"], name, blob["meta"])
     else:
         data, slices, meta = build_molecule_dataset(path, name, smiles_col, label_cols, exclude,
-                                                    task_prefix, workers, progress)
+                                                    task_prefix, workers, progress, label_map)
         if use_cache:
             atomic_save({"data": data.to_dict(), "slices": slices, "meta": meta}, cache)
         ds = GraphDataset(data, slices, name, meta)
@@ -159,7 +163,8 @@ def load_moleculenet(name: str, data_root=None, download: bool | None = None, **
 
 def load_molecule_csv(path, smiles_col: str = "smiles", label_cols: list[str] | None = None,
                       **kw) -> GraphDataset:
-    """A user's CSV of SMILES and binary labels (0, 1, or empty for missing)."""
+    """A user's CSV of SMILES and labels (0/1 or numbers, empty for missing; ``label_map=``:
+    numbers for text labels, :func:`autogcl.data.molecules.check_label_map`)."""
     path = Path(path)
     if not path.is_file():
         raise DataError(f"{path}: {'a folder, not a CSV file' if path.is_dir() else 'no such file'}")

@@ -32,7 +32,7 @@ import torch
 from torch_geometric.data import Data
 from tqdm.auto import tqdm
 
-from ..errors import DataError
+from ..errors import ConfigError, DataError
 
 log = logging.getLogger(__name__)
 
@@ -309,19 +309,75 @@ class _CheckedText:
         self.handle.close()
 
 
-def _parse_label(cell: str, path: Path, line: int, col: str) -> float:
-    cell = cell.strip()
-    if cell == "":
+#: the largest magnitude a label may have: labels are trained and stored in float32, where a
+#: larger number becomes inf
+FLOAT32_MAX = float(np.finfo(np.float32).max)
+
+
+def check_targets(y, where) -> np.ndarray:
+    """``y`` as float64, checked to hold labels one can train on: NaN (a missing label) or
+    finite numbers within float32's range (magnitude at most :data:`FLOAT32_MAX`). The first
+    other entry is a :class:`DataError` that ``where(index, value)`` names (``index``: its
+    position in ``y``, a tuple). Every label goes through here: ``y`` given in Python and the
+    cells of a file."""
+    y = np.asarray(y, dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        bad = np.argwhere(np.abs(y) > FLOAT32_MAX)
+    if len(bad):
+        at = tuple(int(i) for i in bad[0])
+        v = float(y[at])
+        why = "is not a finite number" if math.isinf(v) else (
+            f"is outside float32's range (magnitude at most {FLOAT32_MAX:.8g}), in which labels are trained and "
+            "stored; rescale the target (other units, or its logarithm)")
+        more = f"; {len(bad)} such entries" if len(bad) > 1 else ""
+        raise DataError(f"{where(at, v)} {why} (NaN marks a missing label){more}")
+    return y
+
+
+def check_label_map(label_map) -> dict[str, float] | None:
+    """``label_map`` checked: text labels to numbers (``{"inactive": 0, "active": 1}``), or
+    the command line's ``"inactive=0,active=1"``; ``None`` (or empty) is no map. Keys are
+    compared with a label's text stripped of surrounding spaces."""
+    if label_map is None or (isinstance(label_map, (str, dict)) and not label_map):
+        return None
+    if isinstance(label_map, str):
+        pairs = [p.partition("=") for p in label_map.split(",") if p.strip()]
+        if any(not sep or not k.strip() for k, sep, _ in pairs):
+            raise ConfigError(f"label_map {label_map!r}: expected TEXT=NUMBER pairs separated by commas "
+                              "(--label-map inactive=0,active=1)")
+        label_map = {k: v for k, _, v in pairs}
+    if not isinstance(label_map, dict):
+        raise ConfigError(f"label_map must map text labels to numbers, e.g. {{'inactive': 0, 'active': 1}}; got "
+                          f"{type(label_map).__name__}")
+    out = {}
+    for k, v in label_map.items():
+        try:
+            out[str(k).strip()] = float(v)
+        except (TypeError, ValueError):
+            raise ConfigError(f"label_map[{k!r}] = {v!r} is not a number") from None
+    check_targets(np.asarray(list(out.values())), lambda at, v: f"label_map[{list(out)[at[0]]!r}] = {v!r}")
+    return out
+
+
+def _label_number(text: str, where: str, label_map: dict | None) -> float:
+    """A label cell's number (NaN for an empty cell or "nan"): ``label_map``'s for a text it
+    maps, else the cell read as a number, checked (:func:`check_targets`)."""
+    text = text.strip()
+    if label_map and text in label_map:
+        return label_map[text]
+    if text == "":
         return math.nan
     try:
-        v = float(cell)
+        v = float(text)
     except ValueError:
-        raise DataError(f"{path}:{line}: label {cell!r} in column {col!r} is not a number") from None
-    if math.isnan(v):  # pandas writes missing values as "nan"
-        return math.nan
-    if math.isinf(v):
-        raise DataError(f"{path}:{line}: label {cell!r} in column {col!r} is not a finite number")
+        raise DataError(f"{where} is not a number (map text labels to numbers with label_map, e.g. "
+                        f"label_map={{{text!r}: 1, ...}}; --label-map {text}=1,... on the command line)") from None
+    check_targets(v, lambda at, value: where)
     return v
+
+
+def _parse_label(cell: str, path: Path, line: int, col: str, label_map: dict | None = None) -> float:
+    return _label_number(cell, f"{path}:{line}: label {cell.strip()!r} in column {col!r}", label_map)
 
 
 def label_task(y: np.ndarray, task: str | None = None, source: str = "labels", rows=None, names=None) -> str:
@@ -356,14 +412,18 @@ def label_task(y: np.ndarray, task: str | None = None, source: str = "labels", r
 
 
 def read_labeled_csv(path: Path, smiles_col: str, label_cols: list[str] | None,
-                     exclude: tuple[str, ...] = ()) -> tuple[list[str], list[int], np.ndarray, list[str]]:
+                     exclude: tuple[str, ...] = (), label_map: dict | None = None
+                     ) -> tuple[list[str], list[int], np.ndarray, list[str]]:
     """SMILES, their line numbers, a ``rows x tasks`` label matrix (numbers; NaN = missing)
     and the task names (:func:`label_task` says whether they are binary). ``label_cols=None`` takes every column but the SMILES and ``exclude``.
+    ``label_map``: text labels to numbers (:func:`check_label_map`), applied to each cell before
+    it is read as a number.
     An SDF file (``.sdf``, ``.sdf.gz``) is read by :func:`read_sdf` instead: its property
     fields are the columns, its record numbers the lines, and ``smiles_col`` is not used."""
     path = Path(path)
+    label_map = check_label_map(label_map)
     if is_sdf(path):
-        return read_sdf(path, label_cols, exclude)
+        return read_sdf(path, label_cols, exclude, label_map)
     with open_text(path) as f:
         reader = csv.reader(f)
         try:
@@ -397,7 +457,7 @@ def read_labeled_csv(path: Path, smiles_col: str, label_cols: list[str] | None,
                     raise DataError(f"{path}:{line}: {len(row)} fields, the header has {len(header)}")
                 smiles.append(row[si])
                 lines.append(line)
-                labels.append([_parse_label(row[i], path, line, c) for i, c in zip(li, label_cols)])
+                labels.append([_parse_label(row[i], path, line, c, label_map) for i, c in zip(li, label_cols)])
         except (csv.Error, UnicodeDecodeError, EOFError, OSError) as exc:
             raise DataError(f"{path}:{line + 1}: cannot read the file ({exc})") from None
     if not smiles:
@@ -489,21 +549,13 @@ def _sdf_reason(block: str) -> str:
     return "; ".join(lines[:3])[:300] or "RDKit cannot read it"
 
 
-def _sdf_number(value: str, path: Path, record: int, name: str) -> float:
-    text = value.strip()
-    if text == "":
-        return math.nan
-    try:
-        v = float(text)
-    except ValueError:
-        raise DataError(f"{path}: record {record}: label {text!r} in field {name!r} is not a number") from None
-    if math.isinf(v):
-        raise DataError(f"{path}: record {record}: label {text!r} in field {name!r} is not a finite number")
-    return v
+def _sdf_number(value: str, path: Path, record: int, name: str, label_map: dict | None = None) -> float:
+    return _label_number(value, f"{path}: record {record}: label {value.strip()!r} in field {name!r}", label_map)
 
 
 def read_sdf(path: Path, label_cols: list[str] | None = None,
-             exclude: tuple[str, ...] = ()) -> tuple[list[str], list[int], np.ndarray, list[str]]:
+             exclude: tuple[str, ...] = (), label_map: dict | None = None
+             ) -> tuple[list[str], list[int], np.ndarray, list[str]]:
     """An SDF file's molecules as ``(smiles, records, labels, fields)``, in the form of
     :func:`read_labeled_csv`: each record's canonical isomeric SMILES (RDKit's
     ``SDMolSupplier``, hydrogens removed), its record number (1 = the first), a ``records x
@@ -513,7 +565,9 @@ def read_sdf(path: Path, label_cols: list[str] | None = None,
     every field whose values are all numbers (or empty), less ``exclude`` (text fields such as a
     name are left out, and the log says which were taken); ``[]`` reads no labels. A record
     RDKit cannot read keeps its place with the SMILES ``""`` and NaN labels, and is named by
-    its record number and RDKit's reason in a warning (the featuriser then skips it)."""
+    its record number and RDKit's reason in a warning (the featuriser then skips it).
+    ``label_map``: text labels to numbers, as :func:`read_labeled_csv` takes it."""
+    label_map = check_label_map(label_map)
     Chem = rdkit()
     path = Path(path)
     with open_text(path) as f:
@@ -545,7 +599,7 @@ def read_sdf(path: Path, label_cols: list[str] | None = None,
                 continue
             try:
                 for r, (m, props) in enumerate(mols, start=1):
-                    _sdf_number(props.get(name, ""), path, r, name)
+                    _sdf_number(props.get(name, ""), path, r, name, label_map)
             except DataError:
                 continue
             label_cols.append(name)
@@ -558,7 +612,7 @@ def read_sdf(path: Path, label_cols: list[str] | None = None,
     smiles, labels = [], []
     for r, (mol, props) in enumerate(mols, start=1):
         smiles.append(Chem.MolToSmiles(mol) if mol is not None else "")
-        labels.append([_sdf_number(props.get(c, ""), path, r, c) if mol is not None else math.nan
+        labels.append([_sdf_number(props.get(c, ""), path, r, c, label_map) if mol is not None else math.nan
                        for c in label_cols])
     y = np.asarray(labels, dtype=np.float32).reshape(len(smiles), len(label_cols))
     return smiles, list(range(1, len(smiles) + 1)), y, list(label_cols)

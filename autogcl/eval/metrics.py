@@ -38,24 +38,32 @@ def roc_auc(y: np.ndarray, scores: np.ndarray) -> tuple[float, int]:
     return (float(np.mean(aucs)), len(aucs)) if aucs else (math.nan, 0)
 
 
+#: the labeled entries a regression task needs in a part to count for each score: one for RMSE
+#: and MAE (an error of one value is defined), two for R² (the labels' spread around their mean)
+REGRESSION_MIN_LABELS = {"rmse": 1, "mae": 1, "r2": 2}
+
+
 def regression_scores(y: np.ndarray, pred: np.ndarray) -> tuple[dict, int]:
-    """``({"rmse", "mae", "r2"}, tasks)``: each score averaged over the tasks that have at
-    least two labeled entries (``y``: graphs x tasks, NaN = no label; ``pred`` in the same
-    units), and how many tasks that is (NaN scores, 0 when none has). R² is
-    ``1 - SS_res / SS_tot`` of the task's labeled entries (NaN for a task whose labels are all
-    equal)."""
+    """``({"rmse", "mae", "r2"}, tasks)``: each score averaged over the tasks that have enough
+    labeled entries for it (:data:`REGRESSION_MIN_LABELS`: RMSE and MAE over the tasks with at
+    least one, R² over those with at least two), and ``tasks``, how many tasks RMSE and MAE
+    average (``y``: graphs x tasks, NaN = no label; ``pred`` in the same units). A score no
+    task has enough labels for is NaN: all three when no task has a label, R² alone for a
+    single example. R² is ``1 - SS_res / SS_tot`` of the task's labeled entries (NaN for a
+    task whose labels are all equal)."""
     y = np.asarray(y, dtype=np.float64).reshape(len(y), -1)
     pred = np.asarray(pred, dtype=np.float64).reshape(y.shape)
-    rmse, mae, r2 = [], [], []
+    per = {"rmse": [], "mae": [], "r2": []}
     for t in range(y.shape[1]):
         lab = ~np.isnan(y[:, t])
-        if lab.sum() < 2:
+        count = int(lab.sum())
+        if count < min(REGRESSION_MIN_LABELS.values()):
             continue
         err = pred[lab, t] - y[lab, t]
-        rmse.append(math.sqrt(float(np.mean(err ** 2))))
-        mae.append(float(np.mean(np.abs(err))))
-        total = float(np.sum((y[lab, t] - y[lab, t].mean()) ** 2))
-        r2.append(1.0 - float(np.sum(err ** 2)) / total if total > 0 else math.nan)
-    if not rmse:
-        return {"rmse": math.nan, "mae": math.nan, "r2": math.nan}, 0
-    return {"rmse": float(np.mean(rmse)), "mae": float(np.mean(mae)), "r2": float(np.mean(r2))}, len(rmse)
+        values = {"rmse": math.sqrt(float(np.mean(err ** 2))), "mae": float(np.mean(np.abs(err)))}
+        if count >= REGRESSION_MIN_LABELS["r2"]:
+            total = float(np.sum((y[lab, t] - y[lab, t].mean()) ** 2))
+            values["r2"] = 1.0 - float(np.sum(err ** 2)) / total if total > 0 else math.nan
+        for k, v in values.items():
+            per[k].append(v)
+    return {k: float(np.mean(v)) if v else math.nan for k, v in per.items()}, len(per["rmse"])

@@ -360,6 +360,8 @@ class FinetuneConfig(SweepConfig):
     smiles_col: str = option("smiles", "SMILES column of --csv", group=DATA)
     label_cols: list[str] | None = option(None, "comma-separated label columns of --csv (default: all others)",
                                           type=str, metavar="A,B", group=DATA)
+    label_map: dict[str, float] | None = option(None, "numbers for text labels of --csv, e.g. inactive=0,active=1",
+                                                type=str, metavar="TEXT=N,...", implicit_default=True, group=DATA)
     # None: the recipe's default, resolved when the data's task is known (resolve_recipe): the
     # published protocol's (MoleculeEncoder.finetune(preset="paper")) for --dataset, the
     # library's own defaults of MoleculeEncoder.finetune (those of a regression for numbers) for --csv
@@ -405,6 +407,11 @@ class FinetuneConfig(SweepConfig):
             self.label_cols = [c.strip() for c in self.label_cols.split(",") if c.strip()]
         if self.label_cols and not self.csv:
             raise ConfigError("--label-cols and --smiles-col are for --csv files; MoleculeNet sets have fixed columns")
+        from ..data.molecules import check_label_map
+
+        self.label_map = check_label_map(self.label_map)
+        if self.label_map and not self.csv:
+            raise ConfigError("--label-map is for --csv files; MoleculeNet sets have numeric labels")
 
 
     @classmethod

@@ -32,7 +32,7 @@ from ..devices import engine_of, runtime_info
 from ..errors import ConfigError, DataError
 from ..eval.metrics import roc_auc  # noqa: F401 (the protocol's score, named here)
 from ..models.mol_gin import load_encoder
-from ..molecules import MoleculeEncoder, MoleculePredictor
+from ..molecules import MoleculeEncoder, MoleculePredictor, check_split
 from .base import Protocol
 from .spread import spread
 from .configs import SELECTIONS, FinetuneConfig
@@ -42,7 +42,7 @@ log = logging.getLogger(__name__)
 
 def load_dataset(cfg: FinetuneConfig, data_root=None, workers: int | None = None, download: bool | None = None):
     if cfg.csv:
-        return load_molecule_csv(cfg.csv, cfg.smiles_col, cfg.label_cols, workers=workers)
+        return load_molecule_csv(cfg.csv, cfg.smiles_col, cfg.label_cols, workers=workers, label_map=cfg.label_map)
     return load_moleculenet(cfg.dataset, data_root, download=download, workers=workers)
 
 
@@ -135,10 +135,7 @@ def read_split_file(path, n: int) -> dict:
         if bad:
             raise DataError(f"{path}: part {key!r} has index {bad[0]} outside 0..{n - 1} ({n} molecules parse)")
         parts[key] = sorted(set(idx))
-    for a, b in (("train", "valid"), ("train", "test"), ("valid", "test")):
-        both = set(parts[a]) & set(parts[b])
-        if both:
-            raise DataError(f"{path}: molecule {min(both)} is in both {a!r} and {b!r} ({len(both)} shared)")
+    check_split(parts, str(path))
     return parts
 
 
@@ -180,7 +177,7 @@ def _select_regression(rows: list[dict]) -> dict:
 
     v, t = best("val_rmse"), best("test_rmse")
     if v is None:
-        log.warning("no task has two labels in the validation part: no val selection (NaN)")
+        log.warning("no task has a label in the validation part: no val selection (NaN)")
     val_rmse = math.nan if v is None else rows[v]["val_rmse"]
     # score: higher is better in every protocol's record (here minus the validation RMSE)
     return {"val": {"criterion": "validation RMSE (lowest)", **at(v, val_rmse=val_rmse, score=-val_rmse)},
@@ -189,8 +186,10 @@ def _select_regression(rows: list[dict]) -> dict:
 
 def unscored_tasks(dataset, split: dict, task: str = "classification") -> dict:
     """Per split part, the tasks that the part's score cannot use (no label at all, or one
-    class only; for regression fewer than two labels), each logged once: the part's score
-    averages the other tasks."""
+    class only; for regression no label, :data:`autogcl.eval.metrics.REGRESSION_MIN_LABELS`),
+    each logged once: the part's score averages the other tasks."""
+    from ..eval.metrics import REGRESSION_MIN_LABELS
+
     y = dataset._data.y.view(len(dataset), -1).numpy()
     tasks = list(dataset.meta.get("tasks") or range(y.shape[1]))
     out = {}
@@ -199,11 +198,13 @@ def unscored_tasks(dataset, split: dict, task: str = "classification") -> dict:
         bad = []
         for t, name in enumerate(tasks):
             lab = sub[:, t][~np.isnan(sub[:, t])]
-            if lab.size < 2 if task == "regression" else (lab.size == 0 or lab.min() == lab.max()):
+            unscored = lab.size < REGRESSION_MIN_LABELS["rmse"] if task == "regression" else \
+                (lab.size == 0 or lab.min() == lab.max())
+            if unscored:
                 bad.append(str(name))
         if bad:
             scored = len(tasks) - len(bad)
-            what = "fewer than two labels" if task == "regression" else "no labels or one class"
+            what = "no labels" if task == "regression" else "no labels or one class"
             score = "RMSE" if task == "regression" else "ROC-AUC"
             log.warning("%s: %d task(s) have %s in the %s part (%s); its %s averages the other %d", dataset.name,
                         len(bad), what, part, ", ".join(bad[:5]) + (" ..." if len(bad) > 5 else ""), score, scored)

@@ -63,7 +63,7 @@ def test_standardisation_round_trips_and_centres_the_targets(y):
 @given(matrices(), st.floats(-10, 10, allow_nan=False))
 def test_regression_scores_obey_their_identities(y, shift):
     perfect, n = regression_scores(y, np.nan_to_num(y))
-    scored = [t for t in range(y.shape[1]) if (~np.isnan(y[:, t])).sum() >= 2]
+    scored = [t for t in range(y.shape[1]) if (~np.isnan(y[:, t])).sum() >= 1]  # RMSE and MAE: one label is enough
     assert n == len(scored)
     if not n:
         assert math.isnan(perfect["rmse"])

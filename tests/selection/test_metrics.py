@@ -62,10 +62,10 @@ def test_roc_auc_is_the_mean_over_the_tasks_with_both_classes():
     assert roc_auc(np.array([[0.0], [1.0]]), np.array([[0.9], [0.1]])) == (0.0, 1)  # scores are not flipped
 
 
-def test_regression_scores_average_each_score_over_the_tasks_with_two_labels():
+def test_regression_scores_average_each_score_over_the_tasks_with_enough_labels():
     """The scores a regression selection reads (the validation RMSE, and the test RMSE, MAE
     and R² it reports): sklearn's per task over the task's labeled entries, averaged over the
-    tasks that have at least two of them."""
+    tasks that have enough of them: one for RMSE and MAE, two for R²."""
     from sklearn.metrics import mean_absolute_error, mean_squared_error, r2_score
 
     rng = np.random.default_rng(1)
@@ -73,15 +73,16 @@ def test_regression_scores_average_each_score_over_the_tasks_with_two_labels():
     pred = y + rng.normal(size=(30, 4)) * np.array([0.3, 1.0, 0.2, 0.7]) + 0.1
     y[rng.random((30, 4)) < 0.25] = np.nan  # missing labels are left out per task
     y[:, 3] = np.nan
-    y[7, 3] = 1.5  # task 3: one label, not scored
+    y[7, 3] = 1.5  # task 3: one label, scored by RMSE and MAE, not by R²
     scores, n = regression_scores(y, pred)
     want = {"rmse": [], "mae": [], "r2": []}
-    for t in range(3):
+    for t in range(4):
         lab = ~np.isnan(y[:, t])
         want["rmse"].append(math.sqrt(mean_squared_error(y[lab, t], pred[lab, t])))
         want["mae"].append(mean_absolute_error(y[lab, t], pred[lab, t]))
-        want["r2"].append(r2_score(y[lab, t], pred[lab, t]))
-    assert n == 3 and set(scores) == {"rmse", "mae", "r2"}
+        if t < 3:
+            want["r2"].append(r2_score(y[lab, t], pred[lab, t]))
+    assert n == 4 and set(scores) == {"rmse", "mae", "r2"}
     for k in want:  # sklearn sums in another order: equal up to rounding
         assert scores[k] == pytest.approx(np.mean(want[k]), rel=1e-12, abs=1e-12), k
     # one task as a plain vector; two labels are enough; equal labels leave R² undefined
@@ -98,5 +99,5 @@ def test_regression_scores_average_each_score_over_the_tasks_with_two_labels():
     # labels as float32 (as a loader gives them) are scored in float64: the same figures
     y32 = y.astype(np.float32)
     assert regression_scores(y32, pred) == regression_scores(y32.astype(np.float64), pred)
-    none, n0 = regression_scores(y[:, 3:], pred[:, 3:])
+    none, n0 = regression_scores(np.full((3, 1), np.nan), pred[:3, 3:])
     assert n0 == 0 and all(math.isnan(v) for v in none.values()) and set(none) == {"rmse", "mae", "r2"}
