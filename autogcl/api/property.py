@@ -36,6 +36,11 @@ log = logging.getLogger(__name__)
 MEMBERS = ("gnn", "forest")
 #: the default members (chosen on ``benchmarks/molprop.py``, ``docs/molecules.md``)
 DEFAULT_MEMBERS = ("gnn", "forest")
+#: the ``gnn`` member's fine-tuning options where ``finetune=`` leaves them (the rest: the task's
+#: defaults of :meth:`MoleculeEncoder.finetune`): a cosine decay and the last epoch, for
+#: classification too, so that no epoch is chosen on a small validation part, whose score swings
+#: between epochs by more than the epochs differ
+GNN_RECIPE = {"lr_schedule": "cosine", "selection": "last"}
 PROPERTY_FORMAT = "autogcl-property-predictor-1"
 
 
@@ -57,7 +62,7 @@ class PropertyPredictor:
     name or an ``encoder.pt``; ``None``: random weights). ``gnn_seeds``: one fine-tuned GIN per
     seed (their mean is the member; more seeds, a steadier member and a better uncertainty, at
     one fit each). ``finetune``: options for :meth:`MoleculeEncoder.finetune` (``epochs``,
-    ``lr``, ``readout``, ...; the task's defaults otherwise). ``n_trees``, ``max_features``:
+    ``lr``, ``readout``, ...; :data:`GNN_RECIPE` and the task's defaults otherwise). ``n_trees``, ``max_features``:
     the forest's. ``seed`` fixes everything the members draw."""
 
     def __init__(self, task: str | None = None, *, members: Sequence[str] = DEFAULT_MEMBERS,
@@ -154,7 +159,7 @@ class PropertyPredictor:
         from ..molecules import MoleculeEncoder
 
         enc = MoleculeEncoder.load(self.encoder) if self.encoder is not None else MoleculeEncoder()
-        opts = dict(self.finetune_options)
+        opts = {**GNN_RECIPE, **self.finetune_options}
         if v_smiles is not None:
             data = list(smiles) + list(v_smiles)
             y = np.concatenate([labels, v_labels])
