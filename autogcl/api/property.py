@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from ..atomic import atomic_write_json, read_json
-from ..choices import check_choice
+from ..choices import FINETUNE_SELECTIONS, LR_COSINE, check_choice
 from ..errors import ConfigError, DataError
 
 log = logging.getLogger(__name__)
@@ -40,7 +40,7 @@ DEFAULT_MEMBERS = ("gnn", "forest")
 #: defaults of :meth:`MoleculeEncoder.finetune`): a cosine decay and the last epoch, for
 #: classification too, so that no epoch is chosen on a small validation part, whose score swings
 #: between epochs by more than the epochs differ
-GNN_RECIPE = {"lr_schedule": "cosine", "selection": "last"}
+GNN_RECIPE = {"lr_schedule": LR_COSINE, "selection": FINETUNE_SELECTIONS[0]}
 PROPERTY_FORMAT = "autogcl-property-predictor-1"
 
 
