@@ -120,6 +120,9 @@ class PropertyPredictor:
 
         t_all = time.process_time()
         graphs, labels, smiles, mols = _labeled(data, y, label_map)
+        # labels as the library stores them (float32, as the GIN trains on them and files are read),
+        # so that a forest fitted from Python and from a file of the same numbers is the same forest
+        labels = labels.astype(np.float32).astype(np.float64)
         if not smiles:
             raise DataError("PropertyPredictor needs the molecules' SMILES (its forest reads RDKit features): give "
                             "SMILES, a SMILES or SDF file, or from_smiles's result")

@@ -577,3 +577,53 @@ class EmbedConfig(Config):
 #: imports the protocol)
 SWEEP_CONFIGS = {"unsupervised": UnsupervisedConfig, "semi": SemiConfig, "transfer": FinetuneConfig,
                  "ablate": AblationConfig}
+
+
+@dataclass
+class PropertyConfig(Config):
+    """What ``autogcl property fit`` trains: :class:`autogcl.PropertyPredictor` on a SMILES CSV
+    or an SDF file (the options are the estimator's arguments, with its defaults)."""
+
+    data: str = option("", "the training molecules: a CSV with a SMILES column, or an SDF file (property fields "
+                       "as label columns)", cli=False, group=DATA)
+    label_cols: list[str] | None = option(None, "comma-separated label columns (SDF: property fields); default: "
+                                          "every other column (SDF: every numeric field)", type=str, metavar="A,B",
+                                          group=DATA)
+    smiles_col: str = option("smiles", "SMILES column of a CSV", group=DATA)
+    label_map: dict[str, float] | None = option(None, "numbers for text labels, e.g. inactive=0,active=1", type=str,
+                                                metavar="TEXT=N,...", group=DATA)
+    validation: str | None = option(None, "held-out molecules (a file of the same columns), scored after the fit",
+                                    type=str, group=DATA)
+    task: str | None = option(None, "classification or regression (default: inferred from the labels)", type=str,
+                              choices=TASKS, group=RUNS)
+    members: list[str] = option(["gnn", "forest"], "members to blend: gnn (the fine-tuned shipped GIN), forest "
+                                "(a random forest on Morgan counts + RDKit descriptors)", type=str, metavar="A,B",
+                                factory=lambda: ["gnn", "forest"], group=RUNS)
+    encoder: str = option("autogcl-moses-fullx1", "the encoder the gnn member fine-tunes (a shipped name or an "
+                          "encoder.pt)", group=RUNS)
+    gnn_seeds: int = option(1, "fine-tuned GINs averaged in the gnn member (an ensemble over seeds)", low=1)
+    epochs: int | None = option(None, "fine-tuning epochs of each GIN (default: the recipe's 30)", type=int, low=1)
+    readout: str | None = option(None, "pooling of the atoms: mean, sum or scaled_sum (default: mean)", type=str,
+                                 choices=READOUTS, what="readout")
+    lr_schedule: str | None = option(None, "constant or cosine (default: cosine, the last epoch kept)", type=str,
+                                     choices=LR_SCHEDULES, what="lr schedule")
+    n_trees: int = option(500, "trees of the forest", low=1)
+    seed: int = option(0, "seed of every draw", low=0)
+    out: str = option("property-model", "folder to write the predictor to (PropertyPredictor.save)",
+                      group=EXECUTION)
+
+    def __post_init__(self):
+        from ..choices import check_choice
+
+        self.check_choices()
+        if not str(self.data).strip():
+            raise ConfigError("name the training file: a CSV with a SMILES column or an SDF file")
+        for name, values in (("label_cols", self.label_cols), ("members", self.members)):
+            if isinstance(values, str):
+                setattr(self, name, [c.strip() for c in values.split(",") if c.strip()])
+        for m in self.members:
+            check_choice("member", m, ("gnn", "forest"), flag="--members")
+
+    def finetune_options(self) -> dict:
+        """The options of the gnn member's fine-tuning that this config sets."""
+        return {k: getattr(self, k) for k in ("epochs", "readout", "lr_schedule") if getattr(self, k) is not None}

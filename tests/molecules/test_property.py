@@ -79,3 +79,30 @@ def test_misuse_gets_clear_answers(logp_data, bbbp):
         model.score(te_s, np.stack([te_y, te_y], 1))
     with pytest.raises(DataError, match="not a saved PropertyPredictor"):
         autogcl.PropertyPredictor.load(bbbp[0][0])
+
+
+def test_the_command_line_gives_the_numbers_of_python(logp_data, tmp_path, capsys):
+    """``autogcl property fit`` + ``predict`` on a CSV give the predictions (and spread) of
+    PropertyPredictor(...).fit(...).predict(...) with the same options (the same computation on the
+    same thread count: 1e-5 covers the CSV's 6 significant digits)."""
+    import csv
+
+    from autogcl.cli import main
+
+    tr_s, tr_y, te_s, _ = logp_data
+    train, test = tmp_path / "train.csv", tmp_path / "test.csv"
+    with open(train, "w", newline="") as f:
+        csv.writer(f).writerows([["smiles", "logp"], *[[s, f"{v:.6f}"] for s, v in zip(tr_s, tr_y)]])
+    with open(test, "w", newline="") as f:
+        csv.writer(f).writerows([["smiles"], *[[s] for s in te_s]])
+    assert main(["property", "fit", str(train), "--label-cols", "logp", "--epochs", "2", "--n-trees", "30",
+                 "--out", str(tmp_path / "m"), "--no-progress"]) == 0
+    assert main(["property", "predict", str(tmp_path / "m"), str(test), "--out", str(tmp_path / "p.csv")]) == 0
+    with open(tmp_path / "p.csv") as f:
+        rows = list(csv.DictReader(f))
+    y = np.array([float(f"{v:.6f}") for v in tr_y])  # the file's values
+    ours = autogcl.PropertyPredictor(finetune={"epochs": 2}, n_trees=30).fit(tr_s, y, device="cpu", progress=False)
+    values, std, index = ours.predict(te_s, return_std=True)
+    assert [int(r["index"]) for r in rows] == index.tolist()
+    np.testing.assert_allclose([float(r["pred_logp"]) for r in rows], values[:, 0], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose([float(r["std_logp"]) for r in rows], std[:, 0], rtol=1e-5, atol=1e-5)
