@@ -380,6 +380,11 @@ def _parse_label(cell: str, path: Path, line: int, col: str, label_map: dict | N
     return _label_number(cell, f"{path}:{line}: label {cell.strip()!r} in column {col!r}", label_map)
 
 
+#: labels inferred as numbers where at most this share of them is other than 0/1 get a warning
+#: naming those values (a 0/1 column with a stray value is more likely a typo than a regression)
+STRAY_SHARE = 0.05
+
+
 def label_task(y: np.ndarray, task: str | None = None, source: str = "labels", rows=None, names=None) -> str:
     """The fine-tuning task of a ``molecules x tasks`` label matrix (NaN = missing):
     ``task`` itself, checked, or inferred when ``None``: ``"classification"`` when every label
@@ -400,6 +405,15 @@ def label_task(y: np.ndarray, task: str | None = None, source: str = "labels", r
                 log.warning("%s: column(s) %s hold only 0 and 1 but are regressed with the numeric ones (one "
                             "fine-tuning has one task); to classify them, fine-tune them apart with "
                             "task='classification' (--task classification)", source, cols)
+        labeled = int((~np.isnan(y)).sum())
+        if len(bad) and len(bad) <= STRAY_SHARE * labeled:  # nearly all 0/1: a few strays decided it
+            shown = "; ".join(f"row {rows[i] if rows is not None else i}"
+                              f"{f' column {names[t]!r}' if names is not None else ''}: {float(y[i, t])!r}"
+                              for i, t in (map(int, b) for b in bad[:3]))
+            log.warning("%s: inferred regression from %d label(s) other than 0/1 among %d (%s%s); the rest are 0 or "
+                        "1. To classify, fix or drop those rows (task='classification', --task classification, "
+                        "refuses them); to regress, say task='regression' (--task regression)", source, len(bad),
+                        labeled, shown, "; ..." if len(bad) > 3 else "")
         return "regression" if len(bad) else "classification"
     if task == "classification" and len(bad):
         i, t = (int(v) for v in bad[0])

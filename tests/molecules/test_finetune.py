@@ -580,3 +580,22 @@ def test_finetune_warns_when_its_validation_part_is_too_small(bbbp, caplog):
         MoleculeEncoder().finetune(smiles, y, split="random", selection="val", epochs=1, from_scratch=True,
                                    progress=False, device="cpu")
     assert "too few to choose an epoch on" in caplog.text
+
+
+def test_a_binary_column_with_a_stray_value_says_what_decided_regression(caplog):
+    """A 0/1 column with one stray value is inferred as a regression with a warning that names
+    the value and its row and says how to force either task; a column of numbers says nothing
+    of the kind."""
+    import logging
+
+    from autogcl.data.molecules import label_task
+
+    y = np.array([0, 1, 1, 0, 1, 0, 0, 1, 1, 0] * 3 + [2.0], dtype=float).reshape(-1, 1)
+    with caplog.at_level(logging.WARNING):
+        assert label_task(y, None, "train.csv", rows=list(range(2, 33)), names=["active"]) == "regression"
+    assert "inferred regression from 1 label(s) other than 0/1 among 31 (row 32 column 'active': 2.0)" in caplog.text
+    assert "task='classification'" in caplog.text and "task='regression'" in caplog.text
+    caplog.clear()
+    with caplog.at_level(logging.WARNING):
+        assert label_task(np.linspace(-2, 3, 40).reshape(-1, 1), None) == "regression"
+    assert "inferred regression" not in caplog.text
