@@ -15,9 +15,10 @@ literature reports random splits. Each split is written once as a JSON file of i
 (``<out>/splits/``, chemprop's ``--splits-file`` format) and every method reads that file.
 Selection uses the validation part only; the test part is scored once per fit.
 
-Methods (``--methods``): ``autogcl`` (:class:`autogcl.PropertyPredictor`, its defaults; its
-unit also scores each member alone on the same fit, which is what each member adds); the
-routes, each fitted on its own: ``autogcl_gnn`` (the fine-tuned GIN alone), ``autogcl_forest``
+Methods (``--methods``): ``autogcl`` (:class:`autogcl.PropertyPredictor`, its defaults: the
+members of the set's task); ``autogcl_blend`` (the fine-tuned GIN and the forest blended, for
+either task; its unit also scores each member alone on the same fit, which is what each member
+adds); the routes, each fitted on its own: ``autogcl_gnn`` (the fine-tuned GIN alone), ``autogcl_forest``
 (the forest on Morgan counts + RDKit descriptors alone), ``autogcl_scratch`` (the GIN from
 random weights, alone); the peers ``rf_morgan`` (scikit-learn random forest,
 500 trees, on 2048-bit Morgan fingerprints of radius 2) and ``chemprop`` (chemprop 2.x with
@@ -66,7 +67,7 @@ SETS = {
     "sider": {"task": "classification", "source": "mirror"},
     "tox21": {"task": "classification", "source": "mirror"},
 }
-METHODS = ("autogcl", "autogcl_gnn", "autogcl_forest", "autogcl_scratch", "rf_morgan", "chemprop")
+METHODS = ("autogcl", "autogcl_blend", "autogcl_gnn", "autogcl_forest", "autogcl_scratch", "rf_morgan", "chemprop")
 SPLITS = ("scaffold", "random")
 
 log = logging.getLogger("molprop")
@@ -175,8 +176,8 @@ def run_autogcl(method: str, data: dict, parts: dict, seed: int, workdir: Path) 
 
     from autogcl.api.property import PropertyPredictor
 
-    members = {"autogcl": None, "autogcl_gnn": ("gnn",), "autogcl_forest": ("forest",),
-               "autogcl_scratch": ("gnn",)}[method]
+    members = {"autogcl": None, "autogcl_blend": ("gnn", "forest"), "autogcl_gnn": ("gnn",),
+               "autogcl_forest": ("forest",), "autogcl_scratch": ("gnn",)}[method]
     kw = {} if members is None else {"members": members}
     if method == "autogcl_scratch":
         kw["encoder"] = None
@@ -188,7 +189,7 @@ def run_autogcl(method: str, data: dict, parts: dict, seed: int, workdir: Path) 
     model.fit([smiles[i] for i in tr], y[tr], validation=([smiles[i] for i in va], y[va]), device="cpu",
               progress=False)
     fit_s = time.process_time() - t0
-    out = {"cpu_s": fit_s, "members": list(model.members), "params": model.get_params(),
+    out = {"cpu_s": fit_s, "members": list(model.members_), "params": model.get_params(),
            "member_seconds": model.fit_seconds, "member_scores": {}}
     for part, idx in (("valid", va), ("test", te)):
         members, _ = model.predict_members([smiles[i] for i in idx])

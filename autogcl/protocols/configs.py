@@ -596,9 +596,10 @@ class PropertyConfig(Config):
                                     type=str, group=DATA)
     task: str | None = option(None, "classification or regression (default: inferred from the labels)", type=str,
                               choices=TASKS, group=RUNS)
-    members: list[str] = option(["gnn", "forest"], "members to blend: gnn (the fine-tuned shipped GIN), forest "
-                                "(a random forest on Morgan counts + RDKit descriptors)", type=str, metavar="A,B",
-                                factory=lambda: ["gnn", "forest"], group=RUNS)
+    members: list[str] | None = option(None, "members to blend: gnn (the fine-tuned shipped GIN), forest (a random "
+                                       "forest on Morgan counts + RDKit descriptors); default: by task, gnn,forest "
+                                       "for a regression, forest for classification", type=str, metavar="A,B",
+                                       group=RUNS)
     encoder: str = option("autogcl-moses-fullx1", "the encoder the gnn member fine-tunes (a shipped name or an "
                           "encoder.pt)", group=RUNS)
     gnn_seeds: int = option(1, "fine-tuned GINs averaged in the gnn member (an ensemble over seeds)", low=1)
@@ -621,7 +622,7 @@ class PropertyConfig(Config):
         for name, values in (("label_cols", self.label_cols), ("members", self.members)):
             if isinstance(values, str):
                 setattr(self, name, [c.strip() for c in values.split(",") if c.strip()])
-        for m in self.members:
+        for m in self.members or ():
             check_choice("member", m, ("gnn", "forest"), flag="--members")
 
     def finetune_options(self) -> dict:

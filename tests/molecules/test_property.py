@@ -41,6 +41,7 @@ def test_the_blend_is_the_mean_of_its_members_and_its_spread_is_their_std(logp_d
     model = autogcl.PropertyPredictor(finetune=FAST, n_trees=50).fit(tr_s, tr_y, validation=(te_s[:10], te_y[:10]),
                                                                      device="cpu", progress=False)
     parts, index = model.predict_members(te_s)
+    assert model.members_ == ("gnn", "forest") and model.members is None  # the default of a regression
     assert set(parts) == {"gnn", "forest"} and index.tolist() == list(range(len(te_s)))
     values, std, _ = model.predict(te_s, return_std=True)
     stack = np.stack([parts["gnn"], parts["forest"]])
@@ -61,8 +62,8 @@ def test_the_blend_is_the_mean_of_its_members_and_its_spread_is_their_std(logp_d
 
 def test_classification_gives_probabilities_and_learns_its_molecules(bbbp):
     smiles, y = bbbp
-    model = autogcl.PropertyPredictor(members=("forest",), n_trees=100).fit(smiles, y)
-    assert model.task_ == "classification"
+    model = autogcl.PropertyPredictor(n_trees=100).fit(smiles, y)  # the default members of classification
+    assert model.task_ == "classification" and model.members_ == ("forest",)
     values, _ = model.predict(smiles)
     assert values.shape == (len(smiles), 1) and ((values >= 0) & (values <= 1)).all()
     assert model.score(smiles, y)["roc_auc"] > 0.9  # its own molecules
