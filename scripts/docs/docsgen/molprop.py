@@ -32,6 +32,10 @@ def units(root: Path, split: str = "scaffold") -> dict:
     for path in sorted((Path(root) / MOLPROP / "units").glob(f"*/{split}-*.json")):
         u = json.loads(path.read_text())
         out[(u["set"], u["method"])].append(u)
+    for (s, m), us in list(out.items()):  # a default that is the blend (a regression's) is the blend route
+        blends = [u for u in us if m == "autogcl" and sorted(u.get("members") or []) == ["forest", "gnn"]]
+        if blends and (s, "autogcl_blend") not in out:
+            out[(s, "autogcl_blend")] = [{**u, "method": "autogcl_blend"} for u in blends]
     for route, member in MEMBER_ROUTES.items():
         for (s, m), us in list(out.items()):
             if m in ("autogcl_blend", "autogcl") and (s, route) not in out:
