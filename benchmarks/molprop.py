@@ -18,7 +18,8 @@ Selection uses the validation part only; the test part is scored once per fit.
 Methods (``--methods``): ``autogcl`` (:class:`autogcl.PropertyPredictor`, its defaults: the
 members of the set's task); ``autogcl_blend`` (the fine-tuned GIN and the forest blended, for
 either task; its unit also scores each member alone on the same fit, which is what each member
-adds); the routes, each fitted on its own: ``autogcl_gnn`` (the fine-tuned GIN alone), ``autogcl_forest``
+adds); ``autogcl_blend3`` (the same with the ``svr`` member, regressions only); the routes, each
+fitted on its own (``autogcl_svr``: the SVR on RDKit descriptors alone): ``autogcl_gnn`` (the fine-tuned GIN alone), ``autogcl_forest``
 (the forest on Morgan counts + RDKit descriptors alone), ``autogcl_scratch`` (the GIN from
 random weights, alone); the peers ``rf_morgan`` (scikit-learn random forest,
 500 trees, on 2048-bit Morgan fingerprints of radius 2) and ``chemprop`` (chemprop 2.x with
@@ -67,7 +68,8 @@ SETS = {
     "sider": {"task": "classification", "source": "mirror"},
     "tox21": {"task": "classification", "source": "mirror"},
 }
-METHODS = ("autogcl", "autogcl_blend", "autogcl_gnn", "autogcl_forest", "autogcl_scratch", "rf_morgan", "chemprop")
+METHODS = ("autogcl", "autogcl_blend", "autogcl_blend3", "autogcl_gnn", "autogcl_forest", "autogcl_svr",
+           "autogcl_scratch", "rf_morgan", "chemprop")
 SPLITS = ("scaffold", "random")
 
 log = logging.getLogger("molprop")
@@ -176,8 +178,9 @@ def run_autogcl(method: str, data: dict, parts: dict, seed: int, workdir: Path) 
 
     from autogcl.api.property import PropertyPredictor
 
-    members = {"autogcl": None, "autogcl_blend": ("gnn", "forest"), "autogcl_gnn": ("gnn",),
-               "autogcl_forest": ("forest",), "autogcl_scratch": ("gnn",)}[method]
+    members = {"autogcl": None, "autogcl_blend": ("gnn", "forest"), "autogcl_blend3": ("gnn", "forest", "svr"),
+               "autogcl_gnn": ("gnn",), "autogcl_forest": ("forest",), "autogcl_svr": ("svr",),
+               "autogcl_scratch": ("gnn",)}[method]
     kw = {} if members is None else {"members": members}
     if method == "autogcl_scratch":
         kw["encoder"] = None

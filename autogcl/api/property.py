@@ -8,7 +8,9 @@ labeled molecules (binary labels or a numeric property): ``fit(smiles, y)``, ``p
 * ``"gnn"``: :meth:`autogcl.MoleculeEncoder.finetune` of the shipped encoder with its task's
   default recipe (one fit per seed in ``gnn_seeds``);
 * ``"forest"``: a random forest (scikit-learn) on Morgan count fingerprints joined with
-  RDKit's 2D descriptors (:mod:`autogcl.data.descriptors`), one forest per task.
+  RDKit's 2D descriptors (:mod:`autogcl.data.descriptors`), one forest per task;
+* ``"svr"`` (regression only, not a default member): an RBF support-vector regression on the
+  quantile-normalised RDKit descriptors, one per task.
 
 The prediction is the mean of the members' (probabilities, or values in the targets' units),
 with equal weight per member kind, so no weight is fitted on a small validation part; the
@@ -33,7 +35,7 @@ from ..errors import ConfigError, DataError
 log = logging.getLogger(__name__)
 
 #: the member kinds a predictor can blend
-MEMBERS = ("gnn", "forest")
+MEMBERS = ("gnn", "forest", "svr")
 #: the default members per task (chosen on ``benchmarks/molprop.py``, ``docs/molecules.md``): for
 #: a regression the blend, where the fine-tuned GIN and the forest err apart and their mean beats
 #: each; for classification the forest alone, which the fine-tuned GIN has not yet beaten there
@@ -94,6 +96,7 @@ class PropertyPredictor:
         self.tasks: list[str] | None = None
         self.gnns: list = []  # MoleculePredictor per gnn seed
         self.forests: list = []  # per task: a fitted forest, or None for a task without labels
+        self.svrs: list = []  # per task: a fitted SVR (the svr member, regression only)
         self.fit_seconds: dict[str, float] = {}
 
     # ------------------------------------------------------------------------------ fit
@@ -148,8 +151,15 @@ class PropertyPredictor:
             if v_labels.shape[1] != labels.shape[1]:
                 raise DataError(f"validation labels have {v_labels.shape[1]} task(s), the training labels "
                                 f"{labels.shape[1]}")
-        self.gnns, self.forests, self.fit_seconds = [], [], {}
+        self.gnns, self.forests, self.svrs, self.fit_seconds = [], [], [], {}
         self.members_ = self.members or DEFAULT_MEMBERS[task]  # the members this fit trains
+        if "svr" in self.members_:
+            if task != "regression":
+                raise ConfigError("the svr member predicts numbers: it is for a regression (members 'gnn' and "
+                                  "'forest' classify)")
+            t0 = time.process_time()
+            self.svrs = self._fit_svrs(list(smiles), labels)
+            self.fit_seconds["svr"] = time.process_time() - t0
         if "forest" in self.members_:
             t0 = time.process_time()
             self.forests = self._fit_forests(list(smiles), labels, task)
@@ -195,6 +205,20 @@ class PropertyPredictor:
             out.append(_forest(task, self.n_trees, self.max_features, self.seed + t).fit(x[lab], yt))
         return out
 
+    def _fit_svrs(self, smiles, labels):
+        """Per task an RBF support-vector regression on RDKit's 2D descriptors, each mapped to a
+        normal distribution by its training quantiles (a smooth model, which extrapolates beyond
+        the training targets where a forest cannot)."""
+        from ..data.descriptors import rdkit_2d
+
+        x = np.nan_to_num(rdkit_2d(smiles), nan=0.0, posinf=0.0, neginf=0.0)
+        out = []
+        for t in range(labels.shape[1]):
+            lab = ~np.isnan(labels[:, t])
+            out.append(_svr(int(lab.sum())).fit(x[lab], labels[lab, t]) if lab.sum() >= 2
+                       else float(np.nanmean(labels[:, t])) if lab.any() else 0.0)
+        return out
+
     # ------------------------------------------------------------------------------ predict
 
     def _require_fitted(self) -> None:
@@ -227,6 +251,12 @@ class PropertyPredictor:
                 else:
                     cols.append(f.predict(x))
             out["forest"] = np.stack(cols, axis=1).astype(np.float64)
+        if self.svrs:
+            from ..data.descriptors import rdkit_2d
+
+            x = np.nan_to_num(rdkit_2d(mols.smiles), nan=0.0, posinf=0.0, neginf=0.0)
+            out["svr"] = np.stack([np.full(len(x), m) if isinstance(m, float) else m.predict(x) for m in self.svrs],
+                                  axis=1).astype(np.float64)
         return out, mols.index
 
     def predict(self, smiles, return_std: bool = False):
@@ -273,11 +303,12 @@ class PropertyPredictor:
         files = {}
         for s, g in zip(self.gnn_seeds, self.gnns):
             files[f"gnn_{s}.pt"] = g.save(path / f"gnn_{s}.pt")
-        if self.forests:
-            tmp = path / "forest.joblib.tmp"
-            joblib.dump(self.forests, tmp)
-            tmp.replace(path / "forest.joblib")
-            files["forest.joblib"] = path / "forest.joblib"
+        for name, models in (("forest", self.forests), ("svr", self.svrs)):
+            if models:
+                tmp = path / f"{name}.joblib.tmp"
+                joblib.dump(models, tmp)
+                tmp.replace(path / f"{name}.joblib")
+                files[f"{name}.joblib"] = path / f"{name}.joblib"
         from .. import __version__
 
         atomic_write_json(path / "predictor.json", {
@@ -317,6 +348,7 @@ class PropertyPredictor:
         pred.gnns = [MoleculePredictor.load(path / f"gnn_{s}.pt", device) for s in pred.gnn_seeds
                      if f"gnn_{s}.pt" in meta["files"]]
         pred.forests = joblib.load(path / "forest.joblib") if "forest.joblib" in meta["files"] else []
+        pred.svrs = joblib.load(path / "svr.joblib") if "svr.joblib" in meta["files"] else []
         return pred
 
     def __repr__(self) -> str:
@@ -328,6 +360,14 @@ class PropertyPredictor:
 def _fixed_features(smiles, features) -> np.ndarray:
     """Morgan counts and RDKit 2D descriptors; a descriptor RDKit cannot compute is 0."""
     return np.nan_to_num(features(smiles), nan=0.0, posinf=0.0, neginf=0.0)
+
+
+def _svr(n: int):
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import QuantileTransformer
+    from sklearn.svm import SVR
+
+    return make_pipeline(QuantileTransformer(n_quantiles=min(200, n), output_distribution="normal"), SVR(C=10.0))
 
 
 def _forest(task: str, n_trees: int, max_features, seed: int):

@@ -107,3 +107,16 @@ def test_the_command_line_gives_the_numbers_of_python(logp_data, tmp_path, capsy
     assert [int(r["index"]) for r in rows] == index.tolist()
     np.testing.assert_allclose([float(r["pred_logp"]) for r in rows], values[:, 0], rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose([float(r["std_logp"]) for r in rows], std[:, 0], rtol=1e-5, atol=1e-5)
+
+
+def test_the_svr_member_learns_a_regression_round_trips_and_refuses_classes(logp_data, bbbp, tmp_path):
+    tr_s, tr_y, te_s, te_y = logp_data
+    model = autogcl.PropertyPredictor(members=("svr", "forest"), n_trees=30).fit(tr_s, tr_y)
+    parts, _ = model.predict_members(te_s)
+    assert set(parts) == {"svr", "forest"}
+    assert autogcl.PropertyPredictor(members=("svr",)).fit(tr_s, tr_y).score(te_s, te_y)["r2"] > 0.5
+    model.save(tmp_path / "s")
+    np.testing.assert_allclose(autogcl.PropertyPredictor.load(tmp_path / "s").predict(te_s)[0],
+                               model.predict(te_s)[0], rtol=0, atol=1e-6)
+    with pytest.raises(ConfigError, match="the svr member predicts numbers"):
+        autogcl.PropertyPredictor(members=("svr",)).fit(*bbbp)

@@ -16,13 +16,14 @@ SETS = {"freesolv": "RMSE (kcal/mol)", "solubility": "RMSE (log mol/L)", "bace":
         "clintox": "ROC-AUC", "sider": "ROC-AUC", "tox21": "ROC-AUC"}
 PEERS = (("autogcl", "autogcl (default)"), ("rf_morgan", "Morgan + random forest"), ("chemprop", "chemprop 2.3.1"))
 ROUTES = (("autogcl", "default (by task)"), ("autogcl_blend", "blend: GIN + forest"),
-          ("autogcl_gnn", "fine-tuned GIN alone"),
+          ("autogcl_blend3", "blend: GIN + forest + SVR"), ("autogcl_gnn", "fine-tuned GIN alone"),
           ("autogcl_forest", "forest on Morgan counts + RDKit descriptors alone"),
+          ("autogcl_svr", "SVR on RDKit descriptors alone"),
           ("autogcl_scratch", "GIN from random weights alone"))
 
 
 #: a route read from the default predictor's own units, where each member is scored alone
-MEMBER_ROUTES = {"autogcl_gnn": "gnn", "autogcl_forest": "forest"}
+MEMBER_ROUTES = {"autogcl_gnn": "gnn", "autogcl_forest": "forest", "autogcl_svr": "svr"}
 
 
 def units(root: Path, split: str = "scaffold") -> dict:
@@ -38,7 +39,7 @@ def units(root: Path, split: str = "scaffold") -> dict:
             out[(s, "autogcl_blend")] = [{**u, "method": "autogcl_blend"} for u in blends]
     for route, member in MEMBER_ROUTES.items():
         for (s, m), us in list(out.items()):
-            if m in ("autogcl_blend", "autogcl") and (s, route) not in out:
+            if m in ("autogcl_blend", "autogcl_blend3", "autogcl") and (s, route) not in out:
                 alone = [{**u, "method": route, "test": u["member_scores"][member]["test"],
                           "cpu_s": u["member_seconds"][member]} for u in us
                          if member in (u.get("member_scores") or {})]
