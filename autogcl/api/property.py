@@ -9,7 +9,7 @@ labeled molecules (binary labels or a numeric property): ``fit(smiles, y)``, ``p
   default recipe (one fit per seed in ``gnn_seeds``);
 * ``"forest"``: a random forest (scikit-learn) on Morgan count fingerprints joined with
   RDKit's 2D descriptors (:mod:`autogcl.data.descriptors`), one forest per task;
-* ``"svr"`` (regression only, not a default member): an RBF support-vector regression on the
+* ``"svr"`` (regression only): an RBF support-vector regression on the
   quantile-normalised RDKit descriptors, one per task.
 
 The prediction is the mean of the members' (probabilities, or values in the targets' units),
@@ -37,10 +37,11 @@ log = logging.getLogger(__name__)
 #: the member kinds a predictor can blend
 MEMBERS = ("gnn", "forest", "svr")
 #: the default members per task (chosen on ``benchmarks/molprop.py``, ``docs/molecules.md``): for
-#: a regression the blend, where the fine-tuned GIN and the forest err apart and their mean beats
-#: each; for classification the forest alone, which the fine-tuned GIN has not yet beaten there
-#: (the GIN's ROC-AUC is lower, and the blend's with it, at many times the CPU time)
-DEFAULT_MEMBERS = {"regression": ("gnn", "forest"), "classification": ("forest",)}
+#: a regression the blend of all three, whose members err apart (the SVR extrapolates where the
+#: forest cannot) and whose mean beat the GIN + forest blend on both regression sets; for
+#: classification the forest alone, which the fine-tuned GIN has not yet beaten there (the GIN's
+#: ROC-AUC is lower, and the blend's with it, at many times the CPU time)
+DEFAULT_MEMBERS = {"regression": ("gnn", "forest", "svr"), "classification": ("forest",)}
 #: the ``gnn`` member's fine-tuning options where ``finetune=`` leaves them (the rest: the task's
 #: defaults of :meth:`MoleculeEncoder.finetune`): a cosine decay and the last epoch, for
 #: classification too, so that no epoch is chosen on a small validation part, whose score swings

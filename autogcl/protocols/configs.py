@@ -597,8 +597,9 @@ class PropertyConfig(Config):
     task: str | None = option(None, "classification or regression (default: inferred from the labels)", type=str,
                               choices=TASKS, group=RUNS)
     members: list[str] | None = option(None, "members to blend: gnn (the fine-tuned shipped GIN), forest (a random "
-                                       "forest on Morgan counts + RDKit descriptors); default: by task, gnn,forest "
-                                       "for a regression, forest for classification", type=str, metavar="A,B",
+                                       "forest on Morgan counts + RDKit descriptors), svr (an SVR on RDKit descriptors, "
+                                       "regression only); default: by task, gnn,forest,svr for a regression, forest "
+                                       "for classification", type=str, metavar="A,B",
                                        group=RUNS)
     encoder: str = option("autogcl-moses-fullx1", "the encoder the gnn member fine-tunes (a shipped name or an "
                           "encoder.pt)", group=RUNS)

@@ -41,13 +41,13 @@ def test_the_blend_is_the_mean_of_its_members_and_its_spread_is_their_std(logp_d
     model = autogcl.PropertyPredictor(finetune=FAST, n_trees=50).fit(tr_s, tr_y, validation=(te_s[:10], te_y[:10]),
                                                                      device="cpu", progress=False)
     parts, index = model.predict_members(te_s)
-    assert model.members_ == ("gnn", "forest") and model.members is None  # the default of a regression
-    assert set(parts) == {"gnn", "forest"} and index.tolist() == list(range(len(te_s)))
+    assert model.members_ == ("gnn", "forest", "svr") and model.members is None  # the default of a regression
+    assert set(parts) == {"gnn", "forest", "svr"} and index.tolist() == list(range(len(te_s)))
     values, std, _ = model.predict(te_s, return_std=True)
-    stack = np.stack([parts["gnn"], parts["forest"]])
+    stack = np.stack([parts["gnn"], parts["forest"], parts["svr"]])
     np.testing.assert_allclose(values, stack.mean(0), rtol=0, atol=1e-5)
     np.testing.assert_allclose(std, stack.std(0), rtol=0, atol=1e-5)
-    assert set(model.fit_seconds) == {"gnn", "forest", "total"}
+    assert set(model.fit_seconds) == {"gnn", "forest", "svr", "total"}
     # save and load give the same predictions (the GIN on the same threads: 1e-5)
     model.save(tmp_path / "p")
     again = autogcl.PropertyPredictor.load(tmp_path / "p")
