@@ -154,17 +154,20 @@ class PropertyPredictor:
                                 f"{labels.shape[1]}")
         self.gnns, self.forests, self.svrs, self.fit_seconds = [], [], [], {}
         self.members_ = self.members or DEFAULT_MEMBERS[task]  # the members this fit trains
+        if "svr" in self.members_ and task != "regression":
+            raise ConfigError("the svr member predicts numbers: it is for a regression (members 'gnn' and "
+                              "'forest' classify)")
+        t0 = time.process_time()
+        x = _fixed_features(list(smiles)) if {"svr", "forest"} & set(self.members_) else None  # computed once
+        feature_s = time.process_time() - t0
         if "svr" in self.members_:
-            if task != "regression":
-                raise ConfigError("the svr member predicts numbers: it is for a regression (members 'gnn' and "
-                                  "'forest' classify)")
             t0 = time.process_time()
-            self.svrs = self._fit_svrs(list(smiles), labels)
-            self.fit_seconds["svr"] = time.process_time() - t0
+            self.svrs = self._fit_svrs(x[:, -_n_descriptors():], labels)
+            self.fit_seconds["svr"] = time.process_time() - t0 + feature_s
         if "forest" in self.members_:
             t0 = time.process_time()
-            self.forests = self._fit_forests(list(smiles), labels, task)
-            self.fit_seconds["forest"] = time.process_time() - t0
+            self.forests = self._fit_forests(x, labels, task)
+            self.fit_seconds["forest"] = time.process_time() - t0 + feature_s
         if "gnn" in self.members_:
             t0 = time.process_time()
             self.gnns = [self._fit_gnn(list(smiles), labels, v_smiles, v_labels, task, s, device, progress)
@@ -190,10 +193,7 @@ class PropertyPredictor:
         return enc.finetune(data, y, task=task, seed=seed, device=device, progress=progress,
                             from_scratch=self.encoder is None, desc=f"fine-tuning (seed {seed})", **opts)
 
-    def _fit_forests(self, smiles, labels, task):
-        from ..data.descriptors import features
-
-        x = _fixed_features(smiles, features)
+    def _fit_forests(self, x, labels, task):
         out = []
         for t in range(labels.shape[1]):
             lab = ~np.isnan(labels[:, t])
@@ -206,13 +206,10 @@ class PropertyPredictor:
             out.append(_forest(task, self.n_trees, self.max_features, self.seed + t).fit(x[lab], yt))
         return out
 
-    def _fit_svrs(self, smiles, labels):
-        """Per task an RBF support-vector regression on RDKit's 2D descriptors, each mapped to a
-        normal distribution by its training quantiles (a smooth model, which extrapolates beyond
-        the training targets where a forest cannot)."""
-        from ..data.descriptors import rdkit_2d
-
-        x = np.nan_to_num(rdkit_2d(smiles), nan=0.0, posinf=0.0, neginf=0.0)
+    def _fit_svrs(self, x, labels):
+        """Per task an RBF support-vector regression on RDKit's 2D descriptors (``x``), each mapped
+        to a normal distribution by its training quantiles (a smooth model, which extrapolates
+        beyond the training targets where a forest cannot)."""
         out = []
         for t in range(labels.shape[1]):
             lab = ~np.isnan(labels[:, t])
@@ -230,7 +227,6 @@ class PropertyPredictor:
         """``({member: values}, index)``: each member's ``molecules x tasks`` float64 predictions
         (the ``gnn`` member: the mean over its seeds) of the SMILES that parse, and their
         positions in ``smiles``."""
-        from ..data.descriptors import features
         from ..molecules import _smiles_of_file, as_molecules
 
         self._require_fitted()
@@ -241,8 +237,8 @@ class PropertyPredictor:
         out = {}
         if self.gnns:
             out["gnn"] = np.mean([g._predicted(mols)[0] for g in self.gnns], axis=0)
+        x = _fixed_features(mols.smiles) if self.forests or self.svrs else None  # computed once
         if self.forests:
-            x = _fixed_features(mols.smiles, features)
             cols = []
             for f in self.forests:
                 if isinstance(f, float):
@@ -253,10 +249,8 @@ class PropertyPredictor:
                     cols.append(f.predict(x))
             out["forest"] = np.stack(cols, axis=1).astype(np.float64)
         if self.svrs:
-            from ..data.descriptors import rdkit_2d
-
-            x = np.nan_to_num(rdkit_2d(mols.smiles), nan=0.0, posinf=0.0, neginf=0.0)
-            out["svr"] = np.stack([np.full(len(x), m) if isinstance(m, float) else m.predict(x) for m in self.svrs],
+            d = x[:, -_n_descriptors():]
+            out["svr"] = np.stack([np.full(len(d), m) if isinstance(m, float) else m.predict(d) for m in self.svrs],
                                   axis=1).astype(np.float64)
         return out, mols.index
 
@@ -358,9 +352,18 @@ class PropertyPredictor:
         return f"PropertyPredictor(members={members}, task={self.task!r}, {state})"
 
 
-def _fixed_features(smiles, features) -> np.ndarray:
-    """Morgan counts and RDKit 2D descriptors; a descriptor RDKit cannot compute is 0."""
+def _fixed_features(smiles) -> np.ndarray:
+    """Morgan counts and RDKit 2D descriptors (the last :func:`_n_descriptors` columns); a
+    descriptor RDKit cannot compute is 0."""
+    from ..data.descriptors import features
+
     return np.nan_to_num(features(smiles), nan=0.0, posinf=0.0, neginf=0.0)
+
+
+def _n_descriptors() -> int:
+    from ..data.descriptors import descriptor_names
+
+    return len(descriptor_names())
 
 
 def _svr(n: int):
