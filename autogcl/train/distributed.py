@@ -24,6 +24,7 @@ one process on the ``W * B`` graphs (tested). Only rank 0 writes files.
 from __future__ import annotations
 
 import datetime
+import gc
 import logging
 import os
 from dataclasses import dataclass
@@ -149,8 +150,12 @@ def init(device: torch.device | str = "auto", timeout_s: float = 7200.0) -> Dist
 
 
 def shutdown() -> None:
+    """Leave the process group. Unreachable DDP wrappers (which hold the group) are collected
+    first, so that the group is destroyed now and not by interpreter finalisation, where gloo's
+    threads can abort the process."""
     global _CURRENT
     if dist.is_initialized():
+        gc.collect()
         dist.destroy_process_group()
     _CURRENT = None
 

@@ -6,6 +6,7 @@ by the test and torn down by it (bounded waits)."""
 
 from __future__ import annotations
 
+import gc
 import os
 import re
 import signal
@@ -80,8 +81,16 @@ def _worker(rank, world, init_file, out_file, method, job):
         got = job(strat, ctx, lambda rows: [r for j, r in enumerate(rows) if rank * half <= j < (rank + 1) * half])
         if rank == 0:
             torch.save(got, out_file)
+        # Teardown in order: both processes are past every collective, then the DDP wrappers
+        # (which hold the group) are freed, so that the group is destroyed here and not by
+        # interpreter finalisation, where gloo's threads can abort the process (SIGABRT,
+        # "terminate called without an active exception"; seen under a loaded CI machine).
+        ctx.barrier()
+        del strat, got
     finally:
+        gc.collect()
         torch.distributed.destroy_process_group()
+        gc.collect()
 
 
 def _grads_job(strat, ctx, share):
