@@ -90,9 +90,12 @@ def test_regression_scores_average_each_score_over_the_tasks_with_enough_labels(
     assert n1 == 1 and (one["rmse"], one["mae"], one["r2"]) == (1.0, 1.0, 0.0)
     flat, _ = regression_scores(np.array([[2.0], [2.0]]), np.array([[1.0], [4.0]]))
     assert flat["rmse"] == pytest.approx(math.sqrt(2.5)) and flat["mae"] == 1.5 and math.isnan(flat["r2"])
-    # an unscored task before the scored ones is skipped, not the end of the tasks
+    # the tasks in another order: the same means up to rounding
     backwards, nb = regression_scores(y[:, ::-1], pred[:, ::-1])
-    assert nb == n and backwards == pytest.approx(scores, rel=1e-12)  # the mean in another order: rounding
+    assert nb == n and backwards == pytest.approx(scores, rel=1e-12)
+    # an unscored task (no label) before the scored ones is skipped, not the end of the tasks
+    gap, ng = regression_scores(np.column_stack([np.full(len(y), np.nan), y]), np.column_stack([pred[:, 0], pred]))
+    assert ng == n and gap == pytest.approx(scores, rel=1e-12)
     # R² where the labels' spread is below 1 (SS_tot 0.125): 1 - 0.25 / 0.125
     small, _ = regression_scores(np.array([1.0, 1.5]), np.array([1.0, 1.0]))
     assert small["r2"] == -1.0
