@@ -1,19 +1,21 @@
 #!/usr/bin/env bash
-# Mutation testing of the selection code (issues 35 and 42), outside CI: mutmut 3.x mutates
-# the files in FILES below and runs the selection tests alone (tests/selection) against each
-# mutant. How to rerun it in a new session: the top of docs/results/mutation/survivors.md.
+# Mutation testing of the selection functions (issues 35, 42 and 58), outside CI: mutmut 3.x runs
+# the mutants of the functions listed in FUNCTIONS of scripts/studies/mutation_notes.py, and no
+# other code, against the selection tests alone (tests/selection). How to rerun it in a new
+# session: the top of docs/results/mutation/survivors.md.
 #
-#   bash scripts/studies/mutation.sh                      # every mutant of the selection files
-#   bash scripts/studies/mutation.sh 'autogcl.eval.svm.*'  # only the mutants whose names match (rerun even if done)
+#   bash scripts/studies/mutation.sh                                   # every listed function
+#   bash scripts/studies/mutation.sh eval.svm.select_epoch protocols.semi.select  # those functions
+#   bash scripts/studies/mutation.sh --stale                           # those whose code differs from the record
 #
-# It works in a copy of the tracked (and untracked, not ignored) files under runs/mutation/work
-# (ignored), so the checkout gets no mutants/ folder; the copy's [tool.mutmut] is given FILES.
-# The commit the copy was taken from is written to runs/mutation/commit (with "+changes" when
-# the mutated files or tests/selection differ from it), and a line per run to
-# runs/mutation/runs.tsv. scripts/studies/mutation_notes.py then writes
-# docs/results/mutation/survivors.md: every survivor with its note from
-# docs/results/mutation/notes.tsv (it exits 1 while a survivor has no note, a note was written
-# for another change, or a note names a mutant that no longer survives).
+# Every mutant of the functions named is run, even when mutmut has a result for it. It works in a
+# copy of the tracked (and untracked, not ignored) files under runs/mutation/work (ignored), so
+# the checkout gets no mutants/ folder; the copy's [tool.mutmut] is given the listed functions'
+# files. The commit the copy was taken from (with "+changes" when those files or tests/selection
+# differ from it) and the functions run are written as a line of runs/mutation/runs.tsv.
+# scripts/studies/mutation_notes.py then writes each function's result and source hash into
+# docs/results/mutation/record.json and writes docs/results/mutation/survivors.md from it (it
+# exits 1 while a survivor has no note in docs/results/mutation/notes.tsv).
 #
 # The machine is shared: one mutmut process (MUTMUT_CHILDREN, default 1), at nice 19, with
 # one BLAS/OpenMP thread. MUTATION_OUT: another folder than runs/mutation; PYTHON: the
@@ -24,10 +26,13 @@ py=${PYTHON:-python}
 out=${MUTATION_OUT:-$repo/runs/mutation}
 work=$out/work
 data=${AUTOGCL_TEST_DATA:-$(cd "$repo/.." && pwd)/shared/data}
-#: the selection files: the C grid and epoch choice of the SVM, the scores (accuracy, ROC-AUC),
-#: the epoch choice and summaries of the three protocols, and the grid's configuration choice
-FILES=(autogcl/eval/svm.py autogcl/eval/metrics.py autogcl/protocols/semi.py autogcl/protocols/transfer.py
-       autogcl/protocols/unsupervised.py autogcl/protocols/grid.py)
+case $py in /*) ;; */*) py=$(cd "$(dirname "$py")" && pwd)/$(basename "$py") ;; esac  # mutmut runs in the copy
+notes="$repo/scripts/studies/mutation_notes.py"
+# the files of the listed functions, and the mutmut names of the functions asked for
+files=$("$py" "$notes" --files) && names=$("$py" "$notes" --patterns "$@") || exit 2
+mapfile -t FILES <<< "$files"
+if [ -z "$names" ]; then echo "mutation.sh: no function to run (--stale: the record is current)"; exit 0; fi
+mapfile -t NAMES <<< "$names"
 
 version=$("$py" -c 'import mutmut; print(mutmut.__version__)' 2>/dev/null) || {
   echo "mutmut is not installed for $py: $py -m pip install 'mutmut>=3.3,<4'" >&2; exit 2; }
@@ -40,9 +45,9 @@ mkdir -p "$work"
 commit=$(git -C "$repo" rev-parse HEAD)
 if [ -n "$(git -C "$repo" status --porcelain -- "${FILES[@]}" tests/selection)" ]; then commit="$commit+changes"; fi
 echo "$commit" > "$out/commit"
-# every run, one line: commit, UTC time, the names it ran (all: every mutant); survivors.md lists them
-printf '%s\t%s\t%s\n' "$commit" "$(date -u +%Y-%m-%dT%H:%MZ)" "${*:-all}" >> "$out/runs.tsv"
-# the copy's [tool.mutmut]: FILES are mutated; tests/selection/test_nci1_outlier.py checks a
+# every run, one line: commit, UTC time, the mutmut names it ran (mutation_notes.py reads the last)
+printf '%s\t%s\t%s\n' "$commit" "$(date -u +%Y-%m-%dT%H:%MZ)" "${NAMES[*]}" >> "$out/runs.tsv"
+# the copy's [tool.mutmut]: FILES are mutated (only NAMES run); tests/selection/test_nci1_outlier.py checks a
 # committed note (not a selection), and needs scripts/ and docs/, which the copy leaves out
 "$py" - "$work/pyproject.toml" "${FILES[@]}" <<'EOF'
 import json, re, sys
@@ -58,6 +63,11 @@ EOF
 cd "$work"
 export AUTOGCL_TEST_DATA=$data OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 PYTHONPATH=
 rm -f mutants/mutmut-stats.json  # which tests reach which function: collected again, the tests may have changed
-nice -n 19 "$py" -m mutmut run --max-children "${MUTMUT_CHILDREN:-1}" "$@" || true
+rm -f "$out/seconds"  # written when mutmut ends: the wall time of the run, which the record keeps
+start=$(date +%s)
+nice -n 19 "$py" -m mutmut run --max-children "${MUTMUT_CHILDREN:-1}" "${NAMES[@]}" || true
+took=$(( $(date +%s) - start ))
+echo "$took ${MUTMUT_CHILDREN:-1}" > "$out/seconds"  # seconds, mutmut processes
+echo "mutation.sh: mutmut ran ${#NAMES[@]} function(s) in $took s"
 cd "$repo"
-"$py" scripts/studies/mutation_notes.py "$out"
+"$py" "$notes" "$out"
