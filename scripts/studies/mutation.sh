@@ -13,7 +13,7 @@
 # the checkout gets no mutants/ folder; the copy's [tool.mutmut] is given the listed functions'
 # files. The commit the copy was taken from (with "+changes" when those files or tests/selection
 # differ from it) and the functions run are written as a line of runs/mutation/runs.tsv.
-# scripts/studies/mutation_notes.py then writes each function's result and source hash into
+# scripts/studies/mutation_notes.py --update then writes each function's result and source hash into
 # docs/results/mutation/record.json and writes docs/results/mutation/survivors.md from it (it
 # exits 1 while a survivor has no note in docs/results/mutation/notes.tsv).
 #
@@ -70,4 +70,4 @@ took=$(( $(date +%s) - start ))
 echo "$took ${MUTMUT_CHILDREN:-1}" > "$out/seconds"  # seconds, mutmut processes
 echo "mutation.sh: mutmut ran ${#NAMES[@]} function(s) in $took s"
 cd "$repo"
-"$py" "$notes" "$out"
+"$py" "$notes" --update "$out"

@@ -6,7 +6,8 @@ docs/results/mutation/record.json, each function's source hash beside its mutant
 writes docs/results/mutation/survivors.md from it: every survivor with its own note from
 docs/results/mutation/notes.tsv.
 
-    python scripts/studies/mutation_notes.py [runs/mutation]  # after a run: update the record, write survivors.md
+    python scripts/studies/mutation_notes.py --update [runs/mutation]  # after a run: the record, then survivors.md
+    python scripts/studies/mutation_notes.py                  # survivors.md from the record and notes.tsv
     python scripts/studies/mutation_notes.py --draft          # print the notes.tsv lines to fill in
     python scripts/studies/mutation_notes.py --check          # the listed functions the record does not describe
     python scripts/studies/mutation_notes.py --files | --patterns [NAME ... | --stale]  # for mutation.sh
@@ -312,8 +313,8 @@ root of a checkout (the data mirror beside it, `../shared/data`, or `AUTOGCL_TES
    `--stale` names those whose code differs from the record; no name runs every listed function.
    It copies the tracked files into `runs/mutation/work` (ignored), runs one mutmut process at
    `nice -n 19` with one thread against `tests/selection`, then runs
-   `scripts/studies/mutation_notes.py`, which writes the result and the hash of each function it
-   ran into `record.json` and writes this page from the record. mutmut generates the mutants of
+   `scripts/studies/mutation_notes.py --update`, which writes the result and the hash of each
+   function it ran into `record.json` and writes this page from the record. mutmut generates the mutants of
    the whole files but runs only those of the functions named.
 3. This page lists each survivor with its note from `notes.tsv`; the generator exits 1 while a
    survivor has no note, a note was written for another change, or a note names a mutant that is
@@ -437,19 +438,20 @@ def main(argv=None) -> int:
               "selection functions as they are")
         return 1 if problems else 0
     draft = "--draft" in argv
-    argv = [a for a in argv if a != "--draft"]
-    out = Path(argv[0]) if argv else ROOT / "runs" / "mutation"
     record = read_record()
-    if (out / "work" / "mutants").is_dir() and not draft:
+    if argv[:1] == ["--update"]:  # mutation.sh, after its run
+        out = Path(argv[1]) if len(argv) > 1 else ROOT / "runs" / "mutation"
+        if not (out / "work" / "mutants").is_dir():
+            print(f"mutation_notes.py: no mutmut run in {out / 'work'} (run scripts/studies/mutation.sh first)",
+                  file=sys.stderr)
+            return 2
         incomplete = update_record(out, record)
         write_record(record)
         if incomplete:
             print(f"mutation_notes.py: the last run left mutants without a result in {', '.join(incomplete)} "
                   "(their record entries are unchanged)", file=sys.stderr)
-    elif argv:
-        print(f"mutation_notes.py: no mutmut run in {out / 'work'} (run scripts/studies/mutation.sh first)",
-              file=sys.stderr)
-        return 2
+    elif argv and not draft:
+        raise SystemExit(f"mutation_notes.py: unknown arguments {argv} (see its docstring)")
     notes = read_notes()
     if draft:
         _, missing, moved, _ = check(record, notes)
