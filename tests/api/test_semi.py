@@ -112,7 +112,8 @@ def test_save_load_and_a_batch_of_one_graph(tmp_path, strategy, batch_size):
     back = autogcl.load(model.save(tmp_path / "semi.pt"))
     assert type(back) is autogcl.SemiSupervised and back.hparams == model.hparams
     assert torch.equal(back.predict_proba(graphs), model.predict_proba(graphs))
-    assert back.embed(graphs).shape == (24, 16)
+    z = back.embed(graphs)
+    assert z.shape[0] == 24 and torch.equal(z, model.embed(graphs))
 
 
 def test_seed_fixes_the_fit():
@@ -251,7 +252,8 @@ def test_classifier_and_bn_stats_options_are_checked_and_saved(tmp_path):
 
 def test_a_file_whose_model_had_unused_generators_still_loads(tmp_path):
     """Before the strategy decided it, every SemiSupervised had two view generators."""
-    model = autogcl.SemiSupervised(in_channels=102, num_classes=2, hidden=8, num_layers=1, strategy="supervised")
+    model = autogcl.SemiSupervised(in_channels=102, num_classes=2, hidden=8, num_layers=1, strategy="supervised",
+                                   classifier="gin")  # such old files hold the GIN (the default then)
     path = model.save(tmp_path / "m.pt")
     blob = torch.load(path, weights_only=True)
     gen = autogcl.ViewGenerator(102, 128, 2)
@@ -294,3 +296,20 @@ def test_labels_of_one_class_build_a_two_class_model_and_say_so(caplog):
         autogcl.SemiSupervised(hidden=8, num_layers=2, strategy="supervised").fit(dataset(), epochs=1, batch_size=4,
                                                                                   seed=0, progress=False)
     assert "every labeled graph has class 0" not in caplog.text
+
+
+def test_the_default_is_the_paper_presets_classifier_and_training_and_gin_reads_edge_features():
+    """SemiSupervised() builds the paper preset's classifier and training settings (chosen by
+    scripts/studies/semi_default.py, docs/api.md "Semi-supervised defaults"); with edge_dim it
+    builds the GIN, which reads edge features (the ResGCN does not)."""
+    from autogcl.api.semi import PAPER
+    from autogcl.models.resgcn import ResGCN
+
+    default, preset = autogcl.SemiSupervised().hparams, autogcl.SemiSupervised.paper().hparams
+    assert default == preset
+    assert {k: default[k] for k in PAPER} == PAPER
+    model = autogcl.SemiSupervised(in_channels=3, num_classes=2)
+    assert isinstance(model.classifier, ResGCN)
+    assert autogcl.SemiSupervised(edge_dim=2).hparams["classifier"] == "gin"
+    with pytest.raises(ConfigError, match="resgcn classifier reads no edge features"):
+        autogcl.SemiSupervised(classifier="resgcn", edge_dim=2)
