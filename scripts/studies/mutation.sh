@@ -60,6 +60,11 @@ for key, value in (("only_mutate", files),
     assert n == 1, f"pyproject.toml: no [tool.mutmut] {key} to replace"
 open(path, "w").write(text)
 EOF
+# a file that mutmut copied unmutated in an earlier run (before it held a listed function) would
+# count as done (its copy is newer than the source): remove such copies, so that it is mutated
+for f in "${FILES[@]}"; do
+  if [ -f "$work/mutants/$f" ] && ! grep -q "__mutmut_" "$work/mutants/$f"; then rm -f "$work/mutants/$f" "$work/mutants/$f.meta"; fi
+done
 cd "$work"
 export AUTOGCL_TEST_DATA=$data OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 PYTHONPATH=
 rm -f mutants/mutmut-stats.json  # which tests reach which function: collected again, the tests may have changed
