@@ -378,8 +378,7 @@ def _forest(task: str, n_trees: int, max_features, seed: int):
     """The forest member of one task. A classifier weighs each class by the inverse of its share
     in the tree's bootstrap sample (``class_weight="balanced_subsample"``), so that a rare label
     (a toxicity flag held by a few percent of the molecules) shapes the trees as much as the
-    common one; chosen on the benchmark's validation parts, where it scored at or above the
-    unweighted forest on every classification set measured (``docs/molecules.md``)."""
+    common one (both forests on the benchmark's splits: ``docs/molecules.md``)."""
     from sklearn.ensemble import RandomForestClassifier, RandomForestRegressor
 
     if task == "classification":

@@ -107,3 +107,30 @@ def molprop_routes_block(root: Path) -> str:
               "seconds of that member's training); the GIN from random weights is a fit of its own "
               "(`python benchmarks/molprop.py --methods autogcl_scratch`)."]
     return "\n".join(lines)
+
+
+def forest_weights_block(root: Path) -> str:
+    """The classification forest with and without class weights (``scripts/studies/
+    forest_class_weight.py``): validation and test ROC-AUC on the benchmark's splits."""
+    path = Path(root) / MOLPROP / "forest_class_weight.json"
+    if not path.is_file():
+        return "not run"
+    rec = json.loads(path.read_text())
+    rows = defaultdict(list)
+    for r in rec["rows"]:
+        rows[(r["set"], r["variant"])].append(r)
+    variants = list(dict.fromkeys(r["variant"] for r in rec["rows"]))
+    sets = list(dict.fromkeys(r["set"] for r in rec["rows"]))
+    lines = ["| set | " + " | ".join(f"{v}: validation | {v}: test" for v in variants) + " |",
+             "|---|" + "---|---|" * len(variants)]
+    for s in sets:
+        cells = []
+        for v in variants:
+            for part in ("val", "test"):
+                x = np.array([r[part] for r in rows[(s, v)]], dtype=float)
+                cells.append(f"{x.mean():.3f} ± {x.std():.3f} ({len(x)})")
+        lines.append(f"| {s} | " + " | ".join(cells) + " |")
+    lines += ["", "ROC-AUC, mean ± std over the scaffold splits (population std, ddof 0; the count in brackets), of "
+              "the forest member alone on the benchmark's features, one forest per task seeded as "
+              f"`PropertyPredictor` seeds it. Commit {rec['commit'][:7]}; made by `{rec['command']}`."]
+    return "\n".join(lines)

@@ -20,7 +20,7 @@ from autogcl.protocols.manifest import ABLATION_CELLS, CELLS, RESULTS, SEMI_CELL
 from autogcl.protocols.publishing import UNRECORDED
 from autogcl.protocols.spread import SPREAD
 
-from .molprop import MOLPROP, molprop_block, molprop_routes_block
+from .molprop import MOLPROP, forest_weights_block, molprop_block, molprop_routes_block
 from .perf import PERF, goals_block, perf_block
 from .queue import queue_block
 from .semi_default import SEMI_DEFAULT, semi_default_block
@@ -361,6 +361,8 @@ TABLES = (
     Table("queue-goals", f"{RESULTS}/gpu_queue.md", goals_block, (PERF,), "python benchmarks/engine.py", ""),
     Table("molprop", "docs/molecules.md", molprop_block, (MOLPROP,), "python benchmarks/molprop.py", ""),
     Table("molprop-routes", "docs/molecules.md", molprop_routes_block, (MOLPROP,), "python benchmarks/molprop.py", ""),
+    Table("molprop-forest-weights", "docs/molecules.md", forest_weights_block, (MOLPROP,),
+          "python scripts/studies/forest_class_weight.py", ""),
     Table("semi-default", "docs/api.md", semi_default_block, (SEMI_DEFAULT,), "python scripts/studies/semi_default.py",
           ""),
 )
