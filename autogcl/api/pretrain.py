@@ -151,7 +151,9 @@ class MoleculePretrainer:
         ``device``, in eval mode).
 
         ``checkpoint_dir``: the folder of the checkpoint; a checkpoint already there is
-        continued (``None``: a temporary one, removed at the end). ``workers``: processes that
+        continued (``None``: a temporary one, removed at the end). A second ``fit`` therefore
+        trains a new encoder, unless it is given the folder of an earlier fit: then it goes on
+        from that checkpoint up to ``epochs`` in all (raise ``epochs`` to train further). ``workers``: processes that
         featurise the corpus. ``max_steps`` stops after that many optimizer steps in total
         (``stopped_early``). ``on_epoch(history, encoder)`` runs after every epoch (on rank 0
         of a data-parallel run), with the encoder being trained. SIGTERM or SIGINT stops the

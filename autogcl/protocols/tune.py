@@ -45,7 +45,8 @@ _AUGS = [a for a in AUGMENTATIONS if a != "none"]
 #: arguments, plus ``epochs`` (and ``pretrain_epochs``, default ``epochs``, for ``semi``'s
 #: strategies with pre-training); ``epochs`` is capped by ``max_epochs``.
 SPACES = {
-    "semi": {"hidden": _WIDTHS, "num_layers": [2, 3, 4, 5], "lr": ("loguniform", 1e-4, 1e-2),
+    "semi": {"classifier": ["resgcn", "gin"], "hidden": _WIDTHS, "num_layers": [2, 3, 4, 5],
+             "lr": ("loguniform", 1e-4, 1e-2),
              "tau": ("uniform", 0.1, 1.0), "aug": _AUGS, "aug_ratio": ("uniform", 0.05, 0.4),
              "gen_hidden": _WIDTHS, "strategy": ["joint", "supervised", "graphcl", "naive"],
              "epochs": [10, 20, 30, 50]},
@@ -506,7 +507,10 @@ def tune(cfg: TuneConfig | None = None, graphs=None, splits=None, **options) -> 
     with _ray(cfg) if pending else contextlib.nullcontext():  # no cluster for a search that has finished
         folds = [_search_fold(cfg, dataset, split, root, space) for split in splits]
     chosen = {s: np.array([f["chosen"][s] for f in folds], dtype=float) for s in ("val", "test_max")}
-    summary = {"protocol": "tune", "search": key, "space": {k: list(v) if isinstance(v, tuple) else v
+    from .publishing import code_commit
+
+    commit, dirty = code_commit()
+    summary = {"protocol": "tune", "search": key, "provenance": {"commit": commit, "dirty": dirty}, "space": {k: list(v) if isinstance(v, tuple) else v
                                                              for k, v in space.items()},
                "selection": f"per outer fold, the trial with the best {METRIC} (validation fold only)",
                "folds": [{k: f[k] for k in ("fold", "chosen", "failed")} for f in folds],

@@ -24,6 +24,7 @@ from .molprop import MOLPROP, forest_weights_block, molprop_block, molprop_route
 from .perf import PERF, goals_block, perf_block
 from .queue import queue_block
 from .semi_default import SEMI_DEFAULT, semi_default_block
+from .tuned import TUNED, tuned_block
 
 
 @dataclass(frozen=True)
@@ -363,6 +364,7 @@ TABLES = (
     Table("molprop-routes", "docs/molecules.md", molprop_routes_block, (MOLPROP,), "python benchmarks/molprop.py", ""),
     Table("molprop-forest-weights", "docs/molecules.md", forest_weights_block, (MOLPROP,),
           "python scripts/studies/forest_class_weight.py", ""),
+    Table("tuned", f"{RESULTS}/tuned.md", tuned_block, (TUNED,), "autogcl tune --out docs/results/tuned", ""),
     Table("semi-default", "docs/api.md", semi_default_block, (SEMI_DEFAULT,), "python scripts/studies/semi_default.py",
           ""),
 )
