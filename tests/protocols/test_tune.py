@@ -20,10 +20,11 @@ from autogcl.protocols.tune import SPACES, TuneConfig, check_space_keys, choose,
 
 from ..conftest import REPO
 
-#: a space small enough for a test: one-layer supervised classifiers, lr and width searched
-SPACE = {"hidden": [8, 16], "num_layers": 1, "gen_hidden": 8, "strategy": "supervised",
+#: a space small enough for a test: one-layer supervised GIN classifiers, lr and width searched
+SPACE = {"classifier": "gin", "hidden": [8, 16], "num_layers": 1, "gen_hidden": 8, "strategy": "supervised",
          "lr": ("loguniform", 1e-3, 3e-2), "epochs": 3}
-CLI_SPACE = ["hidden=8,16", "num_layers=1", "gen_hidden=8", "strategy=supervised", "lr=loguniform:0.001:0.03",
+CLI_SPACE = ["classifier=gin", "hidden=8,16", "num_layers=1", "gen_hidden=8", "strategy=supervised",
+             "lr=loguniform:0.001:0.03",
              "epochs=3"]
 SMALL = dict(estimator="semi", dataset="MUTAG", max_epochs=3, grace_epochs=1, fold_limit=1, batch_size=32,
              concurrent=1)
