@@ -74,9 +74,9 @@ class SemiSupervised(Estimator):
             (``num_layers`` x ``hidden``; GINE over ``edge_attr`` with ``edge_dim``) and a
             two-layer head. The defaults (``classifier``, ``lr`` 0.01, ``bn_stats``
             ``"running"``, batches of 128) are the paper protocol's (:data:`PAPER`): with 10% of
-            a TU set's graphs labeled they came out ahead of the GIN at lr 0.001 with settled
-            statistics (``docs/api.md``, "Semi-supervised defaults", measured by
-            ``scripts/studies/semi_default.py``).
+            a TU set's graphs labeled they came out ahead of the earlier default (a GIN at lr
+            0.001 with settled statistics) on three of the four TU sets measured
+            (``docs/api.md``, "Semi-supervised defaults"; ``scripts/studies/semi_default.py``).
         strategy (``autogcl.choices.SEMI_STRATEGIES``; :func:`autogcl.train.semi.semi_strategy`):
             ``"joint"`` (default; AutoGCL's joint strategy, Algorithm 2 of the paper): every
             epoch a contrastive pass over all graphs (views from two learnable generators,
