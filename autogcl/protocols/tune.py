@@ -510,8 +510,8 @@ def tune(cfg: TuneConfig | None = None, graphs=None, splits=None, **options) -> 
     from .publishing import code_commit
 
     commit, dirty = code_commit()
-    summary = {"protocol": "tune", "search": key, "provenance": {"commit": commit, "dirty": dirty}, "space": {k: list(v) if isinstance(v, tuple) else v
-                                                             for k, v in space.items()},
+    summary = {"protocol": "tune", "search": key, "provenance": {"commit": commit, "dirty": dirty},
+               "space": {k: list(v) if isinstance(v, tuple) else v for k, v in space.items()},
                "selection": f"per outer fold, the trial with the best {METRIC} (validation fold only)",
                "folds": [{k: f[k] for k in ("fold", "chosen", "failed")} for f in folds],
                **{s: {"mean": float(a.mean()), "std": float(a.std()), "n": len(a)} for s, a in chosen.items()}}

@@ -1,7 +1,8 @@
 """Study: the classification forest of ``autogcl.PropertyPredictor`` with and without class
 weights (``class_weight="balanced_subsample"``), on the molecule benchmark's own scaffold splits
 and features (Morgan counts + RDKit 2D descriptors), scored on the validation part (what chose
-the weighting) and on the test part. Writes ``docs/results/molprop/forest_class_weight.json``.
+the weighting) and on the test part. The forest and the features are the member's own
+(``autogcl.api.property._forest`` and ``_fixed_features``), with the class weights set. Writes ``docs/results/molprop/forest_class_weight.json``.
 
     OMP_NUM_THREADS=1 python scripts/studies/forest_class_weight.py --sets bace,bbbp,clintox
 """
@@ -26,24 +27,22 @@ VARIANTS = {"unweighted": None, "balanced_subsample": "balanced_subsample"}
 
 
 def run(name: str, seeds, data_root: Path) -> list[dict]:
-    from sklearn.ensemble import RandomForestClassifier
-
-    from autogcl.data.descriptors import features
+    from autogcl.api.property import _fixed_features, _forest
 
     data = molprop.load_set(name, data_root)
-    x, y = features(data["smiles"]), data["y"]
+    x, y = _fixed_features(data["smiles"]), data["y"]  # the features the forest member reads
     rows = []
     for seed in seeds:
         parts = molprop.read_split(molprop.OUT / "splits" / f"{name}-scaffold-{seed}.json")
         for variant, weight in VARIANTS.items():
             t0 = time.process_time()
             pred = {p: np.full((len(parts[p]), y.shape[1]), 0.5) for p in ("val", "test")}
-            for t in range(y.shape[1]):  # one forest per task, seeded as PropertyPredictor seeds its own
+            for t in range(y.shape[1]):  # the member's own forest per task, seeded as PropertyPredictor seeds it
                 train = parts["train"][~np.isnan(y[parts["train"], t])]
                 if len(np.unique(y[train, t])) < 2:
                     continue
-                m = RandomForestClassifier(500, max_features="sqrt", n_jobs=1, class_weight=weight,
-                                           random_state=seed + t).fit(x[train], y[train, t])
+                m = _forest("classification", 500, None, seed + t).set_params(class_weight=weight)
+                m.fit(x[train], y[train, t])
                 for p in pred:
                     pred[p][:, t] = m.predict_proba(x[parts[p]])[:, 1]
             rows.append({"set": name, "seed": seed, "variant": variant, "cpu_s": time.process_time() - t0,

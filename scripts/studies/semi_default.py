@@ -13,7 +13,6 @@ import argparse
 import json
 import os
 import platform
-import subprocess
 import time
 from pathlib import Path
 
@@ -49,10 +48,10 @@ def split(y: np.ndarray, seed: int, label_share: float = 0.1):
 
 
 def commit() -> str:
-    out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
-    dirty = bool(subprocess.run(["git", "status", "--porcelain", "autogcl"], cwd=ROOT, capture_output=True,
-                                text=True).stdout.strip())
-    return out + ("-dirty" if dirty else "")
+    from autogcl.protocols.publishing import code_commit
+
+    head, dirty = code_commit()
+    return (head or "unknown") + ("-dirty" if dirty else "")
 
 
 def run(name: str, ds_name: str, seed: int, out: Path, epochs: int) -> dict:
