@@ -116,6 +116,27 @@ def publish(cell: Cell, root: Path) -> Path | None:
     return dst
 
 
+def publish_sweeps(out: Path, summaries: Path, root: Path) -> list[Path]:
+    """Publish every sweep of a tables run folder (``out/<protocol>/<tag>``, protocol
+    ``unsupervised`` or ``semi``: what ``scripts/docs/tables.sh`` runs) into
+    ``summaries/<protocol>/<tag>`` and its units folder, as :func:`publish` does for a manifest
+    cell: units and summary with their ``provenance.json``, a committed summary never replaced
+    by one of fewer seeds or folds. ``out`` and ``summaries`` are relative to ``root`` (or
+    absolute). The summary folders written."""
+    root = Path(root)
+    written = []
+    for kind in ("unsupervised", "semi"):
+        sweeps = root / out / kind
+        if not sweeps.is_dir():
+            continue
+        for sweep in sorted(p for p in sweeps.iterdir() if p.is_dir() and not p.name.startswith(".")):
+            cell = Cell(kind, (sweep.name,), (str(Path(summaries) / kind / sweep.name),), str(Path(out) / kind / sweep.name), "")
+            dst = publish(cell, root)
+            if dst is not None:
+                written.append(dst)
+    return written
+
+
 def restore(cell: Cell, root: Path) -> int:
     """Copy the committed finished units of ``cell`` that its sweep folder lacks into it (a fresh
     clone, a bare GPU machine), so that ``--resume`` skips them; how many were copied."""

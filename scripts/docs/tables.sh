@@ -11,7 +11,8 @@
 #   SEMI_OPTS="--split released --select test_max" PROTOCOLS=semi DATASETS=NCI1 bash scripts/docs/tables.sh
 #
 # After each sweep the finished units (config.json, metrics.csv, result.json: no checkpoints)
-# and the summaries are copied under docs/results/units/ and docs/results/summaries/, the
+# and the summaries are copied under docs/results/units/ and docs/results/summaries/, each
+# with a provenance.json naming the code commit and device (autogcl.protocols.publishing), the
 # tables are rebuilt from all committed summaries (python scripts/docs/docs.py: docs/results.md,
 # docs/results/unsupervised.md, docs/results/semi.md, the queue, ...), and every command's wall time is
 # appended to docs/results/commands.tsv. A fresh clone restores the committed units into the
@@ -70,19 +71,11 @@ restore() {  # committed finished units the run folder lacks (a fresh clone, ano
   done < <(cd "$UNITS" && find unsupervised semi -name result.json 2>/dev/null)
 }
 
-publish() {  # finished units and summaries under docs/results/, tables from all committed summaries
-  local kind units summaries f
+publish() {  # finished units and summaries under docs/results/, each with its provenance.json, then the tables
   mkdir -p "$UNITS" "$SUMMARIES"
-  units=$(realpath "$UNITS")
-  summaries=$(realpath "$SUMMARIES")
-  for kind in unsupervised semi; do
-    [ -d "$OUT/$kind" ] || continue
-    while IFS= read -r f; do  # a finished unit: its result.json outside any .partial folder
-      mkdir -p "$units/${f%/result.json}"
-      (cd "$OUT" && cp "${f%/result.json}"/{config.json,metrics.csv,result.json} "$units/${f%/result.json}/")
-    done < <(cd "$OUT" && find "$kind" -name result.json -not -path '*.partial*')
-    (cd "$OUT" && find "$kind" -name summary.json -exec cp --parents {} "$summaries/" \;)
-  done
+  # autogcl.protocols.publishing.publish_sweeps: the code commit and devices of what it copies
+  .venv/bin/python -c 'import sys; from autogcl.protocols.publishing import publish_sweeps as p; p(*sys.argv[1:3], ".")' \
+    "$OUT" "$SUMMARIES"
   if [ -z "$SET" ]; then .venv/bin/python scripts/docs/docs.py > /dev/null; fi  # every generated table
 }
 

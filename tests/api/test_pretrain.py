@@ -101,3 +101,22 @@ def test_deterministic_kernels_reach_the_chunked_trainer(corpus, tmp_path, monke
     assert asked == [(True, True)] and not torch.are_deterministic_algorithms_enabled()
     result = json.loads((tmp_path / "O" / "result.json").read_text())
     assert result["runtime"]["deterministic"] is True
+
+
+def test_a_second_fit_without_its_checkpoint_folder_trains_a_new_encoder(corpus, tmp_path):
+    """docs/api.md: MoleculePretrainer.fit trains a new encoder each call (the same seed: the same
+    weights, bit-exact on one process), unless it is given the checkpoint folder of an earlier fit,
+    which it continues up to ``epochs`` in all."""
+    p = MoleculePretrainer(**SMALL)
+    first = p.fit(corpus, tmp_path / "ck", workers=1, progress=False)
+    second = p.fit(corpus, None, workers=1, progress=False)
+    a, b = first.encoder.state_dict(), second.encoder.state_dict()
+    assert all(torch.equal(a[k], b[k]) for k in a) and len(p.history) == 2
+    # the earlier fit's folder, with epochs raised: one epoch more, from where the first one ended
+    longer = MoleculePretrainer(**{**SMALL, "epochs": 3})
+    seen = []
+    more = longer.fit(corpus, tmp_path / "ck", workers=1, progress=False,
+                      on_epoch=lambda rows, encoder: seen.append(len(rows)))
+    whole = MoleculePretrainer(**{**SMALL, "epochs": 3}).fit(corpus, None, workers=1, progress=False)
+    c, d = more.encoder.state_dict(), whole.encoder.state_dict()
+    assert seen == [3] and all(torch.equal(c[k], d[k]) for k in c)

@@ -120,3 +120,15 @@ def test_the_svr_member_learns_a_regression_round_trips_and_refuses_classes(logp
                                model.predict(te_s)[0], rtol=0, atol=1e-6)
     with pytest.raises(ConfigError, match="the svr member predicts numbers"):
         autogcl.PropertyPredictor(members=("svr",)).fit(*bbbp)
+
+
+def test_a_second_fit_fits_new_members_as_a_fresh_predictor_would(logp_data):
+    """docs/api.md: a second PropertyPredictor.fit fits new members, with the tasks of its own
+    data; nothing of the first fit is kept (forest: the same seed gives the same trees, 1e-12)."""
+    tr_s, tr_y, te_s, _ = logp_data
+    twice = autogcl.PropertyPredictor(members=("forest",), n_trees=30)
+    twice.fit(tr_s[:30], -tr_y[:30], tasks=["first"])
+    twice.fit(tr_s[30:], tr_y[30:])
+    fresh = autogcl.PropertyPredictor(members=("forest",), n_trees=30).fit(tr_s[30:], tr_y[30:])
+    assert twice.tasks == fresh.tasks == ["task0"]
+    np.testing.assert_allclose(twice.predict(te_s)[0], fresh.predict(te_s)[0], rtol=0, atol=1e-12)

@@ -573,3 +573,41 @@ def test_big_semi_folds_are_estimated_from_the_sets_autogcl_runs_and_dds_row_rat
             want = per_unit(f"{RESULTS}/summaries/gpu/unsupervised/{ds}-autogcl", train=True) * ratio
             assert abs(gpu[0] - want) < 1e-9 * want and "(training time)" in gpu[1] and gpu[0] < cpu[0]
     assert checked == 8
+
+
+def test_publish_sweeps_writes_the_provenance_of_a_tables_run(tmp_path, monkeypatch):
+    """scripts/docs/tables.sh publish: each sweep of the run folder (unsupervised seeds, semi
+    folds) lands in its summary and units folders with a provenance.json naming the commit and
+    device; a unit still in its hidden .partial folder is left out, and a committed summary of
+    more seeds is not replaced by a shorter one."""
+    import autogcl.protocols.publishing as publishing
+
+    monkeypatch.setattr(publishing, "code_commit", lambda root=None: ("abc1234", False))
+    out = tmp_path / "runs/tables"
+
+    def unit(path, **result):
+        path.mkdir(parents=True)
+        (path / "config.json").write_text("{}")
+        (path / "metrics.csv").write_text("epoch\n")
+        (path / "result.json").write_text(json.dumps({**result, "runtime": {"device": "cpu"}}))
+
+    unit(out / "unsupervised/X-autogcl/seed0", seed=0, acc=80.0)
+    unit(out / "unsupervised/X-autogcl/.seed1.partial", seed=1, acc=10.0)
+    (out / "unsupervised/X-autogcl/summary.json").write_text(json.dumps({"n_seeds": 1, "val": {"mean": 80.0}}))
+    unit(out / "semi/Y-joint/seed0/fold0", fold=0, acc=70.0)
+    (out / "semi/Y-joint/summary.json").write_text(json.dumps({"n_seeds": 1, "n_folds": 1}))
+    committed = tmp_path / "docs/results/summaries/semi/Y-joint"
+    committed.mkdir(parents=True)
+    (committed / "summary.json").write_text(json.dumps({"n_seeds": 1, "n_folds": 10}))
+
+    written = publishing.publish_sweeps(Path("runs/tables"), Path("docs/results/summaries"), tmp_path)
+    summary = tmp_path / "docs/results/summaries/unsupervised/X-autogcl"
+    assert written == [summary]
+    record = json.loads((summary / "provenance.json").read_text())
+    assert (record["commit"], record["devices"]) == ("abc1234", ["cpu"]) and "unit_commits" not in record
+    units = tmp_path / "docs/results/units"
+    assert json.loads((units / "unsupervised/X-autogcl/seed0/provenance.json").read_text())["commit"] == "abc1234"
+    assert not list((units / "unsupervised/X-autogcl").glob("*partial*"))
+    # the semi sweep's unit is published, its one-fold summary does not replace the ten-fold one
+    assert (units / "semi/Y-joint/seed0/fold0/provenance.json").is_file()
+    assert json.loads((committed / "summary.json").read_text())["n_folds"] == 10
