@@ -545,8 +545,9 @@ def cmd_reproduce(args) -> int:
     from .protocols.runner import ReproduceConfig, reproduce, run_budget
 
     cfg = from_args(ReproduceConfig, args)
-    if not cfg.missing:
-        raise ConfigError("say what to run: --missing (every cell the manifest lists as not done)")
+    if not (cfg.missing or cfg.stale):
+        raise ConfigError("say what to run: --missing (every cell the manifest lists as not done), --stale (every "
+                          "cell whose committed folder names no code commit), or both")
     from .config import RunOptions
 
     run = from_args(RunOptions, args, device="auto")  # the device is checked by each command that trains
@@ -559,10 +560,10 @@ def cmd_reproduce(args) -> int:
     if cfg.budget is not None:
         res = run_budget(cells, Path(cfg.root), cfg.budget, data_root=run.data_root, extra=extra, jobs=cfg.jobs,
                          unit_default=cfg.unit_seconds, grace=cfg.grace, margin=cfg.margin,
-                         dry_run=cfg.dry_run)
+                         dry_run=cfg.dry_run, missing_cells=cfg.missing, stale_cells=cfg.stale)
         return 1 if res["failed"] else 0
     reproduce(cells, Path(cfg.root), data_root=run.data_root, extra=extra, resume=run.resume, dry_run=cfg.dry_run,
-              run=main)
+              run=main, missing_cells=cfg.missing, stale_cells=cfg.stale)
     return 0
 
 

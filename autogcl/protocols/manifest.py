@@ -68,6 +68,12 @@ class Cell:
                 return Path(run), data
         return None
 
+    def recorded(self, root: Path) -> bool:
+        """Whether the committed folder that fills the cell names the code commit that made it
+        (a ``provenance.json`` with a commit); False for a cell not run."""
+        hit = self.found(root)
+        return hit is not None and recorded(Path(root) / hit[0])
+
     def count(self, s: dict) -> int:
         return s.get("n_folds", s.get("n_seeds", 0)) if self.protocol == "semi" else s.get("n_seeds", 0)
 
@@ -159,6 +165,26 @@ CELLS = UNSUPERVISED_CELLS + SEMI_CELLS + TRANSFER_CELLS + PRETRAIN_CELLS + ABLA
 def missing(cells=CELLS, root: Path = Path("."), compute: str | None = None) -> list[Cell]:
     """The cells that are not done (on ``compute`` only, when given)."""
     return [c for c in cells if c.status(root) != "done" and (compute is None or c.compute == compute)]
+
+
+def stale(cells=CELLS, root: Path = Path("."), compute: str | None = None) -> list[Cell]:
+    """The cells done whose committed folder names no code commit: they predate
+    ``provenance.json``, so no table can say which code made them (``autogcl reproduce --stale``).
+    A partial cell is left out: it is in the queue of cells not done (:func:`missing`) already."""
+    return [c for c in cells if c.status(root) == "done" and not c.recorded(root)
+            and (compute is None or c.compute == compute)]
+
+
+def recorded(folder: Path) -> bool:
+    """Whether a committed run folder (a summary's, or a unit's) names the code commit that made
+    it: its ``provenance.json``, else a ``commit`` its summary records (what the tables read)."""
+    for name in ("provenance.json", "summary.json"):
+        try:
+            if json.loads((Path(folder) / name).read_text(encoding="utf-8")).get("commit"):
+                return True
+        except (OSError, json.JSONDecodeError, AttributeError):
+            continue
+    return False
 
 
 def units_folder(run: str) -> str:

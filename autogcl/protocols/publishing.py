@@ -12,7 +12,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from .manifest import Cell, finished_units, unit_result, units_folder
+from .manifest import Cell, finished_units, recorded, unit_result, units_folder
 
 
 def code_commit(root: Path | None = None) -> tuple[str | None, bool]:
@@ -137,15 +137,17 @@ def publish_sweeps(out: Path, summaries: Path, root: Path) -> list[Path]:
     return written
 
 
-def restore(cell: Cell, root: Path) -> int:
+def restore(cell: Cell, root: Path, recorded_only: bool = False) -> int:
     """Copy the committed finished units of ``cell`` that its sweep folder lacks into it (a fresh
-    clone, a bare GPU machine), so that ``--resume`` skips them; how many were copied."""
+    clone, a bare GPU machine), so that ``--resume`` skips them; how many were copied.
+    ``recorded_only``: only units whose ``provenance.json`` names a commit (a rerun of a stale
+    cell runs the others again)."""
     units = Path(root) / units_folder(cell.runs[0])
     out = Path(root) / cell.out
     n = 0
     for unit in finished_units(units):
         target = out / unit.relative_to(units)
-        if (target / "result.json").is_file():
+        if (target / "result.json").is_file() or (recorded_only and not recorded(unit)):
             continue
         target.mkdir(parents=True, exist_ok=True)
         for name in ("config.json", "metrics.csv", "result.json"):

@@ -19,7 +19,7 @@ from ..config import Config, option
 from ..errors import DataError
 from ..paths import child_pythonpath
 from .estimates import unit_seconds
-from .manifest import Cell, finished_units, missing, unit_result
+from .manifest import Cell, finished_units, missing, stale, unit_result
 from .publishing import publish, publish_units, restore
 
 
@@ -36,6 +36,10 @@ class ReproduceConfig(Config):
 
     missing: bool = option(False, "run every cell of the manifest that is not done (no summary, or fewer seeds "
                                   "than the paper's), then copy its summary and units into the committed folder")
+    stale: bool = option(False, "rerun the cells whose committed run folder names no code commit (no "
+                                "provenance.json: they predate it) at the code of this checkout: their "
+                                "unrecorded units are not restored, so they run again, and the new summary "
+                                "replaces the old (with --missing: both kinds)")
     compute: str = option("all", "only the cells that fit the 2-core CPU machine (cpu), only those queued for a "
                                  "GPU (gpu), or all", choices=("all", "cpu", "gpu"))
     only: str | None = option(None, "only the cells whose 'protocol / label' contains this text (e.g. "
@@ -59,6 +63,19 @@ class ReproduceConfig(Config):
     def __post_init__(self):
         self.check_choices()
 
+
+
+def todo(cells, root: Path, *, missing_cells: bool = True, stale_cells: bool = False) -> list[Cell]:
+    """The cells a reproduce runs, in manifest order: those not done (``missing_cells``) and those
+    whose committed folder names no code commit (``stale_cells``: :func:`~.manifest.stale`)."""
+    chosen = {id(c) for c in (missing(cells, root) if missing_cells else [])}
+    chosen |= {id(c) for c in (stale(cells, root) if stale_cells else [])}
+    return [c for c in cells if id(c) in chosen]
+
+
+def _restore(cell: Cell, root: Path) -> int:
+    """:func:`restore`, leaving out a stale cell's units that name no commit (they run again)."""
+    return restore(cell, root, recorded_only=cell.found(root) is not None and not cell.recorded(root))
 
 
 def _seed(unit: Path) -> int | None:
@@ -160,16 +177,17 @@ def _fold_prefix(finished) -> int:
 
 
 def plan(cells, root: Path, *, data_root: str | None = None, extra: list[str] | None = None,
-         unit_default: float | None = None) -> list[Job]:
+         unit_default: float | None = None, missing_cells: bool = True, stale_cells: bool = False) -> list[Job]:
     """The jobs of a budgeted reproduce, most valuable first: cells with no committed run before
     partial ones, cheaper before dearer. A cell whose command takes ``--seeds`` (unsupervised,
     transfer) is split into one job per seed it still lacks (``--first-seed S --seeds 1``), so
     each unit starts only when it can finish; other commands (semi folds, pre-training, the
     ablation) are one job of all the units they still lack. The committed units are restored
-    into the sweep folders first (:func:`restore`)."""
+    into the sweep folders first (:func:`restore`; a stale cell's, :func:`todo`, only those that
+    name their commit)."""
     root = Path(root)
     groups: dict[str, list[Cell]] = {}
-    for c in missing(cells, root):
+    for c in todo(cells, root, missing_cells=missing_cells, stale_cells=stale_cells):
         groups.setdefault(c.command, []).append(c)
     jobs = []
     for command, group in groups.items():
@@ -179,7 +197,7 @@ def plan(cells, root: Path, *, data_root: str | None = None, extra: list[str] | 
         dev = _device(argv)
         first = group[0]
         for c in group:
-            restore(c, root)
+            _restore(c, root)
         est = unit_seconds(first, root, dev)
         seconds, source = (est if est else (unit_default, "--unit-seconds") if unit_default else (None, "no estimate"))
         name = " / ".join((first.protocol,) + tuple(first.label))
@@ -210,10 +228,10 @@ def _spawn(argv: list[str], root: Path, log: Path) -> subprocess.Popen:
                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
 
 
-def _summarise(cell: Cell, root: Path, data_root, extra, spawn, echo) -> bool:
+def _summarise(cell: Cell, root: Path, data_root, extra, spawn, echo, rerun: bool = False) -> bool:
     """After a budgeted window, for a cell split by seeds: the summary of its seeds 0..k-1 when
     they have all finished and k is more than the committed summary the tables read counts, in
-    whichever of the cell's folders it lies (``--seeds k
+    whichever of the cell's folders it lies (as many, for a ``rerun`` of a stale cell) (``--seeds k
     --resume``: no unit trains again). True when it wrote one (the one-seed commands' own
     summaries are never published)."""
     have = {_seed(u) for u in finished_units(Path(root) / cell.out)}
@@ -223,7 +241,7 @@ def _summarise(cell: Cell, root: Path, data_root, extra, spawn, echo) -> bool:
     hit = cell.found(root)
     # never shadow a committed summary of as many seeds or more, in any of the cell's folders (the
     # size study's 3 CPU seeds of a transfer cell): its finished units are published all the same
-    if k == 0 or (hit and cell.count(hit[1]) >= k):
+    if k == 0 or (hit and (cell.count(hit[1]) > k or (cell.count(hit[1]) == k and not rerun))):
         return False
     argv = _with(_argv(cell.command, data_root, list(extra or []), resume=True), seeds=k)
     if "--resume" not in argv:
@@ -237,7 +255,8 @@ def _summarise(cell: Cell, root: Path, data_root, extra, spawn, echo) -> bool:
 
 def run_budget(cells, root: Path, budget: float, *, data_root: str | None = None, extra: list[str] | None = None,
                jobs: int = 1, unit_default: float | None = None, grace: float = 60.0, margin: float = MARGIN,
-               dry_run: bool = False, spawn=_spawn, echo=print, clock=time.monotonic) -> dict:
+               dry_run: bool = False, spawn=_spawn, echo=print, clock=time.monotonic, missing_cells: bool = True,
+               stale_cells: bool = False) -> dict:
     """Run the :func:`plan` of ``cells`` within ``budget`` seconds, ``jobs`` processes at a
     time: a job starts only when its estimate times ``margin`` fits the time left (a job without an
     estimate never does; a semi job of several folds may start with the next folds that fit,
@@ -247,28 +266,32 @@ def run_budget(cells, root: Path, budget: float, *, data_root: str | None = None
     checkpoint and exit 143)
     and ``grace`` seconds to exit. Then every finished unit and summary is published
     (:func:`publish`), so the same call later resumes from them. Returns counts: ``finished``,
-    ``stopped``, ``failed``, ``not_started`` jobs and the cells ``published``."""
+    ``stopped``, ``failed``, ``not_started`` jobs and the cells ``published``. ``missing_cells``,
+    ``stale_cells``: which cells (:func:`todo`)."""
     root = Path(root).resolve()
     start = clock()
-    todo = plan(cells, root, data_root=data_root, extra=extra, unit_default=unit_default)
-    for j in todo:
+    reruns = {id(c) for c in todo(cells, root, missing_cells=False, stale_cells=stale_cells)}
+    jobs_ = plan(cells, root, data_root=data_root, extra=extra, unit_default=unit_default,
+                 missing_cells=missing_cells, stale_cells=stale_cells)
+    for j in jobs_:
         est = "no estimate" if j.seconds is None else f"~{j.seconds:.0f} s ({j.source})"
         echo(f"reproduce: plan: {j.label}: {est}")
-    if dry_run or not todo:
-        if not todo:
-            echo("reproduce: every listed cell is done")
-        return {"finished": 0, "stopped": 0, "failed": 0, "not_started": len(todo), "published": []}
+    if dry_run or not jobs_:
+        if not jobs_:
+            echo("reproduce: every listed cell is done" + (" and names its code commit" if stale_cells else ""))
+        return {"finished": 0, "stopped": 0, "failed": 0, "not_started": len(jobs_), "published": []}
     deadline = start + budget
     # SIGTERM or SIGINT (preempt.handling, the command line's) is noted, not raised: no job starts
     # after it, the running ones get SIGTERM as at the budget, what finished is published, and
     # then it is raised (the command line says how to resume)
     with preempt.deferring():
-        result = _run_jobs(todo, root, deadline, budget, jobs, grace, margin, data_root, extra, spawn, echo, clock)
+        result = _run_jobs(jobs_, root, deadline, budget, jobs, grace, margin, data_root, extra, spawn, echo, clock,
+                           reruns)
     return result
 
 
 def _run_jobs(todo, root: Path, deadline: float, budget: float, jobs: int, grace: float, margin: float,
-              data_root, extra, spawn, echo, clock) -> dict:
+              data_root, extra, spawn, echo, clock, reruns=frozenset()) -> dict:
     """:func:`run_budget`'s loop: start what fits, stop the rest at the deadline or at a noted
     signal, publish."""
     running: dict = {}
@@ -336,7 +359,8 @@ def _run_jobs(todo, root: Path, deadline: float, budget: float, jobs: int, grace
                 continue
             seen.add(id(c))
             if "--first-seed" in j.argv:  # split by seeds: only a summary of seeds 0..k-1 is published
-                dst = publish(c, root) if _summarise(c, root, data_root, extra, spawn, echo) else None
+                dst = (publish(c, root) if _summarise(c, root, data_root, extra, spawn, echo, id(c) in reruns)
+                       else None)
                 if dst is None:
                     publish_units(c, root)
             else:
@@ -359,21 +383,24 @@ def _signal_jobs(running: dict, signum: int) -> None:
 
 
 def reproduce(cells, root: Path, *, data_root: str | None = None, extra: list[str] | None = None,
-              resume: bool = False, dry_run: bool = False, run=None, echo=print) -> list[Cell]:
+              resume: bool = False, dry_run: bool = False, run=None, echo=print, missing_cells: bool = True,
+              stale_cells: bool = False) -> list[Cell]:
     """Run the command of every cell of ``cells`` that is not done (once per distinct command),
     from ``root``, then :func:`publish` each cell it fills. ``run(argv) -> int`` runs one
     ``autogcl`` command (default: ``python -m autogcl`` in a child process; the command line passes
     :func:`autogcl.cli.main`, so the runner and the executor switch are those of every protocol).
     Cells already done are skipped, and with ``resume`` each command continues its interrupted
     units, so an interrupted reproduce continues where it stopped. Returns the cells published.
-    :func:`run_budget` is the same within a time budget."""
+    :func:`run_budget` is the same within a time budget. ``missing_cells``, ``stale_cells``: which
+    cells (:func:`todo`; a stale cell's committed units that name no commit are not restored, so
+    they run again)."""
     root = Path(root).resolve()
-    todo = missing(cells, root)
-    if not todo:
-        echo("reproduce: every listed cell is done")
+    cells_ = todo(cells, root, missing_cells=missing_cells, stale_cells=stale_cells)
+    if not cells_:
+        echo("reproduce: every listed cell is done" + (" and names its code commit" if stale_cells else ""))
         return []
     by_command: dict[str, list[Cell]] = {}
-    for c in todo:
+    for c in cells_:
         by_command.setdefault(c.command, []).append(c)
     if run is None:  # the command line in a child process (the caller may pass autogcl.cli.main)
         def run(argv):
@@ -387,7 +414,7 @@ def reproduce(cells, root: Path, *, data_root: str | None = None, extra: list[st
             continue
         if resume:
             for c in group:
-                restore(c, root)
+                _restore(c, root)
         here = os.getcwd()
         os.chdir(root)
         try:

@@ -611,3 +611,50 @@ def test_publish_sweeps_writes_the_provenance_of_a_tables_run(tmp_path, monkeypa
     # the semi sweep's unit is published, its one-fold summary does not replace the ten-fold one
     assert (units / "semi/Y-joint/seed0/fold0/provenance.json").is_file()
     assert json.loads((committed / "summary.json").read_text())["n_folds"] == 10
+
+
+def test_stale_cells_run_again_at_this_code_and_replace_their_summary(tmp_path, monkeypatch, capsys):
+    """``autogcl reproduce --stale``: a done cell whose committed folder names no commit runs
+    again; its committed units that name none are not restored (they run again), one that names
+    its commit is kept; the new summary of as many seeds replaces the old one, with the commit of
+    each unit; then nothing is stale."""
+    from autogcl.protocols.manifest import stale
+
+    script = tmp_path / "fake_autogcl.py"
+    script.write_text(FAKE_SCRIPT)
+    monkeypatch.setenv("AUTOGCL_COMMIT", "abc1234")
+    monkeypatch.setenv("SLOW_SEED", "99")
+    root = tmp_path / "repo"
+    summary = root / FAKE.runs[0]
+    summary.mkdir(parents=True)
+    old = {"mean": 50.0, "std": 0.0, "values": [50.0] * 3}
+    (summary / "summary.json").write_text(json.dumps({
+        "protocol": "unsupervised", "dataset": "FAKE", "method": "autogcl", "tag": "FAKE-autogcl", "n_seeds": 3,
+        "seeds": [0, 1, 2], "config": {}, "val": old, "test_max": old, "train_time_s": 0.3}))
+    units = root / "docs/results/units/fake/FAKE-autogcl"
+    for s in range(3):
+        (units / f"seed{s}").mkdir(parents=True)
+        (units / f"seed{s}" / "result.json").write_text(json.dumps({"seed": s, "acc": 50.0,
+                                                                    "runtime": {"device": "cpu"}}))
+    (units / "seed1" / "provenance.json").write_text(json.dumps({"commit": "old1111"}))
+    assert FAKE.status(root) == "done" and missing([FAKE], root) == [] and stale([FAKE], root) == [FAKE]
+    assert plan([FAKE], root, unit_default=0.5) == []  # --missing alone: nothing to do
+    jobs = plan([FAKE], root, unit_default=0.5, missing_cells=False, stale_cells=True)
+    assert [j.label for j in jobs] == [f"unsupervised / FAKE / autogcl seed {s}" for s in (0, 2)]
+    assert sorted(p.name for p in (root / FAKE.out).iterdir()) == ["seed1"]  # only the recorded unit came back
+
+    lines = []
+    res = run_budget([FAKE], root, 30, jobs=2, unit_default=0.5, grace=5, spawn=fake_spawn(script),
+                     echo=lines.append, missing_cells=False, stale_cells=True)
+    assert (res["finished"], res["failed"], res["published"]) == (2, 0, [FAKE]), lines
+    new = json.loads((summary / "summary.json").read_text())
+    assert new["n_seeds"] == 3 and new["val"]["values"] == [80.0, 81.0, 82.0]
+    record = json.loads((summary / "provenance.json").read_text())
+    assert record["commit"] == "abc1234" and record["unit_commits"] == {"abc1234": 2, "old1111": 1}
+    assert json.loads((units / "seed0" / "provenance.json").read_text())["commit"] == "abc1234"
+    assert json.loads((units / "seed0" / "result.json").read_text())["acc"] == 80.0
+    assert stale([FAKE], root) == [] and FAKE.recorded(root)
+
+    # the command line: --stale is a way to say what to run; on a root with nothing run, nothing is stale
+    assert main(["reproduce", "--stale", "--dry-run", "--root", str(tmp_path / "empty")]) == 0
+    assert "every listed cell is done and names its code commit" in capsys.readouterr().out

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from autogcl.protocols.estimates import GPU_WINDOW_S, unit_seconds
-from autogcl.protocols.manifest import CELLS, finished_units, units_folder
+from autogcl.protocols.manifest import CELLS, finished_units, stale, units_folder
 
 
 def queue_block(root: Path) -> str:
@@ -33,6 +33,27 @@ def queue_block(root: Path) -> str:
             lines.append(f"| {compute} | {c.protocol} | {' / '.join(c.label)} | {state} | `{c.runs[0]}` | {guess} | {cpu} "
                          f"| {cmd} |")
     return "\n".join(lines)
+
+
+def stale_block(root: Path) -> str:
+    """The cells run by code that no file names (they predate ``provenance.json``): the rerun
+    queue of ``autogcl reproduce --stale``, with the estimated time of one unit on each device."""
+    cells = stale(CELLS, root)
+    if not cells:
+        return "Every cell that has run names the code commit that made it."
+    lines = ["| where | protocol | cell | committed run folder | units | one unit on a GPU (estimate) "
+             "| one unit on the 2-core CPU (estimate) |", "|---|---|---|---|---|---|---|"]
+    for compute in ("cpu", "gpu"):
+        for c in cells:
+            if c.compute != compute:
+                continue
+            folder, summary = c.found(root)
+            lines.append(f"| {compute} | {c.protocol} | {' / '.join(c.label)} | `{folder}` | {c.count(summary)} "
+                         f"| {_estimate(unit_seconds(c, root, 'cuda'))} | {_estimate(unit_seconds(c, root, 'cpu'))} |")
+    n = {k: sum(c.compute == k for c in cells) for k in ("cpu", "gpu")}
+    return "\n".join(lines) + (f"\n\n{len(cells)} cells ({n['cpu']} that fit the CPU machine, {n['gpu']} queued for "
+                               "a GPU); each keeps its figure, and its table says \"commit not recorded\", until "
+                               "it is rerun.")
 
 
 def _unrun(cell, root: Path) -> str:
