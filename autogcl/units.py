@@ -25,6 +25,7 @@ from .atomic import atomic_write_csv, atomic_write_json, read_json
 from .errors import ConfigError, DamagedFileError, DataError
 from .locks import exclusive, holding
 from .paths import check_writable
+from .provenance import commit_label
 
 __all__ = [
     "Sweep",
@@ -183,7 +184,11 @@ def start_work(unit: Unit, runtime: dict | None = None) -> Path:
 
 
 def publish(unit: Unit, rows: list[dict], result: dict) -> dict:
-    """Write ``metrics.csv`` and ``result.json``, drop the checkpoint, publish the unit."""
+    """Write ``metrics.csv`` and ``result.json`` (with the ``code_commit`` that ran the unit,
+    :func:`autogcl.provenance.commit_label`, where known), drop the checkpoint, publish the unit."""
+    if "code_commit" not in result:
+        label = commit_label()
+        result = {**result, **({"code_commit": label} if label else {})}
     atomic_write_csv(unit.partial / "metrics.csv", rows)
     atomic_write_json(unit.partial / "result.json", result)
     (unit.partial / "checkpoint.pt").unlink(missing_ok=True)

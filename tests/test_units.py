@@ -26,6 +26,22 @@ def test_failed_write_keeps_the_old_file(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["r.json"]
 
 
+def _without_commit(result: dict) -> dict:
+    """A published result without the code commit units.publish adds (the checkout's, if known)."""
+    return {k: v for k, v in result.items() if k != "code_commit"}
+
+
+def test_a_published_unit_records_the_commit_it_ran_at(tmp_path, monkeypatch):
+    monkeypatch.setenv("AUTOGCL_COMMIT", "abc1234")
+    unit = units.Unit(dir=tmp_path / "seed0", config={"epochs": 2}, seed=0)
+    units.start_work(unit)
+    assert units.publish(unit, [{"epoch": 1}], {"acc": 1.0}) == unit.result() == {"acc": 1.0, "code_commit": "abc1234"}
+    monkeypatch.setenv("AUTOGCL_COMMIT", "abc1234+dirty")  # a copy whose package files differ from the commit
+    other = units.Unit(dir=tmp_path / "seed1", config={"epochs": 2}, seed=1)
+    units.start_work(other)
+    assert units.publish(other, [{"epoch": 1}], {"acc": 1.0})["code_commit"] == "abc1234+dirty"
+
+
 def test_unit_finish_and_resume_checks(tmp_path):
     unit = units.Unit(dir=tmp_path / "seed0", config={"epochs": 2}, seed=0)
     unit.partial.mkdir()
@@ -123,7 +139,7 @@ def test_a_unit_another_process_is_running_is_refused_not_raced(tmp_path):
         holder.kill()  # a killed holder (kill -9) releases the lock: nothing stale is left
         holder.wait(timeout=30)
     units.run_units([unit], fn, resume=False, desc="t", show_progress=False)
-    assert ran == [0] and unit.result() == {"acc": 1.0}
+    assert ran == [0] and _without_commit(unit.result()) == {"acc": 1.0}
     assert not unit.lock.exists()  # removed when the unit ended: run folders keep no lock files
 
 
@@ -167,7 +183,7 @@ def test_storage_without_file_locks_runs_the_unit_unlocked(tmp_path, monkeypatch
         units.publish(u, [], {"acc": 1.0})
     with caplog.at_level("WARNING"):
         units.run_one(unit, fn)
-    assert unit.result() == {"acc": 1.0} and "cannot be locked (No locks available)" in caplog.text
+    assert _without_commit(unit.result()) == {"acc": 1.0} and "cannot be locked (No locks available)" in caplog.text
 
 
 def test_a_one_unit_run_folder_may_hold_lock_files_of_earlier_runs(tmp_path):

@@ -6,44 +6,25 @@ from __future__ import annotations
 
 import filecmp
 import json
-import os
 import shutil
-import subprocess
 import time
 from pathlib import Path
 
+from ..provenance import code_commit, unit_commit
+
 from .manifest import Cell, finished_units, recorded, unit_result, units_folder
-
-
-def code_commit(root: Path | None = None) -> tuple[str | None, bool]:
-    """(commit, dirty) of the code that runs: ``AUTOGCL_COMMIT`` when set (a copy without its
-    git folder, e.g. a lent GPU machine), else ``git rev-parse HEAD`` in the checkout holding this
-    package (``root``: another checkout); (None, False) when unknown."""
-    root = Path(__file__).resolve().parents[2] if root is None else root
-    given = os.environ.get("AUTOGCL_COMMIT", "").strip()
-    if given:
-        return given, given.endswith("+dirty")
-    try:
-        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=20)
-        if head.returncode:
-            return None, False
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", "autogcl"], cwd=root,
-                               capture_output=True, text=True, timeout=20).stdout.strip() != ""
-        return head.stdout.strip(), dirty
-    except (OSError, subprocess.SubprocessError):
-        return None, False
 
 
 def publish_units(cell: Cell, root: Path) -> list[Path]:
     """Copy the finished units of ``cell.out`` (``config.json``, ``metrics.csv``, ``result.json``:
     no checkpoints) into the committed units folder of ``cell.runs[0]``; the units copied. A
-    unit new to that folder gets a ``provenance.json`` naming the code commit that ran it
-    (:func:`code_commit`) and its device, so that a later summary over units of several windows
+    unit new to that folder gets a ``provenance.json`` naming the code commit that ran it (its
+    ``result.json``'s ``code_commit``, else :func:`code_commit` now) and its device, so that a later summary over units of several windows
     names every commit; units already committed keep theirs (or none, if they predate it)."""
     src = Path(root) / cell.out
     units = Path(root) / units_folder(cell.runs[0])
     copied = []
-    commit, dirty = code_commit()
+    here = code_commit()
     for unit in finished_units(src):
         target = units / unit.relative_to(src)
         # new to the committed folder, or another run of that unit (a local rerun): its provenance is written
@@ -53,6 +34,7 @@ def publish_units(cell: Cell, root: Path) -> list[Path]:
         for name in ("config.json", "metrics.csv", "result.json"):
             if (unit / name).is_file():
                 shutil.copy2(unit / name, target / name)
+        commit, dirty = unit_commit(unit_result(unit)) or here  # the commit the unit ran at, where it says
         if new and commit:
             record = {"commit": commit, "dirty": dirty,
                       "device": (unit_result(unit).get("runtime") or {}).get("device"),

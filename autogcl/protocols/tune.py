@@ -507,7 +507,7 @@ def tune(cfg: TuneConfig | None = None, graphs=None, splits=None, **options) -> 
     with _ray(cfg) if pending else contextlib.nullcontext():  # no cluster for a search that has finished
         folds = [_search_fold(cfg, dataset, split, root, space) for split in splits]
     chosen = {s: np.array([f["chosen"][s] for f in folds], dtype=float) for s in ("val", "test_max")}
-    from .publishing import code_commit
+    from ..provenance import code_commit
 
     commit, dirty = code_commit()
     summary = {"protocol": "tune", "search": key, "provenance": {"commit": commit, "dirty": dirty},

@@ -37,6 +37,7 @@ def test_a_missing_cell_runs_and_is_published_once(tmp_path, data_root, monkeypa
     assert sorted(p.name for p in unit.iterdir()) == ["config.json", "metrics.csv", "provenance.json", "result.json"]
     unit_record = json.loads((unit / "provenance.json").read_text())
     assert (unit_record["commit"], unit_record["device"]) == ("abc1234", "cpu")
+    assert json.loads((unit / "result.json").read_text())["code_commit"] == "abc1234"  # recorded as it ran
     assert "unit_commits" not in json.loads((tmp_path / CHEAP.runs[0] / "provenance.json").read_text())
     assert missing([CHEAP], tmp_path) == []
     assert reproduce([CHEAP], tmp_path, run=run, echo=lines.append) == [] and len(calls) == 1  # nothing left
@@ -577,8 +578,8 @@ def test_big_semi_folds_are_estimated_from_the_sets_autogcl_runs_and_dds_row_rat
 
 def test_publish_sweeps_writes_the_provenance_of_a_tables_run(tmp_path, monkeypatch):
     """scripts/docs/tables.sh publish: each sweep of the run folder (unsupervised seeds, semi
-    folds) lands in its summary and units folders with a provenance.json naming the commit and
-    device; a unit still in its hidden .partial folder is left out, and a committed summary of
+    folds) lands in its summary and units folders with a provenance.json naming the commit (the
+    one a unit's result.json records it ran at, else the checkout's) and device; a unit still in its hidden .partial folder is left out, and a committed summary of
     more seeds is not replaced by a shorter one."""
     import autogcl.protocols.publishing as publishing
 
@@ -594,7 +595,7 @@ def test_publish_sweeps_writes_the_provenance_of_a_tables_run(tmp_path, monkeypa
     unit(out / "unsupervised/X-autogcl/seed0", seed=0, acc=80.0)
     unit(out / "unsupervised/X-autogcl/.seed1.partial", seed=1, acc=10.0)
     (out / "unsupervised/X-autogcl/summary.json").write_text(json.dumps({"n_seeds": 1, "val": {"mean": 80.0}}))
-    unit(out / "semi/Y-joint/seed0/fold0", fold=0, acc=70.0)
+    unit(out / "semi/Y-joint/seed0/fold0", fold=0, acc=70.0, code_commit="fff0000+dirty")  # ran at another commit
     (out / "semi/Y-joint/summary.json").write_text(json.dumps({"n_seeds": 1, "n_folds": 1}))
     committed = tmp_path / "docs/results/summaries/semi/Y-joint"
     committed.mkdir(parents=True)
@@ -608,8 +609,10 @@ def test_publish_sweeps_writes_the_provenance_of_a_tables_run(tmp_path, monkeypa
     units = tmp_path / "docs/results/units"
     assert json.loads((units / "unsupervised/X-autogcl/seed0/provenance.json").read_text())["commit"] == "abc1234"
     assert not list((units / "unsupervised/X-autogcl").glob("*partial*"))
-    # the semi sweep's unit is published, its one-fold summary does not replace the ten-fold one
-    assert (units / "semi/Y-joint/seed0/fold0/provenance.json").is_file()
+    # the semi sweep's unit is published with the commit it ran at (its result.json's), its
+    # one-fold summary does not replace the ten-fold one
+    semi_unit = json.loads((units / "semi/Y-joint/seed0/fold0/provenance.json").read_text())
+    assert (semi_unit["commit"], semi_unit["dirty"]) == ("fff0000", True)
     assert json.loads((committed / "summary.json").read_text())["n_folds"] == 10
 
 
