@@ -36,7 +36,8 @@ def tuned_block(root: Path) -> str:
         lines.append(f"| {k['dataset']} | {k['estimator']} | {s['val']['n']} of {k['folds']} | {k['trials']} | "
                      f"{k['max_epochs']} | {100 * s['val']['mean']:.2f} ± {100 * s['val']['std']:.2f} | "
                      f"{100 * s['test_max']['mean']:.2f} ± {100 * s['test_max']['std']:.2f} | {commit} |")
-        spaces.append(f"- {k['dataset']} ({k['estimator']}, label rate {k['label_rate']}, seed {k['seed']}): "
+        rate = f", label rate {k['label_rate']}" if k["estimator"] == "semi" else ", SVM on the training folds' embeddings"
+        spaces.append(f"- {k['dataset']} ({k['estimator']}{rate}, seed {k['seed']}): "
                       f"{_space(s['space'])}; selection: {s['selection']}.")
     lines += ["", "Test-fold accuracy (%) of each outer fold's chosen configuration, mean ± std over the folds "
               "searched (population std, ddof 0): `val` at the trial's best validation epoch, `test_max` its best "
