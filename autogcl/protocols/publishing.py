@@ -19,8 +19,8 @@ def publish_units(cell: Cell, root: Path) -> list[Path]:
     """Copy the finished units of ``cell.out`` (``config.json``, ``metrics.csv``, ``result.json``:
     no checkpoints) into the committed units folder of ``cell.runs[0]``; the units copied. A
     unit new to that folder gets a ``provenance.json`` naming the code commit that ran it (its
-    ``result.json``'s ``code_commit``, else :func:`code_commit` now) and its device, so that a later summary over units of several windows
-    names every commit; units already committed keep theirs (or none, if they predate it)."""
+    ``result.json``'s ``code_commit``, else :func:`code_commit` now) and its device, so that a
+    later summary over units of several windows names every commit; units already committed keep theirs (or none, if they predate it)."""
     src = Path(root) / cell.out
     units = Path(root) / units_folder(cell.runs[0])
     copied = []
@@ -112,7 +112,8 @@ def publish_sweeps(out: Path, summaries: Path, root: Path) -> list[Path]:
         if not sweeps.is_dir():
             continue
         for sweep in sorted(p for p in sweeps.iterdir() if p.is_dir() and not p.name.startswith(".")):
-            cell = Cell(kind, (sweep.name,), (str(Path(summaries) / kind / sweep.name),), str(Path(out) / kind / sweep.name), "")
+            folder = str(Path(summaries) / kind / sweep.name)
+            cell = Cell(kind, (sweep.name,), (folder,), str(Path(out) / kind / sweep.name), "")
             dst = publish(cell, root)
             if dst is not None:
                 written.append(dst)

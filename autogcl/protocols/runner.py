@@ -68,14 +68,16 @@ class ReproduceConfig(Config):
 def todo(cells, root: Path, *, missing_cells: bool = True, stale_cells: bool = False) -> list[Cell]:
     """The cells a reproduce runs, in manifest order: those not done (``missing_cells``) and those
     whose committed folder names no code commit (``stale_cells``: :func:`~.manifest.stale`)."""
-    chosen = {id(c) for c in (missing(cells, root) if missing_cells else [])}
-    chosen |= {id(c) for c in (stale(cells, root) if stale_cells else [])}
+    chosen = {id(c) for c in (missing(cells, root) if missing_cells else [])} | _reruns(cells, root, stale_cells)
     return [c for c in cells if id(c) in chosen]
 
 
-def _restore(cell: Cell, root: Path) -> int:
-    """:func:`restore`, leaving out a stale cell's units that name no commit (they run again)."""
-    return restore(cell, root, recorded_only=cell.found(root) is not None and not cell.recorded(root))
+def _reruns(cells, root: Path, stale_cells: bool) -> set[int]:
+    """The ids of the stale cells a reproduce reruns (none unless ``stale_cells``): only their
+    committed units that name a commit are restored, and their summary is replaced by one of as
+    many seeds. A partial cell of unrecorded code, run because it is not done, keeps resuming
+    from all its committed units."""
+    return {id(c) for c in stale(cells, root)} if stale_cells else set()
 
 
 def _seed(unit: Path) -> int | None:
@@ -186,6 +188,7 @@ def plan(cells, root: Path, *, data_root: str | None = None, extra: list[str] | 
     into the sweep folders first (:func:`restore`; a stale cell's, :func:`todo`, only those that
     name their commit)."""
     root = Path(root)
+    reruns = _reruns(cells, root, stale_cells)
     groups: dict[str, list[Cell]] = {}
     for c in todo(cells, root, missing_cells=missing_cells, stale_cells=stale_cells):
         groups.setdefault(c.command, []).append(c)
@@ -197,7 +200,7 @@ def plan(cells, root: Path, *, data_root: str | None = None, extra: list[str] | 
         dev = _device(argv)
         first = group[0]
         for c in group:
-            _restore(c, root)
+            restore(c, root, recorded_only=id(c) in reruns)
         est = unit_seconds(first, root, dev)
         seconds, source = (est if est else (unit_default, "--unit-seconds") if unit_default else (None, "no estimate"))
         name = " / ".join((first.protocol,) + tuple(first.label))
@@ -270,7 +273,7 @@ def run_budget(cells, root: Path, budget: float, *, data_root: str | None = None
     ``stale_cells``: which cells (:func:`todo`)."""
     root = Path(root).resolve()
     start = clock()
-    reruns = {id(c) for c in todo(cells, root, missing_cells=False, stale_cells=stale_cells)}
+    reruns = _reruns(cells, root, stale_cells)
     jobs_ = plan(cells, root, data_root=data_root, extra=extra, unit_default=unit_default,
                  missing_cells=missing_cells, stale_cells=stale_cells)
     for j in jobs_:
@@ -395,6 +398,7 @@ def reproduce(cells, root: Path, *, data_root: str | None = None, extra: list[st
     cells (:func:`todo`; a stale cell's committed units that name no commit are not restored, so
     they run again)."""
     root = Path(root).resolve()
+    reruns = _reruns(cells, root, stale_cells)
     cells_ = todo(cells, root, missing_cells=missing_cells, stale_cells=stale_cells)
     if not cells_:
         echo("reproduce: every listed cell is done" + (" and names its code commit" if stale_cells else ""))
@@ -414,7 +418,7 @@ def reproduce(cells, root: Path, *, data_root: str | None = None, extra: list[st
             continue
         if resume:
             for c in group:
-                _restore(c, root)
+                restore(c, root, recorded_only=id(c) in reruns)
         here = os.getcwd()
         os.chdir(root)
         try:

@@ -661,3 +661,26 @@ def test_stale_cells_run_again_at_this_code_and_replace_their_summary(tmp_path, 
     # the command line: --stale is a way to say what to run; on a root with nothing run, nothing is stale
     assert main(["reproduce", "--stale", "--dry-run", "--root", str(tmp_path / "empty")]) == 0
     assert "every listed cell is done and names its code commit" in capsys.readouterr().out
+
+
+def test_a_partial_cell_of_unrecorded_code_resumes_from_all_its_committed_units(tmp_path):
+    """A cell not done whose units predate provenance.json is run for the seeds it lacks only,
+    with --missing and with --stale alike (it is not stale: only a done cell is rerun whole)."""
+    from autogcl.protocols.manifest import stale
+
+    root = tmp_path / "repo"
+    summary = root / FAKE.runs[0]
+    summary.mkdir(parents=True)
+    vals = {"mean": 50.0, "std": 0.0, "values": [50.0] * 2}
+    (summary / "summary.json").write_text(json.dumps({
+        "protocol": "unsupervised", "dataset": "FAKE", "method": "autogcl", "tag": "FAKE-autogcl", "n_seeds": 2,
+        "seeds": [0, 1], "config": {}, "val": vals, "test_max": vals, "train_time_s": 0.3}))
+    units = root / "docs/results/units/fake/FAKE-autogcl"
+    for s in range(2):
+        (units / f"seed{s}").mkdir(parents=True)
+        (units / f"seed{s}" / "result.json").write_text(json.dumps({"seed": s, "acc": 50.0}))
+    assert FAKE.status(root) == "partial" and not FAKE.recorded(root) and stale([FAKE], root) == []
+    for stale_cells in (False, True):
+        jobs = plan([FAKE], root, unit_default=0.5, stale_cells=stale_cells)
+        assert [j.label for j in jobs] == ["unsupervised / FAKE / autogcl seed 2"], stale_cells
+        assert sorted(p.name for p in (root / FAKE.out).iterdir()) == ["seed0", "seed1"]  # restored
