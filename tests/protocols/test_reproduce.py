@@ -616,6 +616,23 @@ def test_publish_sweeps_writes_the_provenance_of_a_tables_run(tmp_path, monkeypa
     assert json.loads((committed / "summary.json").read_text())["n_folds"] == 10
 
 
+def _committed_fake(root: Path, n: int) -> tuple[Path, Path]:
+    """FAKE's committed summary of seeds 0..n-1 (every value 50) and its units, none naming a
+    commit (code that predates provenance.json): (summary folder, units folder)."""
+    summary = root / FAKE.runs[0]
+    summary.mkdir(parents=True)
+    old = {"mean": 50.0, "std": 0.0, "values": [50.0] * n}
+    (summary / "summary.json").write_text(json.dumps({
+        "protocol": "unsupervised", "dataset": "FAKE", "method": "autogcl", "tag": "FAKE-autogcl", "n_seeds": n,
+        "seeds": list(range(n)), "config": {}, "val": old, "test_max": old, "train_time_s": 0.3}))
+    units = root / "docs/results/units/fake/FAKE-autogcl"
+    for s in range(n):
+        (units / f"seed{s}").mkdir(parents=True)
+        (units / f"seed{s}" / "result.json").write_text(json.dumps({"seed": s, "acc": 50.0,
+                                                                    "runtime": {"device": "cpu"}}))
+    return summary, units
+
+
 def test_stale_cells_run_again_at_this_code_and_replace_their_summary(tmp_path, monkeypatch, capsys):
     """``autogcl reproduce --stale``: a done cell whose committed folder names no commit runs
     again; its committed units that name none are not restored (they run again), one that names
@@ -628,17 +645,7 @@ def test_stale_cells_run_again_at_this_code_and_replace_their_summary(tmp_path, 
     monkeypatch.setenv("AUTOGCL_COMMIT", "abc1234")
     monkeypatch.setenv("SLOW_SEED", "99")
     root = tmp_path / "repo"
-    summary = root / FAKE.runs[0]
-    summary.mkdir(parents=True)
-    old = {"mean": 50.0, "std": 0.0, "values": [50.0] * 3}
-    (summary / "summary.json").write_text(json.dumps({
-        "protocol": "unsupervised", "dataset": "FAKE", "method": "autogcl", "tag": "FAKE-autogcl", "n_seeds": 3,
-        "seeds": [0, 1, 2], "config": {}, "val": old, "test_max": old, "train_time_s": 0.3}))
-    units = root / "docs/results/units/fake/FAKE-autogcl"
-    for s in range(3):
-        (units / f"seed{s}").mkdir(parents=True)
-        (units / f"seed{s}" / "result.json").write_text(json.dumps({"seed": s, "acc": 50.0,
-                                                                    "runtime": {"device": "cpu"}}))
+    summary, units = _committed_fake(root, 3)
     (units / "seed1" / "provenance.json").write_text(json.dumps({"commit": "old1111"}))
     assert FAKE.status(root) == "done" and missing([FAKE], root) == [] and stale([FAKE], root) == [FAKE]
     assert plan([FAKE], root, unit_default=0.5) == []  # --missing alone: nothing to do
@@ -669,16 +676,7 @@ def test_a_partial_cell_of_unrecorded_code_resumes_from_all_its_committed_units(
     from autogcl.protocols.manifest import stale
 
     root = tmp_path / "repo"
-    summary = root / FAKE.runs[0]
-    summary.mkdir(parents=True)
-    vals = {"mean": 50.0, "std": 0.0, "values": [50.0] * 2}
-    (summary / "summary.json").write_text(json.dumps({
-        "protocol": "unsupervised", "dataset": "FAKE", "method": "autogcl", "tag": "FAKE-autogcl", "n_seeds": 2,
-        "seeds": [0, 1], "config": {}, "val": vals, "test_max": vals, "train_time_s": 0.3}))
-    units = root / "docs/results/units/fake/FAKE-autogcl"
-    for s in range(2):
-        (units / f"seed{s}").mkdir(parents=True)
-        (units / f"seed{s}" / "result.json").write_text(json.dumps({"seed": s, "acc": 50.0}))
+    _committed_fake(root, 2)
     assert FAKE.status(root) == "partial" and not FAKE.recorded(root) and stale([FAKE], root) == []
     for stale_cells in (False, True):
         jobs = plan([FAKE], root, unit_default=0.5, stale_cells=stale_cells)
