@@ -388,9 +388,9 @@ def add_transfer(sub) -> None:
         ts, "pretrain", "contrastive pre-training on a SMILES corpus",
         "Pre-train the molecule GIN (5 x 300, Hu et al. features) with learnable view "
         "generators (autogcl, the naive strategy) or GraphCL's random augmentations (graphcl) on a "
-        "SMILES file, read in cached chunks. A checkpoint is written after every chunk and epoch; "
-        "--resume continues an interrupted run. The run folder ends with encoder.pt, the file "
-        "`autogcl transfer finetune --checkpoint` takes.")
+        "SMILES file, read in cached chunks. A checkpoint is written after every chunk and epoch "
+        "and at SIGTERM or Ctrl-C (the last finished step); --resume continues an interrupted run. "
+        "The run folder ends with encoder.pt, the file `autogcl transfer finetune --checkpoint` takes.")
     add_options(pre, PretrainConfig)
     _run_options(pre, ("workers", "data_root", "out", "resume", "restart_damaged", "no_progress", "log_dir",
                        "tracking", "device", "precision", "compile", "deterministic", "executor",

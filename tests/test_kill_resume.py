@@ -129,8 +129,8 @@ def smiles(data_root, tmp_path):
 
 def test_pretraining_killed_between_chunks_or_stopped_by_sigterm(smiles, tmp_path, data_root):
     """Pre-training checkpoints after every chunk: kill -9 after the first, then --resume; and
-    SIGTERM in a later chunk, which keeps the last finished one, then the printed command: both
-    end with the encoder of the unbroken run."""
+    SIGTERM in a later chunk, which writes the checkpoint of its last finished step, then the
+    printed command: both end with the encoder of the unbroken run."""
     args = ["transfer", "pretrain", "--corpus", smiles, "--smiles-col", "smiles", "--chunk-size", "60",
             "--epochs", "2", "--batch-size", "16", "--workers", "1", "--no-progress"]
     ref, cut = tmp_path / "ref" / "pre", tmp_path / "cut" / "pre"
@@ -167,7 +167,7 @@ def test_pretraining_killed_between_chunks_or_stopped_by_sigterm(smiles, tmp_pat
             proc.kill()
     assert proc.returncode == 143, err[-2000:]
     m = re.search(r"stopped by SIGTERM after epoch \d+; resume with: (autogcl .*)\n"
-                  r"autogcl: \(pretrain autogcl, at chunk \d+ of epoch \d+; checkpoint \S+\)", err)
+                  r"autogcl: \(pretrain autogcl, (?:at|after step \d+ of) chunk \d+ of epoch \d+; checkpoint \S+\)", err)
     assert m, err[-2000:]
     done = cli(shlex.split(m[1])[1:], tmp_path)
     assert done.returncode == 0, done.stderr[-2000:]

@@ -4,8 +4,9 @@ call: :class:`MoleculePretrainer` (and :func:`pretrain_molecules`, its one-line 
 
 The corpus is read chunk by chunk (:class:`autogcl.data.corpus.MoleculeCorpus`), so memory
 holds one chunk; with a checkpoint folder, a checkpoint (weights, optimizer, RNG states,
-position in the epoch) is written after every chunk and epoch, and the same call continues an
-interrupted run from it with the numbers of an unbroken one. Started by ``torchrun`` as several
+position in the epoch) is written after every chunk and epoch, and at a signal's stop (the last
+finished step), and the same call continues an interrupted run from it with the numbers of an
+unbroken one. Started by ``torchrun`` as several
 processes, it trains data-parallel (:mod:`autogcl.train.distributed`; ``batch_size`` is the
 global batch). ``autogcl transfer pretrain`` is this call inside a run folder.
 
@@ -157,9 +158,10 @@ class MoleculePretrainer:
         featurise the corpus. ``max_steps`` stops after that many optimizer steps in total
         (``stopped_early``). ``on_epoch(history, encoder)`` runs after every epoch (on rank 0
         of a data-parallel run), with the encoder being trained. SIGTERM or SIGINT stops the
-        fit before its next step with :class:`autogcl.errors.Preempted` (the checkpoint of the
-        last finished chunk is kept). ``log_dir``, ``tracking``: every epoch's loss terms, time
-        and molecules/s as TensorBoard scalars or MLflow metrics (as :meth:`autogcl.AutoGCL.fit`).
+        fit before its next step with :class:`autogcl.errors.Preempted`, writing the checkpoint
+        of the last finished step (a resumed fit trains none of the chunk's steps again).
+        ``log_dir``, ``tracking``: every epoch's loss terms, time and molecules/s as TensorBoard
+        scalars or MLflow metrics (as :meth:`autogcl.AutoGCL.fit`).
         ``progress``: the progress bar (``None``: in a terminal), as every estimator's ``fit``
         (``show_progress``: its older name)."""
         if progress is not None and show_progress is not None and progress != show_progress:

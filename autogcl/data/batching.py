@@ -427,17 +427,26 @@ class GraphLoader:
         return self._gen
 
     def __iter__(self) -> Iterator[Batch]:
+        return self.batches()
+
+    def batches(self, start: int = 0) -> Iterator[Batch]:
+        """One pass from its batch ``start`` on: the pass draws what a whole one draws and skips
+        its first ``start`` batches without building them (a pass stopped after ``start`` steps,
+        its generator's state at the start restored, continues with the batches it had left)."""
         order = self.order()
         gen = self.generator if self.generator is not None else getattr(self, "_gen", None)
         parts = order.split(self.batch_size)
         if self.drop_last and parts and len(parts[-1]) < self.batch_size:
             parts = parts[:-1]
+        served = 0
         for part in parts:
             if self.world_size > 1:
                 share = len(part) // self.world_size
                 if share == 0:
                     continue
                 part = part[self.rank * share:(self.rank + 1) * share]
-            yield self.store.batch(part)
+            served += 1
+            if served > start:
+                yield self.store.batch(part)
         if self.shuffle:  # the sampler draws one more permutation when a DataLoader's pass ends
             torch.randperm(self.num_graphs, generator=gen)

@@ -103,26 +103,46 @@ def run_epoch(loader, epoch: int, step_fn, terms, device: torch.device | None = 
     have their features checked first. Errors are re-raised with the epoch and batch where
     they happened; the device running out of memory is an :class:`OutOfMemory` that also gives
     the batch's size. A SIGTERM or SIGINT noted by :mod:`autogcl.preempt` stops the epoch before
-    its next step (:class:`autogcl.errors.Preempted`)."""
+    its next step (:class:`autogcl.errors.Preempted`); stopped between two steps, the exception's
+    ``progress`` says what the finished ones did (:func:`finished_steps`)."""
     t0 = time.perf_counter()
     checked = getattr(loader, "validated", False)
     steps: list[tuple[int, dict]] = []
-    for step, batch in enumerate(loader):
-        preempt.check()  # a noted signal: abandon the epoch here, between two steps
-        batch = to_device(batch, device)
-        try:
-            if not checked:
-                check_features(batch)
-            vals = step_fn(batch, epoch, step)
-        except TrainingError as exc:
-            raise TrainingError(f"{exc} at epoch {epoch}, batch {step}") from exc
-        except torch.cuda.OutOfMemoryError as exc:
-            raise OutOfMemory(f"the device ran out of memory at epoch {epoch}, batch {step}, "
-                              f"{describe_batch(batch)}") from exc
-        steps.append((int(batch.num_graphs), vals))
+    in_step = False
+    try:
+        for step, batch in enumerate(loader):
+            preempt.check()  # a noted signal: abandon the epoch here, between two steps
+            batch = to_device(batch, device)
+            in_step = True
+            try:
+                if not checked:
+                    check_features(batch)
+                vals = step_fn(batch, epoch, step)
+            except TrainingError as exc:
+                raise TrainingError(f"{exc} at epoch {epoch}, batch {step}") from exc
+            except torch.cuda.OutOfMemoryError as exc:
+                raise OutOfMemory(f"the device ran out of memory at epoch {epoch}, batch {step}, "
+                                  f"{describe_batch(batch)}") from exc
+            in_step = False
+            steps.append((int(batch.num_graphs), vals))
+    except Preempted as exc:
+        if not in_step:  # a second signal stops a step half done: its weights are no state to keep
+            exc.progress = finished_steps(steps, terms, epoch, loss_name, time.perf_counter() - t0)
+        raise
     out = read_terms(steps, terms, epoch, loss_name)
     out["time_s"] = time.perf_counter() - t0
     return out
+
+
+def finished_steps(steps: list[tuple[int, dict]], terms, epoch: int, loss_name: str, time_s: float) -> dict:
+    """What the finished steps of an epoch stopped between two steps did: ``steps``, ``graphs``,
+    their mean loss ``terms`` (:func:`read_terms`; NaN where a value is not finite, which the
+    steps after a resume are checked for again) and ``time_s``."""
+    try:
+        means = read_terms(steps, terms, epoch, loss_name)
+    except TrainingError:
+        means = {k: float("nan") for k in terms}
+    return {"steps": len(steps), "graphs": sum(n for n, _ in steps), "terms": means, "time_s": time_s}
 
 
 @dataclass(frozen=True)

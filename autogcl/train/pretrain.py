@@ -113,15 +113,28 @@ class ChunkedTrainer:
             extra["rank_rng"] = self.dist.all_gather_object({"torch": torch.get_rng_state(), "cuda": cuda})
         return extra
 
+    def _add(self, acc: dict, stats: dict, steps: int, molecules: int, time_s: float) -> int:
+        """Add what ``steps`` steps over ``molecules`` molecules did (mean loss ``stats``) to the
+        epoch's ``acc``; the steps."""
+        acc["molecules"] += molecules
+        acc["steps"] += steps
+        acc["time_s"] += time_s
+        for k in self.strategy.terms:
+            if k in stats and stats[k] == stats[k]:
+                acc["sums"][k] = acc["sums"].get(k, 0.0) + stats[k] * molecules
+        return steps
+
     def fit(self, epochs: int, max_steps: int | None = None,
             on_epoch: Callable[[list[dict]], None] | None = None) -> tuple[list[dict], bool]:
         """``(rows, stopped_early)``: a row per finished epoch (molecules, steps, time,
         throughput, mean loss terms, peak memory). ``max_steps`` stops after that many
         optimizer steps in total; ``on_epoch(rows)`` runs after every epoch (e.g. to write
-        the encoder). SIGTERM or SIGINT (:mod:`autogcl.preempt`) stops it before the next step,
-        keeping the checkpoint of the last finished chunk, with a
-        :class:`autogcl.errors.Preempted`; in a data-parallel run, every process at the same
-        step when any of them was signalled."""
+        the encoder). SIGTERM or SIGINT (:mod:`autogcl.preempt`) stops it before the next step
+        with a :class:`autogcl.errors.Preempted`, writing the checkpoint of the last finished
+        step (the chunk's batch order and the steps of it done: a resumed run skips those and
+        trains none again); in a data-parallel run, every process at the same step when any
+        of them was signalled. A second signal, which stops a step half done, keeps the
+        checkpoint of the last finished chunk."""
         with contextlib.ExitStack() as guard:
             guard.enter_context(deterministic_kernels(self.strategy.deterministic))
             if self.dist is None:
@@ -139,8 +152,10 @@ class ChunkedTrainer:
                 return self._fit(epochs, max_steps, on_epoch, tracker if main else None)
             except Preempted as exc:
                 state = torch.load(self.checkpoint, map_location="cpu", weights_only=True)
+                done = state.get("skip", 0)
+                step = f"after step {done} of chunk" if done else "at chunk"
                 raise exc.located(state["epoch"] - 1, self.checkpoint,
-                                  f"{self.desc}, at chunk {state['pos'] + 1} of epoch {state['epoch']}") from None
+                                  f"{self.desc}, {step} {state['pos'] + 1} of epoch {state['epoch']}") from None
 
     def _fit(self, epochs, max_steps, on_epoch, tracker=None):
         from tqdm.auto import tqdm
@@ -153,15 +168,16 @@ class ChunkedTrainer:
             state = {"rows": [], "epoch": 1, "pos": 0, "order": None, "acc": None}
         else:
             self._restore_process_state(state)
-            log.info("pretrain: resuming at epoch %d, chunk %d of %d", state["epoch"], state["pos"] + 1,
-                     self.num_chunks)
+            log.info("pretrain: resuming at epoch %d, chunk %d of %d, after %d of its steps", state["epoch"],
+                     state["pos"] + 1, self.num_chunks, state.get("skip", 0))
         rows, epoch, pos, order, acc = (state[k] for k in ("rows", "epoch", "pos", "order", "acc"))
+        skip = state.get("skip", 0)  # steps of chunk `pos` done before a stop inside it
 
         def save():
             extra = self._process_state()
             if dist is None or dist.is_main:
                 checkpoints.save_checkpoint(self.checkpoint, strat.modules(), strat.optimizers(), self.loader_gen,
-                                     rows=rows, epoch=epoch, pos=pos, order=order, acc=acc, **extra)
+                                     rows=rows, epoch=epoch, pos=pos, order=order, acc=acc, skip=skip, **extra)
             if dist is not None:
                 dist.barrier()  # every process goes on only once the checkpoint is written
 
@@ -179,30 +195,38 @@ class ChunkedTrainer:
             while pos < len(order):
                 ds = self.load_chunk(order[pos])
                 bs = self.batch_size
+                chunk_start = self.loader_gen.get_state()  # before the chunk's batch order is drawn
                 loader = GraphLoader(ds, batch_size=bs, shuffle=True, drop_last=chunk_drop_last(len(ds), bs),
                                      generator=self.loader_gen,
                                      device=strat.device,  # the chunk on the device, batched there
                                      rank=0 if dist is None else dist.rank, world_size=world)
                 count = {"steps": 0, "molecules": 0}
+                left = len(loader) - skip
                 limit = None if max_steps is None else max_steps - steps
-                bar = tqdm(_counted(loader, count, limit, world),
-                           total=len(loader) if limit is None else min(limit, len(loader)),
+                bar = tqdm(_counted(loader.batches(skip), count, limit, world),
+                           total=left if limit is None else min(limit, left),
                            desc=f"epoch {epoch} chunk {pos + 1}/{len(order)}", unit="batch", leave=False,
                            disable=disable)
                 t0 = time.perf_counter()
-                stats = strat.train_epoch(bar, epoch)
+                try:
+                    stats = strat.train_epoch(bar, epoch)
+                except Preempted as exc:
+                    done = getattr(exc, "progress", None)  # stopped between two steps: what they did
+                    if done is not None and done["steps"]:
+                        stats = done["terms"]
+                        if dist is not None:
+                            stats.update(dist.mean(stats))
+                        steps += self._add(acc, stats, done["steps"], done["graphs"] * world, done["time_s"])
+                        skip += done["steps"]
+                        self.loader_gen.set_state(chunk_start)  # a resume draws this chunk's order again
+                        save()
+                    raise
                 if dist is not None:  # every process's mean loss terms (equal shares: their mean)
                     stats.update(dist.mean({k: v for k, v in stats.items() if k in strat.terms}))
-                n_steps, n_mol = count["steps"], count["molecules"]
-                acc["molecules"] += n_mol
-                acc["steps"] += n_steps
+                n_mol = count["molecules"]
                 chunk_s = time.perf_counter() - t0
-                acc["time_s"] += chunk_s
-                for k in strat.terms:
-                    if k in stats and stats[k] == stats[k]:
-                        acc["sums"][k] = acc["sums"].get(k, 0.0) + stats[k] * n_mol
-                steps += n_steps
-                pos += 1
+                steps += self._add(acc, stats, count["steps"], n_mol, chunk_s)
+                pos, skip = pos + 1, 0
                 save()
                 log.info("pretrain epoch %d chunk %d/%d: %d molecules in %.1f s (%.0f molecules/s)", epoch, pos,
                          len(order), n_mol, chunk_s, n_mol / max(chunk_s, 1e-9))

@@ -60,6 +60,57 @@ def test_an_interrupted_fit_continues_from_its_checkpoint_folder(corpus, tmp_pat
     assert all(torch.equal(a[k], b[k]) for k in a)  # one process; the resumed fit replays the same operations
 
 
+def test_a_signal_inside_a_chunk_keeps_its_finished_steps_and_none_is_trained_again(corpus, tmp_path, monkeypatch):
+    """SIGTERM in the middle of a chunk (a GPU window's budget) writes the checkpoint of the last
+    finished step: the resumed fit trains only the steps left, and ends with the weights of an
+    unbroken fit. 80 molecules in batches of 8: 2 chunks of 5 steps, 2 epochs, 20 steps."""
+    import math
+    import os
+    import signal
+
+    from autogcl.errors import Preempted
+
+    opts = {**SMALL, "batch_size": 8}
+    calls, stop_at = [], []
+    build = MoleculePretrainer.build_strategy
+
+    def counting(self):
+        strategy = build(self)
+        step = strategy.step
+
+        def counted(batch, epoch, i):
+            calls.append(epoch)
+            out = step(batch, epoch, i)
+            if len(calls) in stop_at:  # noted during step 7; the fit stops before step 8
+                os.kill(os.getpid(), signal.SIGTERM)
+            return out
+
+        strategy.step = counted
+        return strategy
+
+    monkeypatch.setattr(MoleculePretrainer, "build_strategy", counting)
+    whole = MoleculePretrainer(**opts)
+    ref = whole.fit(corpus, tmp_path / "whole", workers=1, show_progress=False)
+    assert len(calls) == 20
+    calls.clear()
+    stop_at.append(7)
+    with pytest.raises(Preempted, match=r"stopped by SIGTERM after epoch 0 \(pretrain autogcl, after step 2 of chunk 2 "
+                                        r"of epoch 1; checkpoint .*checkpoint\.pt\)"):
+        MoleculePretrainer(**opts).fit(corpus, tmp_path / "ck", workers=1, show_progress=False)
+    assert len(calls) == 7
+    calls.clear()
+    stop_at.clear()
+    again = MoleculePretrainer(**opts)
+    enc = again.fit(corpus, tmp_path / "ck", workers=1, show_progress=False)
+    assert len(calls) == 13  # 20 - 7: no step trained twice, none left out
+    a, b = ref.encoder.state_dict(), enc.encoder.state_dict()
+    assert all(torch.equal(a[k], b[k]) for k in a)  # one process, the same operations: bit-exact
+    assert [(r["molecules"], r["steps"]) for r in again.history] == [(r["molecules"], r["steps"]) for r in whole.history]
+    # the stopped chunk's mean loss is summed in two parts: equal up to float rounding
+    for r, w in zip(again.history, whole.history):
+        assert math.isclose(r["loss"], w["loss"], rel_tol=1e-9)
+
+
 @pytest.mark.parametrize("options, match", [({"method": "simclr"}, "unknown method 'simclr'; choose from autogcl"),
                                             ({"sim_loss": "l2"}, "sim_loss"), ({"batch_size": 1}, "batch_size"),
                                             ({"chunk_size": 1}, "chunk_size"), ({"lr": 0}, "lr")])

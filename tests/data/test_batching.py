@@ -112,6 +112,23 @@ def test_loader_indices_and_data_parallel_shares():
         assert [g.name for g in whole.to_data_list()] == [g.name for g in h0.to_data_list() + h1.to_data_list()]
 
 
+@pytest.mark.parametrize("rank, world_size", [(0, 1), (1, 2)])
+def test_a_pass_from_its_batch_k_is_the_rest_of_the_whole_pass(rank, world_size):
+    """``batches(k)`` (a pass stopped after k steps, resumed) draws what a whole pass draws and
+    serves its batches k, k+1, ...: the same graphs, and the same generator state after."""
+    data = graphs(23)
+    for k in (0, 2, 4, 9):
+        whole_gen, part_gen = torch.Generator().manual_seed(3), torch.Generator().manual_seed(3)
+        whole = list(GraphLoader(data, batch_size=5, shuffle=True, generator=whole_gen, rank=rank,
+                                 world_size=world_size))
+        part = list(GraphLoader(data, batch_size=5, shuffle=True, generator=part_gen, rank=rank,
+                                world_size=world_size).batches(k))
+        assert len(part) == max(len(whole) - k, 0) and len(whole) == 5
+        for x, y in zip(whole[k:], part):
+            same(x, y)
+        assert torch.equal(whole_gen.get_state(), part_gen.get_state())
+
+
 def test_pair_batches_is_two_views_in_one_batch():
     a, b = make_batch(), make_batch()
     b.x = b.x * 2

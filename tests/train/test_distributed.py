@@ -385,8 +385,8 @@ def test_a_killed_process_resumes_to_the_unbroken_numbers(tmp_path, corpus, unbr
 
 def test_sigterm_to_one_process_stops_every_process_at_one_step_and_resumes(tmp_path, corpus, unbroken):
     """SIGTERM to rank 1 alone: both ranks agree to stop before the same step, each exits 143
-    with the resume line (torchrun's summary lists both exit codes), the checkpoint of the last
-    finished chunk is kept, and the resumed run ends with the unbroken run's numbers."""
+    with the resume line (torchrun's summary lists both exit codes), rank 0 writes the checkpoint
+    of that step, and the resumed run ends with the unbroken run's numbers."""
     _, log, out = _interrupted(tmp_path, corpus, signal.SIGTERM)
     assert log.count("autogcl: stopped by SIGTERM") == 2, log[-3000:]
     assert log.count("resume with: autogcl transfer pretrain") == 2
