@@ -473,6 +473,32 @@ def test_gpu_checks_prepares_what_the_device_call_reads(data_root, tmp_path):
     assert record["commit"] == "abc123" and "cut" not in record
 
 
+def test_ray_gpu_calls_the_sweeps_equal_only_when_every_unit_is(tmp_path):
+    """scripts/gpu/ray_gpu.py compares the serial and the Ray sweep unit by unit: any difference
+    in any evaluation, or a unit missing from either, makes them unequal; the ray stage of
+    gpu_checks.sh refuses to start without the packed Ray."""
+    import os
+    import subprocess
+
+    rg = load_script("gpu/ray_gpu")
+
+    def unit(acc):
+        return {"evaluations": {"3": {"folds": [{"C": 1.0, "val_acc": acc, "test_acc": acc}]}},
+                "selections": {"val": {"acc": acc, "epoch": 3}}, "device": "cuda:0", "threads": 1}
+
+    serial = {"seed0": unit(0.9), "seed1": unit(0.8)}
+    same = rg.compare(serial, {"seed0": unit(0.9), "seed1": unit(0.8)})
+    assert same["equal"] and [r["ray_val_acc"] for r in same["rows"]] == [0.9, 0.8]
+    differ = rg.compare(serial, {"seed0": unit(0.9), "seed1": unit(0.8 + 1e-12)})
+    assert not differ["equal"] and [r["equal"] for r in differ["rows"]] == [True, False]
+    assert not rg.compare(serial, {"seed0": unit(0.9)})["equal"]  # a unit the Ray sweep lacks
+    assert not rg.compare({}, {})["equal"]  # nothing ran: nothing shown equal
+    env = {**os.environ, "GPU_DIR": str(tmp_path / "gpu"), "OUT": str(tmp_path / "out"), "AUTOGCL_COMMIT": "abc123"}
+    refused = subprocess.run(["bash", str(ROOT / "scripts" / "gpu" / "gpu_checks.sh"), "ray"], env=env,
+                             capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 1 and "ray.tar.xz: run prepare here" in refused.stderr
+
+
 def test_suite_record_counts_every_outcome_and_names_failures(tmp_path):
     """scripts/suite/suite_record.py runs pytest with a JUnit report and keeps, per outcome, the count,
     and every failure, error and skip by test id with its message, and its slowest tests with their

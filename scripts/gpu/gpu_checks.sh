@@ -14,6 +14,10 @@
 #   # carrying [".gpu/suite"]:
 #   AUTOGCL_COMMIT=<sha> SUITE_S=240 bash scripts/gpu/gpu_checks.sh suite   # then copy
 #                                           # DIR/suite/*.json to docs/results/suite and run scripts/docs/docs.py
+#   # Ray on the GPU (the device has no Ray; prepare packs one that fits a call: scripts/gpu/ray_gpu.py),
+#   # a call carrying [".gpu/ray"], about 2 minutes:
+#   AUTOGCL_COMMIT=<sha> TAG=h200 bash scripts/gpu/gpu_checks.sh ray   # then copy DIR/ray_gpu_*.json to
+#                                           # docs/results/perf: four MUTAG units of a quarter GPU against serial
 #
 # run, each step time-boxed, everything under $OUT (at most 8 files come back):
 #   1. `torchrun --nproc-per-node 1 ... --device cuda`: one pre-training epoch on NCCL; nccl.log
@@ -58,6 +62,11 @@ with open(chunk.path, "rb") as f, gzip.open(dst, "wb") as g:
     shutil.copyfileobj(f, g)
 PYEOF
   WINDOW="$G/window" PYTHON="$PY" bash scripts/gpu/gpu_window.sh prepare || exit 1
+  # Ray for the device's Python, slimmed to fit a call, with its dependencies and MUTAG (the ray stage)
+  if [ "${WHEELS:-1}" = 1 ] && [ ! -f "$G/ray/ray.tar.xz" ]; then
+    PYTHONPATH="$HERE${PYTHONPATH:+:$PYTHONPATH}" "$PY" scripts/gpu/ray_gpu.py pack --out "$G/ray" --data-root "$SRC" \
+      || echo "gpu_checks: no Ray pack (the ray stage needs one)" >&2
+  fi
   # the suite call's folder, whole, so that it runs on the warm machine or a fresh one: RDKit's
   # wheel, the window's MoleculeNet sets but ToxCast, the small corpus and the small TU sets.
   # MNIST stays out (the call would exceed 64 MiB): its tests skip, saying so
@@ -73,8 +82,9 @@ PYEOF
   tree=$( (git ls-files -z; git ls-files -z --others --exclude-standard) | xargs -0 stat -c %s 2> /dev/null | mib)
   one=$(find "$G/base" "$G/chunk10k.pt.gz" "$G/window" -type f -printf "%s\n" | mib)
   two=$(find "$G/suite" -type f -printf "%s\n" | mib)
-  echo "gpu_checks: the run call carries $one MiB and the suite call $two MiB, each beside a $tree MiB working tree (64 MiB a call)"
-  awk -v t="$tree" -v a="$one" -v b="$two" 'BEGIN {exit !(t + a > 64 || t + b > 64)}' \
+  three=$(find "$G/ray" -type f -printf "%s\n" 2> /dev/null | mib)
+  echo "gpu_checks: the run call carries $one MiB, the suite call $two MiB and the ray call $three MiB, each beside a $tree MiB working tree (64 MiB a call)"
+  awk -v t="$tree" -v a="$one" -v b="$two" -v c="$three" 'BEGIN {exit !(t + a > 64 || t + b > 64 || t + c > 64)}' \
     && { echo "gpu_checks: a call would carry more than 64 MiB" >&2; exit 1; }
   exit 0
 fi
@@ -101,7 +111,22 @@ if [ "$STAGE" = suite ]; then
   tail -3 "$OUT/suite.log"
   exit $rc  # pytest's exit status (the record is written either way)
 fi
-[ "$STAGE" = run ] || { echo "usage: gpu_checks.sh prepare|run|suite" >&2; exit 2; }
+if [ "$STAGE" = ray ]; then
+  # a call carrying .gpu/ray: Ray unpacked under /tmp (the dependencies the device lacks added), then
+  # four MUTAG units serially and as Ray units of a quarter GPU each; $OUT/ray_gpu_$TAG.json says
+  # whether every unit's numbers are equal (exit 1 when not)
+  : "${OUT:?set OUT to the folder that receives the record}"
+  : "${AUTOGCL_COMMIT:?set AUTOGCL_COMMIT to the commit of the working tree the call carries}"
+  [ -f "$G/ray/ray.tar.xz" ] || { echo "gpu_checks: no $G/ray/ray.tar.xz: run prepare here and carry $G/ray" >&2; exit 1; }
+  mkdir -p "$OUT"
+  export AUTOGCL_COMMIT PYTHONUNBUFFERED=1 PYTHONPATH="$HERE${PYTHONPATH:+:$PYTHONPATH}"
+  timeout -k 10 "${RAY_S:-400}" "$PY" scripts/gpu/ray_gpu.py check --source "$G/ray" --out "$OUT" --device cuda \
+    --tag "${TAG:-h100}" > "$OUT/ray.log" 2>&1
+  rc=$?
+  tail -3 "$OUT/ray.log"
+  exit $rc
+fi
+[ "$STAGE" = run ] || { echo "usage: gpu_checks.sh prepare|run|suite|ray" >&2; exit 2; }
 : "${OUT:?set OUT to the folder that receives the logs and files}"
 # the commit every published unit names: the device's copy may hold a stale git folder
 : "${AUTOGCL_COMMIT:?set AUTOGCL_COMMIT to the commit of the working tree the call carries}"
