@@ -499,6 +499,76 @@ def test_ray_gpu_calls_the_sweeps_equal_only_when_every_unit_is(tmp_path):
     assert refused.returncode == 1 and "ray.tar.xz: run prepare here" in refused.stderr
 
 
+def test_gpu_pretrain_goes_on_in_the_next_call_from_the_step_it_stopped_at(data_root, tmp_path):
+    """scripts/gpu/gpu_pretrain.sh on the CPU, one thread: a call whose run is stopped by SIGTERM (the
+    call's deadline) inside a chunk returns the encoder of its last finished epoch, if any; the
+    next call (the machine still warm: the same run folder) goes on from that step and ends with
+    the encoder of one unbroken call, bit for bit; unpack copies a call's files out."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import torch
+
+    if not (data_root / "pretrain" / "moses_train.csv.gz").is_file():
+        pytest.skip("the data root lacks pretrain/moses_train.csv.gz")
+    script = str(ROOT / "scripts" / "gpu" / "gpu_pretrain.sh")
+    # the full-size encoder on 400 molecules in chunks of 100: seconds of training, time to stop it in one
+    env = {**os.environ, "SOURCE_DATA": str(data_root), "CORPUS_LINES": "400", "EPOCHS": "2", "DEVICE": "cpu",
+           "WORKERS": "1", "OMP_NUM_THREADS": "1", "AUTOGCL_COMMIT": "abc123", "NAME": "tiny", "WHEELS": "0",
+           "PYTHON": sys.executable, "GPU_DIR": str(tmp_path / "gpu"), "CORPUS_FILE": str(tmp_path / "c" / "m.csv"),
+           "AUTOGCL_CACHE": str(tmp_path / "cache"), "PRETRAIN_ARGS": "--batch-size 16 --chunk-size 100"}
+
+    def stage(*args, **more):
+        return subprocess.run(["bash", script, *args], env={**env, **more}, capture_output=True, text=True,
+                              timeout=300)
+
+    done = stage("prepare")
+    assert done.returncode == 0 and "64 MiB a call" in done.stdout, done.stderr[-2000:]
+    done = stage("run", OUT=str(tmp_path / "out-ref"), RUNS=str(tmp_path / "ref"))
+    assert done.returncode == 0 and "finished" in done.stdout, done.stdout[-2000:] + done.stderr[-2000:]
+    ref = torch.load(tmp_path / "out-ref" / "encoder.pt", weights_only=True)["state_dict"]
+    assert (tmp_path / "out-ref" / "result.json").is_file()
+
+    # the call whose deadline comes in the middle: SIGTERM to its training process once a chunk is done
+    runs = tmp_path / "runs"
+    ckpt = runs / ".tiny.partial" / "checkpoint.pt"
+    call = subprocess.Popen(["bash", script, "run"], env={**env, "OUT": str(tmp_path / "out-a"), "RUNS": str(runs)},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    t0, stopped = time.time(), False
+    while call.poll() is None and time.time() - t0 < 240 and not stopped:
+        try:
+            if torch.load(ckpt, weights_only=True)["pos"] >= 1:
+                for d in Path("/proc").iterdir():
+                    try:
+                        cmd = (d / "cmdline").read_bytes().split(b"\0") if d.name.isdigit() else []
+                    except OSError:
+                        continue
+                    if b"autogcl" in cmd and str(runs).encode() in b" ".join(cmd):
+                        os.kill(int(d.name), signal.SIGTERM)
+                        stopped = True
+        except (FileNotFoundError, RuntimeError, EOFError, KeyError):
+            pass
+        time.sleep(0.02)
+    out, err = call.communicate(timeout=120)
+    assert stopped and call.returncode == 0, out[-2000:] + err[-2000:]
+    assert "exited 143" in out and "stopped" in out and not (tmp_path / "out-a" / "result.json").exists()
+
+    done = stage("run", OUT=str(tmp_path / "out-b"), RUNS=str(runs))
+    assert done.returncode == 0 and "finished" in done.stdout, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "resuming at epoch" in (tmp_path / "out-b" / "pretrain.log").read_text()
+    again = torch.load(tmp_path / "out-b" / "encoder.pt", weights_only=True)["state_dict"]
+    # one thread, the same operations, the checkpoint of the stopped step replayed: bit-exact
+    assert ref.keys() == again.keys() and all(torch.equal(ref[k], again[k]) for k in ref)
+
+    done = stage("unpack", str(tmp_path / "out-b"), RUNS=str(tmp_path / "kept"))
+    assert done.returncode == 0 and (tmp_path / "kept" / "pretrain" / "tiny" / "result.json").is_file()
+    refused = stage("run", OUT=str(tmp_path / "out-c"), GPU_DIR=str(tmp_path / "none"))
+    assert refused.returncode == 1 and "run prepare here" in refused.stderr
+
+
 def test_suite_record_counts_every_outcome_and_names_failures(tmp_path):
     """scripts/suite/suite_record.py runs pytest with a JUnit report and keeps, per outcome, the count,
     and every failure, error and skip by test id with its message, and its slowest tests with their

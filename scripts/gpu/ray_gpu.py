@@ -2,6 +2,7 @@
 
     python scripts/gpu/ray_gpu.py pack --out .gpu/ray [--python-version 3.12] [--data-root ../shared/data]  # here
     python scripts/gpu/ray_gpu.py check --source .gpu/ray --out $OUT [--device cuda] [--tag h200]           # there
+    python scripts/gpu/ray_gpu.py repack WHEEL DEST.tar.xz   # any wheel, packed the same way (gpu_pretrain.sh: RDKit)
 
 The device's image has no Ray, and Ray's wheel alone (75.6 MiB for 2.60.0) is more than the 64 MiB
 a device call carries. ``pack`` downloads the wheel of this machine's Ray version for the device's
@@ -59,28 +60,39 @@ def pack(out: Path, python_version: str, data_root: Path) -> Path:
         for dep in (tmp / "dl").glob("*.whl"):
             if dep != wheel:
                 shutil.copy2(dep, out / "whl")
-        root = tmp / "ray"
+        repack(wheel, out / "ray.tar.xz", LEFT_OUT, BINARIES)
+    shutil.copytree(data_root / "TU" / "MUTAG", out / "data" / "TU" / "MUTAG")
+    size = sum(f.stat().st_size for f in out.rglob("*") if f.is_file()) / 2 ** 20
+    print(f"ray_gpu: {out} holds {size:.1f} MiB (Ray {ray.__version__} for Python {python_version}); "
+          "carry it to the device call")
+    return out
+
+
+def repack(wheel: Path, dest: Path, left_out=(), binaries=()) -> Path:
+    """The files of ``wheel`` (their modes kept: the binaries stay executable), without the
+    folders ``left_out``, source maps and byte code, the ``binaries``' symbols stripped, as one
+    ``.tar.xz`` to unpack onto ``sys.path`` (smaller than the zip: a device call carries 64 MiB)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
         with zipfile.ZipFile(wheel) as whl:
             for info in whl.infolist():
                 whl.extract(info, root)
                 mode = (info.external_attr >> 16) & 0o777  # zip keeps the binaries' modes here
                 if mode and not info.is_dir():
                     (root / info.filename).chmod(mode)
-        for part in LEFT_OUT:
+        for part in left_out:
             shutil.rmtree(root / part, ignore_errors=True)
         for junk in [*root.rglob("*.map"), *root.rglob("__pycache__")]:
             shutil.rmtree(junk) if junk.is_dir() else junk.unlink()
-        if shutil.which("strip"):
-            subprocess.run(["strip", "--strip-unneeded", *(str(root / b) for b in BINARIES if (root / b).is_file())],
+        if binaries and shutil.which("strip"):
+            subprocess.run(["strip", "--strip-unneeded", *(str(root / b) for b in binaries if (root / b).is_file())],
                            check=True)
-        with tarfile.open(out / "ray.tar.xz", "w:xz", preset=6) as tar:
+        tmp_dest = dest.with_name(dest.name + ".tmp")
+        with tarfile.open(tmp_dest, "w:xz", preset=6) as tar:
             for item in sorted(root.iterdir()):
                 tar.add(item, arcname=item.name)
-    shutil.copytree(data_root / "TU" / "MUTAG", out / "data" / "TU" / "MUTAG")
-    size = sum(f.stat().st_size for f in out.rglob("*") if f.is_file()) / 2 ** 20
-    print(f"ray_gpu: {out} holds {size:.1f} MiB (Ray {ray.__version__} for Python {python_version}); "
-          "carry it to the device call")
-    return out
+        os.replace(tmp_dest, dest)
+    return dest
 
 
 def install(source: Path, target: Path) -> None:
@@ -172,6 +184,9 @@ def main(argv=None) -> int:
     p.add_argument("--out", type=Path, default=REPO / ".gpu" / "ray")
     p.add_argument("--python-version", default="3.12", help="the device's Python (default 3.12)")
     p.add_argument("--data-root", type=Path, default=REPO.parent / "shared" / "data")
+    r = sub.add_parser("repack", help="any wheel as one .tar.xz to unpack onto sys.path (e.g. RDKit's)")
+    r.add_argument("wheel", type=Path)
+    r.add_argument("dest", type=Path)
     c = sub.add_parser("check", help="there: the serial and the Ray sweep, compared")
     c.add_argument("--source", type=Path, default=REPO / ".gpu" / "ray")
     c.add_argument("--out", type=Path, required=True)
@@ -182,6 +197,9 @@ def main(argv=None) -> int:
     a = ap.parse_args(argv)
     if a.stage == "pack":
         pack(a.out, a.python_version, a.data_root)
+        return 0
+    if a.stage == "repack":
+        repack(a.wheel, a.dest)
         return 0
     return 0 if check(a.source, a.out, a.device, a.tag, a.seeds, a.epochs)["equal"] else 1
 
