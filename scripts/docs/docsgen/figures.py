@@ -129,9 +129,19 @@ def figures_in(line: str) -> list[tuple[int, str, Decimal, int, float, tuple | N
 _NUMBERS: dict[Path, set] = {}
 
 
+#: a generated block of a page (its numbers are what a page given as a source holds)
+BLOCK = re.compile(r"<!--\s*autogcl:begin[^>]*-->(.*?)<!--\s*autogcl:end[^>]*-->", re.S)
+
+
 def _numbers(path: Path) -> list[Decimal]:
+    """The numbers a source file holds; of a Markdown page that a script does not write whole,
+    those of its generated blocks only (its prose may quote a figure the blocks no longer give)."""
     if path not in _NUMBERS:
         text = path.read_text(encoding="utf-8", errors="replace")
+        whole = any(path.as_posix().endswith("/" + page) for page in GENERATED_PAGES) or \
+            GENERATED_BY.search("\n".join(text.splitlines()[:6]))
+        if path.suffix == ".md" and not whole:
+            text = "\n".join(BLOCK.findall(text))
         out = []
         # a number stands alone: the digits inside a word (a commit hash's "8e109" in
         # "...b850d1b8e109a16", "seed0") are none
