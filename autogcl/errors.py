@@ -52,7 +52,11 @@ class Preempted(AutoGCLError):
     SIGINT: Ctrl-C). ``checkpoint``: the file written at the stop, from which the same call
     (or command with ``--resume``) continues with the numbers of an uninterrupted run
     (``None`` where none was asked for); ``epoch``: the last finished epoch there;
-    ``exit_code``: the shell's code for the signal (143, 130)."""
+    ``exit_code``: the shell's code for the signal (143, 130); ``progress``: set by
+    :func:`autogcl.train.loop.run_epoch` when it stopped between two steps, what the finished
+    steps of the epoch did (:func:`autogcl.train.loop.finished_steps`), else ``None``."""
+
+    progress: dict | None = None
 
     def __init__(self, signum: int, epoch: int | None = None, checkpoint=None, where: str = ""):
         import signal as _signal

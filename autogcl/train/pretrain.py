@@ -211,7 +211,7 @@ class ChunkedTrainer:
                 try:
                     stats = strat.train_epoch(bar, epoch)
                 except Preempted as exc:
-                    done = getattr(exc, "progress", None)  # stopped between two steps: what they did
+                    done = exc.progress  # stopped between two steps: what they did
                     if done is not None and done["steps"]:
                         stats = done["terms"]
                         if dist is not None:

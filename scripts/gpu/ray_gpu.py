@@ -152,10 +152,10 @@ def compare(serial: dict, ray_run: dict) -> dict:
 
 
 def check(source: Path, out: Path, device: str, tag: str, seeds: int, epochs: int) -> dict:
-    site = Path(tempfile.mkdtemp(prefix="ray-site-"))
     try:
         import ray  # noqa: F401
     except ImportError:
+        site = Path(tempfile.mkdtemp(prefix="ray-site-"))
         install(source, site)
         os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), str(site), os.environ.get("PYTHONPATH")]))
     os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")  # deterministic cuBLAS, before any process starts it
