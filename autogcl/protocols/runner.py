@@ -19,7 +19,7 @@ from ..config import Config, option
 from ..errors import DataError
 from ..paths import child_pythonpath
 from .estimates import unit_seconds
-from .manifest import Cell, finished_units, missing, stale, unit_result
+from .manifest import CELLS, Cell, finished_units, missing, stale, unit_result
 from .publishing import publish, publish_units, restore
 
 
@@ -78,6 +78,20 @@ def _reruns(cells, root: Path, stale_cells: bool) -> set[int]:
     many seeds. A partial cell of unrecorded code, run because it is not done, keeps resuming
     from all its committed units."""
     return {id(c) for c in stale(cells, root)} if stale_cells else set()
+
+
+def _restore_all(group: list[Cell], cells, root: Path, reruns: set[int]) -> None:
+    """Before a command runs: restore the committed units of the cells it runs (:func:`restore`; a
+    stale one's, only those that name their commit) and all of those of every other cell of
+    ``cells`` or the manifest that shares the command (one ablation command runs every ratio:
+    without its done ratios' units, ``--resume`` would train them again)."""
+    for c in group:
+        restore(c, root, recorded_only=id(c) in reruns)
+    ids = {id(c) for c in group}
+    for c in [*cells, *CELLS]:
+        if c.command == group[0].command and id(c) not in ids:
+            ids.add(id(c))
+            restore(c, root)
 
 
 def _seed(unit: Path) -> int | None:
@@ -185,8 +199,8 @@ def plan(cells, root: Path, *, data_root: str | None = None, extra: list[str] | 
     transfer) is split into one job per seed it still lacks (``--first-seed S --seeds 1``), so
     each unit starts only when it can finish; other commands (semi folds, pre-training, the
     ablation) are one job of all the units they still lack. The committed units are restored
-    into the sweep folders first (:func:`restore`; a stale cell's, :func:`todo`, only those that
-    name their commit)."""
+    into the sweep folders first (:func:`_restore_all`: a stale cell's, :func:`todo`, only those
+    that name their commit; those of a done cell sharing the command, all)."""
     root = Path(root)
     reruns = _reruns(cells, root, stale_cells)
     groups: dict[str, list[Cell]] = {}
@@ -199,8 +213,7 @@ def plan(cells, root: Path, *, data_root: str | None = None, extra: list[str] | 
             argv.append("--resume")
         dev = _device(argv)
         first = group[0]
-        for c in group:
-            restore(c, root, recorded_only=id(c) in reruns)
+        _restore_all(group, cells, root, reruns)
         est = unit_seconds(first, root, dev)
         seconds, source = (est if est else (unit_default, "--unit-seconds") if unit_default else (None, "no estimate"))
         name = " / ".join((first.protocol,) + tuple(first.label))
@@ -417,8 +430,7 @@ def reproduce(cells, root: Path, *, data_root: str | None = None, extra: list[st
         if dry_run:
             continue
         if resume:
-            for c in group:
-                restore(c, root, recorded_only=id(c) in reruns)
+            _restore_all(group, cells, root, reruns)
         here = os.getcwd()
         os.chdir(root)
         try:

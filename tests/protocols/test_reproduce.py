@@ -51,6 +51,47 @@ def test_cells_sharing_a_command_run_it_once(tmp_path):
     assert len(calls) == 1 and calls[0][:2] == ["ablate", "graphcl-aug"]
 
 
+
+def test_a_rerun_of_one_ratio_keeps_the_committed_units_of_the_ratios_done(tmp_path):
+    """One ablation command runs every ratio; rerunning a stale ratio restores the committed units
+    of a done ratio sharing the command (all of them, so ``--resume`` trains none again) and of the
+    stale one only those that name their commit. Without the siblings' restore the command would
+    find ratio 0.1's sweep folder empty."""
+    ablation = {c.label[1]: c for c in CELLS if c.label[0] == "NCI1" and c.label[1].startswith("node_drop")}
+
+    def committed(cell, folds, commit):
+        summary = tmp_path / cell.runs[0]
+        summary.mkdir(parents=True)
+        score = {"mean": 70.0, "std": 0.0, "values": [70.0] * folds}
+        (summary / "summary.json").write_text(json.dumps({
+            "protocol": "semi", "dataset": "NCI1", "row": "graphcl_cl", "tag": "NCI1-graphcl_cl", "n_folds": folds,
+            "n_seeds": 1, "selection": "val", "val": score, "test_max": score}))
+        if commit:
+            (summary / "provenance.json").write_text(json.dumps({"commit": commit}))
+        for f in range(folds):
+            unit = tmp_path / cell.runs[0].replace("/summaries/", "/units/") / "seed0" / f"fold{f}"
+            unit.mkdir(parents=True)
+            (unit / "result.json").write_text(json.dumps({"seed": 0, "fold": f, "acc": 70.0 + f}))
+            if commit and f != 3:  # one unit of a recorded cell predates provenance.json
+                (unit / "provenance.json").write_text(json.dumps({"commit": commit}))
+
+    committed(ablation["node_drop 0.1"], 10, "abc1234")
+    committed(ablation["node_drop 0.5"], 10, None)  # stale: names no commit
+    (tmp_path / ablation["node_drop 0.5"].runs[0].replace("/summaries/", "/units/") / "seed0" / "fold2"
+     / "provenance.json").write_text(json.dumps({"commit": "abc1234"}))
+    seen = {}
+
+    def run(argv):
+        for ratio in ("node_drop 0.1", "node_drop 0.5"):
+            seen[ratio] = sorted(p.parent.name for p in (tmp_path / ablation[ratio].out).rglob("result.json"))
+        return 0
+
+    reproduce(list(ablation.values()), tmp_path, resume=True, run=run, echo=lambda _: None,
+              missing_cells=False, stale_cells=True)
+    assert seen["node_drop 0.1"] == [f"fold{f}" for f in range(10)]  # all, the unrecorded fold3 too
+    assert seen["node_drop 0.5"] == ["fold2"]  # the stale ratio: only its recorded unit
+
+
 def test_the_cli_lists_the_gpu_queue(capsys):
     assert main(["reproduce", "--missing", "--dry-run", "--compute", "gpu", "--data-root", "/mirror"]) == 0
     out = capsys.readouterr().out
