@@ -357,3 +357,37 @@ def test_the_queue_says_why_a_long_unit_waits():
     # both sides of the window among the committed queue's cells (today MUV, HIV, Tox21 and
     # ToxCast above it, the small transfer sets below)
     assert longer and shorter, (longer, shorter)
+
+
+def test_the_queue_lists_every_other_folder_that_names_no_commit(tmp_path):
+    """Beside the stale cells (a done cell of unrecorded code: listed above it, not again), the
+    queue lists each committed summary folder that names no commit: a partial cell, a study's
+    sweep, with the tables that read it; a folder whose provenance names its commit is not listed."""
+    from docsgen.queue import stale_block, unrecorded_block
+    from docsgen.tables import Table
+
+    def summary(folder, n, commit=None):
+        path = tmp_path / "docs/results/summaries" / folder
+        path.mkdir(parents=True)
+        score = {"mean": 80.0, "std": 1.0, "values": [80.0] * n}
+        (path / "summary.json").write_text(json.dumps({
+            "protocol": "unsupervised", "dataset": folder.split("/")[-1].split("-")[0], "method": "autogcl",
+            "tag": folder.split("/")[-1], "n_seeds": n, "seeds": list(range(n)), "config": {}, "val": score,
+            "test_max": score, "train_time_s": 12.5}))
+        if commit:
+            (path / "provenance.json").write_text(json.dumps({"commit": commit}))
+
+    summary("unsupervised/MUTAG-autogcl", 5)  # done, unrecorded: the stale list's
+    summary("unsupervised/PROTEINS-autogcl", 3)  # partial, unrecorded
+    summary("study/unsupervised/NCI1-autogcl", 5)  # a study's sweep, unrecorded
+    summary("study/unsupervised/DD-autogcl", 5, commit="abc1234")  # recorded
+    tables = [Table("paper", "docs/results.md", str, ("docs/results/summaries/unsupervised",)),
+              Table("study", "docs/results/study.md", str, ("docs/results/summaries/study",)),
+              Table("queue-unrecorded", "docs/results/gpu_queue.md", str, ("docs/results/summaries",))]
+    assert "| unsupervised | MUTAG / autogcl |" in stale_block(tmp_path)
+    rows = unrecorded_block(tmp_path, tables).splitlines()[2:-2]
+    assert rows == [
+        "| `docs/results/summaries/study/unsupervised/NCI1-autogcl` | extra row or study | 5 | 12 s "
+        "| docs/results/study.md |",
+        "| `docs/results/summaries/unsupervised/PROTEINS-autogcl` | partial cell PROTEINS / autogcl (unsupervised) "
+        "| 3 | 12 s | docs/results.md |"]

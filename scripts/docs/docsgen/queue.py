@@ -1,14 +1,15 @@
 """The queue page (``docs/results/gpu_queue.md``): every cell of the manifest that is not done,
 the GPU's first, with the estimated time of one of its units on a GPU (what a budgeted
 ``autogcl reproduce --budget`` window reads) and on the 2-core CPU machine (why a cell is
-queued for a GPU)."""
+queued for a GPU); the cells and other committed run folders that name no code commit."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from autogcl.protocols.estimates import GPU_WINDOW_S, unit_seconds
-from autogcl.protocols.manifest import CELLS, finished_units, stale, units_folder
+from autogcl.protocols.manifest import CELLS, RESULTS, finished_units, recorded, stale, units_folder
 
 
 def queue_block(root: Path) -> str:
@@ -54,6 +55,41 @@ def stale_block(root: Path) -> str:
     return "\n".join(lines) + (f"\n\n{len(cells)} cells ({n['cpu']} that fit the CPU machine, {n['gpu']} queued for "
                                "a GPU); each keeps its figure, and its table says \"commit not recorded\", until "
                                "it is rerun.")
+
+
+def unrecorded_block(root: Path, tables) -> str:
+    """Every other committed summary folder that names no code commit (beside the stale cells of
+    :func:`stale_block`): partial cells of the manifest (``--missing`` adds their missing units
+    and keeps these), a cell's other folders (another device's run) and the sweeps of extra rows
+    and studies; with the pages whose tables (``tables``: the docs generator's) read it and the
+    training time of one unit as its summary recorded it."""
+    root = Path(root)
+    listed = {c.found(root)[0].as_posix() for c in stale(CELLS, root)}
+    filling = {c.found(root)[0].as_posix(): c for c in CELLS if c.found(root) is not None}
+    of_cell = {r: c for c in CELLS for r in c.runs}
+    rows = []
+    for summary in sorted((root / RESULTS / "summaries").rglob("summary.json")):
+        rel = summary.parent.relative_to(root).as_posix()
+        if rel in listed or recorded(summary.parent):
+            continue
+        data = json.loads(summary.read_text(encoding="utf-8"))
+        pages = sorted({t.doc for t in tables if not t.name.startswith("queue")
+                        and any(rel == r or rel.startswith(r.rstrip("/") + "/") for r in t.runs)})
+        if rel in filling:
+            what = f"partial cell {' / '.join(filling[rel].label)} ({filling[rel].protocol})"
+        elif rel in of_cell:
+            what = f"another run of cell {' / '.join(of_cell[rel].label)} ({of_cell[rel].protocol})"
+        else:
+            what = "extra row or study"
+        unit = data.get("time_per_fold_s", data.get("train_time_s"))
+        rows.append(f"| `{rel}` | {what} | {data.get('n_folds', data.get('n_seeds', '?'))} "
+                    f"| {'-' if unit is None else f'{unit:,.0f} s'} | {', '.join(pages) or '-'} |")
+    if not rows:
+        return "Every other committed run folder names the code commit that made it."
+    return "\n".join(["| committed run folder | what | units | training time of one unit (as recorded) "
+                      "| tables of `scripts/docs/docs.py` reading it |", "|---|---|---|---|---|", *rows]) + (
+        f"\n\n{len(rows)} folders; a table reading one says \"commit not recorded\" beside its figures until its "
+        "command runs again at the code of a commit.")
 
 
 def _unrun(cell, root: Path) -> str:

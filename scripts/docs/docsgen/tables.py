@@ -22,7 +22,7 @@ from autogcl.protocols.spread import SPREAD
 
 from .molprop import MOLPROP, forest_weights_block, molprop_block, molprop_routes_block
 from .perf import PERF, goals_block, perf_block
-from .queue import queue_block, stale_block
+from .queue import queue_block, stale_block, unrecorded_block
 from .semi_default import SEMI_DEFAULT, semi_default_block
 from .tuned import TUNED, tuned_block
 
@@ -361,6 +361,8 @@ TABLES = (
           "autogcl reproduce --missing", "Tables 2-4"),
     Table("queue-stale", f"{RESULTS}/gpu_queue.md", stale_block, tuple(r for c in CELLS for r in c.runs),
           "autogcl reproduce --stale", "Tables 2-4"),
+    Table("queue-unrecorded", f"{RESULTS}/gpu_queue.md", lambda root: unrecorded_block(root, TABLES),
+          (f"{RESULTS}/summaries",), "the command of each folder (docs/results/commands.tsv)", ""),
     Table("queue-goals", f"{RESULTS}/gpu_queue.md", goals_block, (PERF,), "python benchmarks/engine.py", ""),
     Table("molprop", "docs/molecules.md", molprop_block, (MOLPROP,), "python benchmarks/molprop.py", ""),
     Table("molprop-routes", "docs/molecules.md", molprop_routes_block, (MOLPROP,), "python benchmarks/molprop.py", ""),
