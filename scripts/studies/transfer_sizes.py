@@ -11,9 +11,9 @@ options and corpus). Every step is an ``autogcl`` command run with
 and each command's wall time is appended to ``docs/results/commands.tsv``. Finished summaries
 and the pre-training records are copied under ``docs/results/summaries/sizes/``.
 
-``report`` builds ``docs/results/transfer_sizes.md`` (the table, both selections, and the slope
-of ROC-AUC per tenfold more molecules seen, fitted on the ``val`` means) and
-``docs/results/transfer_sizes.png`` from those summaries.
+``report`` builds ``docs/results/transfer_sizes.md`` (the table with the code commits of its runs,
+both selections, and the slope of ROC-AUC per tenfold more molecules seen, fitted on the ``val``
+means) and ``docs/results/transfer_sizes.png`` from those summaries.
 
     python scripts/studies/transfer_sizes.py run --data-root ../shared/data
     python scripts/studies/transfer_sizes.py run --pretrain none 50000x2 --datasets clintox --seeds 3
@@ -348,10 +348,14 @@ def report(args) -> int:
         f"- {tag}: " + "; ".join(f"{sel} " + ", ".join(f"{d[i]:+.2f} ({d[0]})" for d in rows)
                                  + f", mean {np.mean([d[i] for d in rows]):+.2f}" for i, sel in ((2, "val"), (4, "test_max")))
         + f" ({len(rows)} dataset{'s' * (len(rows) > 1)})\n" for tag, rows in diffs.items())
+    sys.path.insert(0, str(ROOT / "scripts" / "docs"))  # docsgen: the generated tables' own commit line
+    from docsgen.tables import commits_line
+
+    commits = commits_line([f.parent for f in sorted((results / "summaries" / "sizes" / "transfer").glob("*/*/summary.json"))])
     used = sorted({(s["tag"], s["config"]["checkpoint"]) for s in sums.values() if s.get("pretrained")})
     encoders = [(t, shown(c), losses_of(results, t, c)) for t, c in used]  # each record read once, not per dataset
     text = ("## Fine-tuning ROC-AUC against the amount of pre-training (mean ± std over seeds)\n\n"
-            + "\n".join(lines) + "\n\nSlope of the `val` means against log10(molecules seen), least squares "
+            + "\n".join(lines) + f"\n\n{commits}\n\nSlope of the `val` means against log10(molecules seen), least squares "
             "(± its standard error; with few points a rough scale, not an interval):\n\n" + "\n".join(fits) + "\n"
             + (f"\nAgainst {args.reference}: each sweep's mean difference from it over the seeds both finished, per "
                f"dataset (the `val` column decides whether an encoder beats it):\n\n{compared}" if compared else "")
