@@ -127,3 +127,43 @@ def runtime_info(device: torch.device | str | Engine = "cpu") -> dict:
         info["gpu"] = torch.cuda.get_device_name(dev)
         info["cuda"] = torch.version.cuda
     return info
+
+
+#: operations whose CUDA kernels read a result back to the host before they return (a size or a
+#: value that the next operation needs): the host waits there for every queued kernel
+#: (``torch.cuda.set_sync_debug_mode`` reports them on a GPU)
+WAITING_OPS = frozenset({
+    "aten::_local_scalar_dense",  # .item(), int(t), float(t), bool(t)
+    "aten::nonzero", "aten::masked_select", "aten::bincount", "aten::unique_consecutive", "aten::_unique2",
+    "aten::unique_dim", "aten::equal", "aten::is_nonzero",
+})
+
+
+@contextlib.contextmanager
+def host_waits() -> Iterator[dict]:
+    """Count, on any device, the operations inside the block that wait for a CUDA device
+    (:data:`WAITING_OPS`, and indexing by a boolean mask, a hidden ``nonzero``): a dict
+    ``{(op, "file:line"): calls}`` with the innermost autogcl line that called each. A step
+    that must never stall a GPU is held to it on a CPU (e.g. a test: none but the two of node
+    removal). ``repeat_interleave`` without ``output_size`` also waits on CUDA; it is not counted."""
+    import traceback
+    from collections import Counter
+
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    counts: Counter = Counter()
+
+    class _Count(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            name = func._schema.name
+            masked = name in ("aten::index", "aten::index_put_", "aten::index_put") and any(
+                isinstance(i, torch.Tensor) and i.dtype == torch.bool for i in (args[1] if len(args) > 1 else ()) or ())
+            if name in WAITING_OPS or masked:
+                here = [f for f in traceback.extract_stack() if f"{os.sep}autogcl{os.sep}" in f.filename
+                        and not f.filename.endswith(f"autogcl{os.sep}devices.py")]
+                where = f"{here[-1].filename.rsplit(os.sep + 'autogcl' + os.sep, 1)[-1]}:{here[-1].lineno}" if here else "?"
+                counts[(name, where)] += 1
+            return func(*args, **(kwargs or {}))
+
+    with _Count():
+        yield counts

@@ -1,7 +1,7 @@
 """The training engine's speed: pre-training throughput, operations per step, where a step's
 time goes, TU epochs in plain-GIN epochs, a whole seed, memory, and the SVM evaluation.
 
-    python benchmarks/engine.py --data-root ../shared/data [--sections throughput ops split epochs seed memory svm]
+    python benchmarks/engine.py --data-root ../shared/data [--sections throughput ops waits split epochs seed memory svm]
         [--device cpu|cuda] [--threads 1] [--baseline-path DIR] [--tag cpu] [--out docs/results/perf]
 
 Each section writes ``OUT/<section>_<tag>.json`` in the shape ``scripts/docs/docs.py`` renders
@@ -27,6 +27,11 @@ Sections:
   ``molecules_per_s``).
 * ``ops``: operations per pre-training step: ``torch.profiler`` events (nested ones included)
   over 12 steps, batching included, per step.
+* ``waits``: the operations of a pre-training step that wait for the device on a GPU (a size or
+  a value read back to the host: :func:`autogcl.devices.host_waits`), per step, by operation and
+  the autogcl line that issues it, over 12 steps after warm-up; with ``--device cuda`` also the
+  synchronizations CUDA itself reports (``torch.cuda.set_sync_debug_mode``). This checkout only.
+  On a CPU the neighbour sum is a sparse product whose own waits (``bincount``) a GPU never runs.
 * ``split``: a step's milliseconds in batching, forward, backward and optimizer: the mean over
   every step of its windows (the same plan as ``throughput``), each window's means kept.
 * ``epochs``: seconds per unsupervised epoch of AutoGCL, GraphCL and a plain supervised GIN
@@ -239,6 +244,42 @@ def child_ops(spec) -> dict:
                                                  f"{v / steps:.0f}" for k, v in top_calls)}
 
 
+def child_waits(spec) -> dict:
+    """The waits of 12 steps (:func:`autogcl.devices.host_waits`; on CUDA also the synchronizations
+    that ``torch.cuda.set_sync_debug_mode`` warns of), per step."""
+    import warnings
+
+    import torch
+
+    from autogcl.devices import host_waits
+
+    ds = _chunk(spec)
+    strategy, gen, device = _pretrain_strategy(spec)
+    it = _endless(_loader(ds, 256, gen, device)[0], device)
+    for i in range(5):
+        strategy.step(next(it), 1, i)
+    _sync(device)
+    steps = 12
+    batches = [next(it) for _ in range(steps)]  # batching's own waits are not the step's
+    cuda = str(device).startswith("cuda")
+    with warnings.catch_warnings(record=True) as caught, host_waits() as waits:
+        warnings.simplefilter("always")
+        if cuda:
+            torch.cuda.set_sync_debug_mode("warn")
+        try:
+            for i, batch in enumerate(batches):
+                strategy.step(batch, 1, i)
+        finally:
+            if cuda:
+                torch.cuda.set_sync_debug_mode("default")
+    by_line = sorted(waits.items(), key=lambda kv: (-kv[1], kv[0]))
+    row = {"waits_per_step": sum(waits.values()) / steps,
+           "where": ", ".join(f"{op.removeprefix('aten::')} {line} {n / steps:.2g}" for (op, line), n in by_line)}
+    if cuda:
+        row["cuda_syncs_per_step"] = sum("synchroniz" in str(w.message) for w in caught) / steps
+    return row
+
+
 def _ops_by_phase(strategy, it) -> dict:
     """Profiler events of each part of one step: batching, forward, backward, optimizer."""
     from torch.profiler import ProfilerActivity, profile
@@ -392,7 +433,8 @@ def child_svm(spec) -> dict:
             "test_acc": 100 * res["test_acc"]}
 
 
-CHILDREN = {"throughput": child_throughput, "ops": child_ops, "split": child_split, "epochs": child_epochs,
+CHILDREN = {"throughput": child_throughput, "ops": child_ops, "waits": child_waits, "split": child_split,
+            "epochs": child_epochs,
             "floor": child_floor, "svm": child_svm}
 
 
@@ -639,6 +681,23 @@ def section_ops(args) -> None:
           "batching included; mean over 12 steps")
 
 
+WAITS_NOTE = ("operations of a pre-training step (batch 256, the method's own view draws) that wait for the device on "
+              "a GPU, per step over 12 steps: autogcl.devices.host_waits, by operation and the autogcl line issuing it; "
+              "cuda_syncs_per_step: the synchronizations torch.cuda.set_sync_debug_mode warns of (CUDA only); on a CPU "
+              "the neighbour sum's sparse product adds waits (bincount in models/mol_gin.py) that a GPU never runs")
+
+
+def section_waits(args) -> None:
+    rows = []
+    for width in args.widths:
+        spec = {"molecules": args.molecules, "data_root": args.data_root, "corpus": args.corpus,
+                "device": args.device, "width": width, "chunk_file": args.chunk_file}
+        row = {"code": "this", "width": width, **run_child("waits", spec, None, args.threads)}
+        show(row)
+        rows.append(row)
+        write(args, "pretrain_waits", rows, WAITS_NOTE)
+
+
 def section_split(args) -> None:
     rows, windows = [], []
     for spec in pretrain_specs(args)[:len(args.widths)]:  # fp32, eager
@@ -734,7 +793,8 @@ def section_svm(args) -> None:
               "values, the fits in parallel processes (jobs); embeddings of an untrained 5 x 128 GIN encoder")
 
 
-SECTIONS = {"throughput": section_throughput, "ops": section_ops, "split": section_split, "epochs": section_epochs,
+SECTIONS = {"throughput": section_throughput, "ops": section_ops, "waits": section_waits, "split": section_split,
+            "epochs": section_epochs,
             "seed": section_seed, "memory": section_memory, "svm": section_svm}
 
 

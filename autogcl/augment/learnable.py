@@ -385,6 +385,8 @@ def remove_nodes(data, keep: torch.Tensor) -> tuple[object, torch.Tensor]:
         if value is not None:
             setattr(out, name, value.index_select(0, idx))
     out.batch = data.batch.index_select(0, idx)
-    counts = torch.bincount(out.batch, minlength=int(data.num_graphs))
+    # each graph's kept nodes summed on the device (on CUDA, bincount reads the smallest and largest
+    # index back to the host first: two more waits)
+    counts = torch.zeros(int(data.num_graphs), dtype=torch.long, device=keep.device).index_add_(0, data.batch, keep.long())
     out.ptr = torch.cat([counts.new_zeros(1), counts.cumsum(0)])
     return out, idx

@@ -23,9 +23,11 @@
 #   1. `torchrun --nproc-per-node 1 ... --device cuda`: one pre-training epoch on NCCL; nccl.log
 #      must say "distributed run: 1 processes (nccl)" and name no untrained BatchNorm;
 #   2. the CUDA tests (tests/test_cuda.py, the molecule GIN under bf16 autocast): cuda_tests.log;
-#   3. full-size throughput against b434260 with the bf16 and compile rows (perf/*.json, 3 windows
+#   3. the pre-training step's waits for the GPU (perf/pretrain_waits_TAG.json: host_waits and the
+#      synchronizations CUDA's sync debug mode reports, 12 steps at full size);
+#   4. full-size throughput against b434260 with the bf16 and compile rows (perf/*.json, 3 windows
 #      of 200 steps each, medians), alone on the GPU;
-#   4. gpu_window.sh run with BUDGET = what is left of CALL_S (win/window.tar.gz, win/window.log).
+#   5. gpu_window.sh run with BUDGET = what is left of CALL_S (win/window.tar.gz, win/window.log).
 # Environment: OUT and AUTOGCL_COMMIT (required for run), CALL_S (the call's limit, default 570), PYTHON (python3),
 # TU_SETS (the window's unpacked TU sets; default none), PACK_SETS (its packed ones; default COLLAB), SUITE_SETS (the suite's; default MUTAG
 # PROTEINS NCI1), SUITE_S (the suite stage's limit, default 240), SUITE_TESTS (its test paths, split on spaces; default the whole suite),
@@ -163,6 +165,10 @@ grep -m1 "distributed run" "$OUT/nccl.log"; tail -2 "$OUT/nccl.log"
 echo "== $(el) s: the CUDA tests"
 CUBLAS_WORKSPACE_CONFIG=:4096:8 timeout -k 5 90 "$PY" -m pytest -q -rs -p no:cacheprovider tests/test_cuda.py tests/models/test_mol_gin.py \
   > "$OUT/cuda_tests.log" 2>&1; tail -2 "$OUT/cuda_tests.log"
+
+echo "== $(el) s: the step's waits for the GPU (host_waits and CUDA's sync debug mode), width 300"
+OMP_NUM_THREADS=1 timeout -k 5 60 "$PY" benchmarks/engine.py --sections waits --widths 300 --device cuda \
+  --chunk-file "$G/chunk10k.pt.gz" --tag "${TAG:-h100}" --out "$OUT/perf" 2>&1 | tail -3
 
 echo "== $(el) s: full-size throughput against b434260, bf16 and compile rows"
 OMP_NUM_THREADS=1 timeout -k 5 170 "$PY" benchmarks/engine.py --sections throughput --widths 300 --device cuda \

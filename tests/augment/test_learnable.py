@@ -1,3 +1,5 @@
+import inspect
+
 import pytest
 import torch
 
@@ -147,6 +149,27 @@ def test_remove_nodes_gives_keep_nodes_tensors_bit_for_bit():
         for key in ("x", "edge_index", "edge_attr", "batch", "ptr", "node_keep"):
             assert torch.equal(got[key], want[key]), key
         assert got.num_graphs == want.num_graphs
+
+
+def test_remove_nodes_waits_for_the_device_twice():
+    """Node removal reads back only the numbers of kept atoms and of kept bonds (its two
+    ``nonzero``): the per-graph counts of the view's ``ptr`` are summed on the device."""
+    from torch_geometric.data import Batch
+
+    from autogcl.augment.learnable import remove_nodes
+    from autogcl.data.molecules import smiles_to_graph
+    from autogcl.devices import host_waits
+
+    batch = Batch.from_data_list([smiles_to_graph(s) for s in ["CCO", "c1ccccc1", "CC(=O)N"]])
+    keep = torch.arange(batch.num_nodes) % 3 != 0
+    with host_waits() as waits:
+        remove_nodes(batch, keep)
+    lines, first = inspect.getsourcelines(remove_nodes)
+    nonzero = [f"augment/learnable.py:{first + i}" for i, line in enumerate(lines) if ".nonzero()" in line]
+    assert len(nonzero) == 2 and sorted(waits.items()) == [(("aten::nonzero", where), 1) for where in nonzero]
+    with host_waits() as waits:
+        int(torch.tensor([1, 2]).sum()), torch.arange(4)[torch.arange(4) > 1]  # noqa: B018 (the counter counts both)
+    assert {op for op, _ in waits} == {"aten::_local_scalar_dense", "aten::index"} and sum(waits.values()) == 2
 
 
 @pytest.mark.parametrize("add_mask", [False, True])
