@@ -64,8 +64,9 @@ def unrecorded_block(root: Path, tables) -> str:
     and studies; with the pages whose tables (``tables``: the docs generator's) read it and the
     training time of one unit as its summary recorded it."""
     root = Path(root)
-    listed = {c.found(root)[0].as_posix() for c in stale(CELLS, root)}
-    filling = {c.found(root)[0].as_posix(): c for c in CELLS if c.found(root) is not None}
+    found = {id(c): c.found(root) for c in CELLS}  # each cell's summary read once
+    listed = {found[id(c)][0].as_posix() for c in stale(CELLS, root)}
+    filling = {found[id(c)][0].as_posix(): c for c in CELLS if found[id(c)] is not None}
     of_cell = {r: c for c in CELLS for r in c.runs}
     rows = []
     for summary in sorted((root / RESULTS / "summaries").rglob("summary.json")):
