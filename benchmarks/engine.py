@@ -156,6 +156,8 @@ def _pretrain_strategy(spec):
 
     width = spec["width"]
     kw = {} if width == 300 else {"dim": width, "gen_hidden": width}
+    if spec.get("static_views"):  # atoms removed in place (a version without the option fails here)
+        kw["static_views"] = True
     gen = seed_everything(0)
     strategy = build_strategy(PretrainConfig(method=spec.get("method", "autogcl"), batch_size=256, **kw))
     device = torch.device(spec["device"])
@@ -536,11 +538,17 @@ def pretrain_specs(args) -> list[dict]:
     base = {"molecules": args.molecules, "data_root": args.data_root, "corpus": args.corpus, "device": args.device,
             "chunk_file": args.chunk_file}
     specs = [{**base, "width": w} for w in args.widths]
+    if static_views(args):  # before bf16 and compile: a time-boxed GPU call measures these first
+        specs += [{**base, "width": w, "static_views": True} for w in (300, 8)]
     if args.device.startswith("cuda"):
         specs += [{**base, "width": 300, "precision": "bf16"}, {**base, "width": 300, "compile": True},
                   {**base, "width": 8, "compile": True}]
-        specs = [s for s in specs if s["width"] in args.widths]
-    return specs
+    return [s for s in specs if s["width"] in args.widths]
+
+
+def static_views(args) -> bool:
+    """Whether to measure the step with atoms removed in place too (``--static-views``; always on CUDA)."""
+    return args.static_views or args.device.startswith("cuda")
 
 
 THROUGHPUT_NOTE = ("batch 256, the first {} MOSES molecules as one chunk; each row: the median over its timing "
@@ -597,7 +605,8 @@ def measure_windows(args, spec: dict, versions: list[tuple[str, str | None]]) ->
         for code in order if w % 2 == 0 else order[::-1]:
             windows.append({"code": code, "window": w, **_joined(parts[code])})
     rows = []
-    key = {"width": spec["width"], "precision": spec.get("precision", "fp32"), "compile": bool(spec.get("compile"))}
+    key = {"width": spec["width"], "precision": spec.get("precision", "fp32"), "compile": bool(spec.get("compile")),
+           "static_views": bool(spec.get("static_views"))}
     for code, _ in versions:
         if code in failed:
             rows.append({"code": code, **key, "error": failed[code]})
@@ -629,7 +638,7 @@ def section_throughput(args) -> None:
     note = THROUGHPUT_NOTE.format(args.molecules) + (f"; {args.note}" if args.note else "")
     for spec in pretrain_specs(args):
         versions = [(c, p) for c, p in codes(args)
-                    if not (c == "baseline" and (spec.get("precision") or spec.get("compile")))]
+                    if not (c == "baseline" and (spec.get("precision") or spec.get("compile") or spec.get("static_views")))]
         got, win = measure_windows(args, spec, versions)
         for row in got:
             show(row)
@@ -689,13 +698,15 @@ WAITS_NOTE = ("operations of a pre-training step (batch 256, the method's own vi
 
 def section_waits(args) -> None:
     rows = []
-    for width in args.widths:
-        spec = {"molecules": args.molecules, "data_root": args.data_root, "corpus": args.corpus,
-                "device": args.device, "width": width, "chunk_file": args.chunk_file}
-        row = {"code": "this", "width": width, **run_child("waits", spec, None, args.threads)}
-        show(row)
-        rows.append(row)
-        write(args, "pretrain_waits", rows, WAITS_NOTE)
+    for static in (False, True) if static_views(args) else (False,):
+        for width in args.widths:
+            spec = {"molecules": args.molecules, "data_root": args.data_root, "corpus": args.corpus,
+                    "device": args.device, "width": width, "chunk_file": args.chunk_file, "static_views": static}
+            row = {"code": "this", "width": width, "static_views": static,
+                   **run_child("waits", spec, None, args.threads)}
+            show(row)
+            rows.append(row)
+            write(args, "pretrain_waits", rows, WAITS_NOTE)
 
 
 def section_split(args) -> None:
@@ -815,6 +826,8 @@ def main() -> int:
     p.add_argument("--full-steps", type=int, default=None, help="steps per window at full size on a CPU (slow there)")
     p.add_argument("--full-windows", type=int, default=None, help="windows at full size on a CPU")
     p.add_argument("--widths", type=int, nargs="+", default=[8, 300], choices=[8, 300])
+    p.add_argument("--static-views", action="store_true",
+                   help="throughput, waits: also the step with atoms removed in place (static_views; always on CUDA)")
     p.add_argument("--no-command", action="store_true", help="throughput: leave the whole command's row out")
     p.add_argument("--note", default="", help="added to the files' note (e.g. the machine's load)")
     p.add_argument("--epochs", type=int, default=3)

@@ -264,20 +264,24 @@ def test_a_window_served_in_slices_alternates_the_versions_slice_by_slice(monkey
 
 
 def test_the_waits_section_counts_what_a_step_reads_back_from_the_device(data_root, tmp_path):
-    """``engine.py --sections waits`` on the CPU: every wait of a pre-training step is node removal's
-    two ``nonzero`` (once per generated view contrasted) or the CPU-only sparse neighbour sum's
-    ``bincount``; the per-line figures add up to the total."""
+    """``engine.py --sections waits --static-views`` on the CPU: every wait of a pre-training step
+    is node removal's two ``nonzero`` (once per generated view contrasted) or the CPU-only sparse
+    neighbour sum's ``bincount``; with atoms removed in place only the latter is left; the
+    per-line figures add up to the total."""
     args = ["--data-root", str(data_root), "--molecules", "256", "--sections", "waits", "--widths", "8",
-            "--out", str(tmp_path), "--tag", "smoke"]
+            "--out", str(tmp_path), "--tag", "smoke", "--static-views"]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": child_pythonpath(REPO)}
     done = subprocess.run([sys.executable, str(REPO / "benchmarks" / "engine.py"), *args], cwd=tmp_path, env=env,
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     doc = json.loads((tmp_path / "pretrain_waits_smoke.json").read_text())
-    (row,) = doc["rows"]
-    assert (doc["benchmark"], doc["device"], row["code"], row["width"]) == ("pretrain_waits", "cpu", "this", 8)
-    parts = [part.rsplit(" ", 2) for part in row["where"].split(", ")]
-    assert {(op, line.split(":")[0]) for op, line, _ in parts} <= {
-        ("nonzero", "augment/learnable.py"), ("bincount", "models/mol_gin.py")}
-    assert math.isclose(sum(float(n) for *_, n in parts), row["waits_per_step"], rel_tol=0.05)
-    assert row["waits_per_step"] > 0 and "cuda_syncs_per_step" not in row
+    removed, static = doc["rows"]
+    assert (doc["benchmark"], doc["device"], removed["code"], removed["width"]) == ("pretrain_waits", "cpu", "this", 8)
+    assert (removed["static_views"], static["static_views"]) == (False, True)
+    for row, allowed in ((removed, {("nonzero", "augment/learnable.py"), ("bincount", "models/mol_gin.py")}),
+                         (static, {("bincount", "models/mol_gin.py")})):
+        parts = [part.rsplit(" ", 2) for part in row["where"].split(", ")]
+        assert {(op, line.split(":")[0]) for op, line, _ in parts} <= allowed
+        assert math.isclose(sum(float(n) for *_, n in parts), row["waits_per_step"], rel_tol=0.05)
+        assert row["waits_per_step"] > 0 and "cuda_syncs_per_step" not in row
+    assert any(part.startswith("nonzero") for part in removed["where"].split(", "))

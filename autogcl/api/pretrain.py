@@ -68,7 +68,8 @@ def _naive(p: MoleculePretrainer, model: ContrastModel):
     """AutoGCL's naive strategy: two learnable view generators on atom-level features."""
     num_ops = 3 if p.add_mask else 2
     gens = [MoleculeViewGenerator(MolNodeScorer(num_ops, VOCAB, p.gen_hidden, p.gen_layers),
-                                  add_mask=p.add_mask, dropped=p.dropped) for _ in range(2)]
+                                  add_mask=p.add_mask, dropped=p.dropped, static_shapes=p.static_views)
+            for _ in range(2)]
     params = list(model.parameters()) + list(gens[0].parameters()) + list(gens[1].parameters())
     return NaiveStrategy(model, gens[0], gens[1], adam(params, lr=p.lr), tau=p.temperature, cl_variant=p.cl_variant,
                          sim_kind=SIM_COSINE if p.sim_loss == "none" else p.sim_loss,
@@ -91,7 +92,9 @@ class MoleculePretrainer:
     """Pre-train the molecule GIN of Hu et al. (``num_layers`` x ``dim``) contrastively.
 
     ``method``: ``"autogcl"`` (learnable view generators, the naive strategy: ``gen_hidden``,
-    ``gen_layers``, ``add_mask``, ``dropped``, ``sim_loss``, ``view_sampling``) or ``"graphcl"``
+    ``gen_layers``, ``add_mask``, ``dropped``, ``sim_loss``, ``view_sampling``, ``static_views``:
+    atoms removed in place, :class:`autogcl.augment.learnable.MoleculeViewGenerator`'s
+    ``static_shapes``) or ``"graphcl"``
     (random augmentations ``aug`` at ``aug_ratio``). ``tau``: the NT-Xent temperature (default
     0.5 for autogcl, 0.1 for graphcl). ``chunk_size``, ``max_molecules``, ``smiles_col``: how
     the corpus is read. The defaults are those of ``autogcl transfer pretrain`` (the paper's).
@@ -104,7 +107,8 @@ class MoleculePretrainer:
                  add_mask: bool = True, dropped: str = DROP_REMOVE, tau: float | None = None,
                  cl_variant: str = CL_SIMCLR, sim_loss: str = "none", view_sampling: str = SAMPLE_REPLACEMENT,
                  aug: str = AUG_RANDOM4, aug_ratio: float = 0.2, chunk_size: int = 50_000,
-                 max_molecules: int | None = None, smiles_col: str | None = None, seed: int = 0):
+                 max_molecules: int | None = None, smiles_col: str | None = None, seed: int = 0,
+                 static_views: bool = False):
         for name, value, allowed in (("method", method, tuple(STRATEGIES)), ("dropped", dropped, DROPPED),
                                      ("cl_variant", cl_variant, CL_VARIANTS), ("sim_loss", sim_loss, SIM_LOSSES),
                                      ("view_sampling", view_sampling, VIEW_SAMPLINGS),
@@ -123,6 +127,10 @@ class MoleculePretrainer:
         self.add_mask, self.dropped, self.tau, self.cl_variant = add_mask, dropped, tau, cl_variant
         self.sim_loss, self.view_sampling, self.aug, self.aug_ratio = sim_loss, view_sampling, aug, aug_ratio
         self.chunk_size, self.max_molecules, self.smiles_col, self.seed = chunk_size, max_molecules, smiles_col, seed
+        if static_views and (method != "autogcl" or dropped != DROP_REMOVE):
+            raise ConfigError(f"static_views removes atoms in place: it needs method 'autogcl' and dropped "
+                              f"{DROP_REMOVE!r} (got {method!r}, {dropped!r})")
+        self.static_views = static_views
         self.history: list[dict] = []
         self.stopped_early = False
         self.corpus_summary: dict | None = None
@@ -135,7 +143,7 @@ class MoleculePretrainer:
         """The options this pre-training was built with."""
         names = ("method", "epochs", "batch_size", "lr", "dim", "num_layers", "gen_hidden", "gen_layers",
                  "add_mask", "dropped", "tau", "cl_variant", "sim_loss", "view_sampling", "aug", "aug_ratio",
-                 "chunk_size", "max_molecules", "smiles_col", "seed")
+                 "chunk_size", "max_molecules", "smiles_col", "seed", "static_views")
         return {k: getattr(self, k) for k in names}
 
     def build_strategy(self):

@@ -347,17 +347,34 @@ class MoleculeViewGenerator(ViewGenerator):
     Args:
         scorer: maps a molecule batch to ``num_nodes x (3 if add_mask else 2)`` logits
             (e.g. :class:`autogcl.models.mol_gin.MolNodeScorer`).
+        static_shapes: with ``dropped="remove"``, remove atoms in place: the view keeps the
+            batch's tensors (its shapes) and marks the atoms removed with ``node_alive`` 0,
+            which the molecule encoder reads as removal (no bond, BatchNorm statistics or
+            pooling reads them). The same numbers as removal to float rounding, without its two
+            waits for the device (the numbers of atoms and bonds kept) and with shapes fixed by
+            the batch (what CUDA graphs need); more rows to compute, so slower on a CPU.
     """
 
     def __init__(self, scorer: nn.Module, add_mask: bool = True, dropped: str = DROP_REMOVE,
-                 tau: float = 1.0):
+                 tau: float = 1.0, static_shapes: bool = False):
         super().__init__(0, add_mask=add_mask, dropped=dropped, tau=tau, scorer=scorer)
+        if static_shapes and dropped != DROP_REMOVE:
+            raise ConfigError(f"static_shapes removes atoms in place: it needs dropped={DROP_REMOVE!r}, "
+                              f"got {dropped!r} (whose views already keep the batch's atoms)")
+        self.static_shapes = static_shapes
 
     def make_view(self, data, sample: torch.Tensor):
         keep_w = sample[:, KEEP]
         mask_w = sample[:, MASK] if self.add_mask else torch.zeros_like(keep_w)
         retained = (keep_w + mask_w).detach() > 0
-        if self.dropped == DROP_REMOVE:
+        if self.dropped == DROP_REMOVE and self.static_shapes:
+            out = copy.copy(data)
+            alive = retained.to(keep_w.dtype)
+            prior = getattr(data, "node_alive", None)  # a view of a view: removed stays removed
+            out.node_alive = alive if prior is None else alive * prior
+            # its own edge_index object: the bond structure is cached per edge_index tensor
+            out.edge_index = data.edge_index.view(data.edge_index.shape)
+        elif self.dropped == DROP_REMOVE:
             out, idx = remove_nodes(data, retained)
             keep_w, mask_w = keep_w.index_select(0, idx), mask_w.index_select(0, idx)
         else:

@@ -54,7 +54,7 @@ def first_argmax_per_group(score: torch.Tensor, group: torch.Tensor, num_groups:
 
 
 #: node-level tensors besides ``x`` and ``batch`` that follow their nodes when some are removed
-NODE_ATTRS = ("pos", "node_keep", "node_mask", "node_weight")
+NODE_ATTRS = ("pos", "node_keep", "node_mask", "node_weight", "node_alive")
 
 
 def keep_nodes(data, keep: torch.Tensor, x: torch.Tensor | None = None):

@@ -33,7 +33,7 @@ log = logging.getLogger(__name__)
 __all__ = ["GraphLoader", "GraphStore", "as_store", "pair_batches", "to_device"]
 
 #: per-node weights a view may carry, and their value for a node of a batch without them
-NODE_WEIGHTS = {"node_keep": 1.0, "node_mask": 0.0, "node_weight": 1.0}
+NODE_WEIGHTS = {"node_keep": 1.0, "node_mask": 0.0, "node_weight": 1.0, "node_alive": 1.0}
 
 #: share of a GPU's free memory a store may take before it stays in host memory instead
 DEVICE_BUDGET = 0.5

@@ -75,14 +75,16 @@ class AtomEncoder(nn.Module):
 _STRUCTURE = WeakIdKeyDictionary()
 
 
-def _csr(rows: torch.Tensor, cols: torch.Tensor, n: int, dtype: torch.dtype) -> torch.Tensor:
-    """The ``n x n`` matrix with a 1 at every ``(rows[k], cols[k])`` (repeats add up), in CSR
-    with 32-bit indices (what the CPU product reads without converting them at every call)."""
+def _csr(rows: torch.Tensor, cols: torch.Tensor, n: int, dtype: torch.dtype,
+         values: torch.Tensor | None = None) -> torch.Tensor:
+    """The ``n x n`` matrix with a 1 (or ``values[k]``) at every ``(rows[k], cols[k])`` (repeats
+    add up), in CSR with 32-bit indices (what the CPU product reads without converting them at
+    every call)."""
     order = torch.argsort(rows, stable=True)
     crow = torch.zeros(n + 1, dtype=torch.int32, device=rows.device)
     torch.cumsum(torch.bincount(rows, minlength=n), 0, out=crow[1:])
     cols = cols[order].to(torch.int32)
-    ones = torch.ones(rows.numel(), dtype=dtype, device=rows.device)
+    ones = torch.ones(rows.numel(), dtype=dtype, device=rows.device) if values is None else values[order].to(dtype)
     with warnings.catch_warnings():  # "sparse CSR support is in beta": the product used here is long stable
         warnings.simplefilter("ignore", UserWarning)
         return torch.sparse_csr_tensor(crow, cols, ones, (n, n), check_invariants=False)
@@ -112,6 +114,7 @@ class BondStructure(NamedTuple):
     counts: torch.Tensor
     adj: torch.Tensor | None  # incoming bonds as a CSR matrix (None: summed by gather and scatter)
     adj_t: torch.Tensor | None
+    weight: torch.Tensor | None = None  # per bond, 1 where both atoms are in the view (None: every bond)
 
     def add_neighbour_sum(self, base: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
         """``base + sum_j x_j`` over every atom's incoming bonds (``base``: a fresh tensor, which the
@@ -121,11 +124,12 @@ class BondStructure(NamedTuple):
         # in place on a fresh sum (addmm's backward does not read its output); under autocast
         # (--precision bf16) addmm gives bfloat16 and x is float32: summed in the wider type
         wide = torch.promote_types(base.dtype, x.dtype)
-        return base.to(wide).index_add_(0, self.dst, x.index_select(0, self.src).to(wide))
+        msg = x.index_select(0, self.src).to(wide)
+        return base.to(wide).index_add_(0, self.dst, msg if self.weight is None else msg * self.weight.view(-1, 1))
 
 
 def bond_structure(edge_index: torch.Tensor, edge_attr: torch.Tensor, num_nodes: int, vocab: dict,
-                   dtype: torch.dtype = torch.float32) -> BondStructure:
+                   dtype: torch.dtype = torch.float32, alive: torch.Tensor | None = None) -> BondStructure:
     """The :class:`BondStructure` of a molecule batch: the bonds' ends, the adjacency (on a
     CPU: a sparse matrix, so that a layer's neighbour sum is one product) and for every atom
     how many incoming bonds of each type and of each direction it has, its self-loop included
@@ -133,23 +137,30 @@ def bond_structure(edge_index: torch.Tensor, edge_attr: torch.Tensor, num_nodes:
     counts). A GIN layer's bond messages, ``sum_j (bond[t_ij] + direction[d_ij])``, are then one
     matrix product with the two tables stacked (``counts @ [bond; direction]``) instead of an
     embedding lookup per bond. Cached per ``edge_index`` tensor, so the encoder and both
-    generators of a step compute it once per batch or view."""
+    generators of a step compute it once per batch or view.
+
+    ``alive`` (one 0/1 weight per atom): the atoms of weight 0 are out of the view (removed in
+    place, with the batch's shapes kept): a bond counts only between two atoms of weight 1, the
+    same sums as the batch without those atoms and their bonds."""
     hit = _STRUCTURE.get(edge_index)
-    if hit is not None and hit[0] is edge_attr and hit[1] == num_nodes and hit[2].counts.dtype == dtype:
+    if hit is not None and hit[0] is edge_attr and hit[1] == num_nodes and hit[2].counts.dtype == dtype \
+            and hit[3] is alive:
         return hit[2]._replace(src=edge_index[0], dst=edge_index[1])
     types = vocab["num_bond_types"]
     width = types + vocab["num_bond_dirs"]
     src, dst = edge_index[0], edge_index[1]
     counts = torch.zeros(num_nodes, width, dtype=dtype, device=edge_index.device)
-    ones = torch.ones_like(dst, dtype=counts.dtype)
+    weight = None if alive is None else (alive.index_select(0, src) * alive.index_select(0, dst)).to(dtype)
+    ones = torch.ones_like(dst, dtype=counts.dtype) if weight is None else weight
     counts.view(-1).index_add_(0, torch.cat([dst * width + edge_attr[:, 0], dst * width + types + edge_attr[:, 1]]),
                                torch.cat([ones, ones]))
     counts[:, vocab["self_loop_bond"]] += 1.0  # every atom's self-loop: its bond type ...
     counts[:, types] += 1.0  # ... and bond direction 0
     sparse = edge_index.device.type == "cpu" and dtype == torch.float32  # the GPU keeps gather and scatter
-    adj, adj_t = (_csr(dst, src, num_nodes, dtype), _csr(src, dst, num_nodes, dtype)) if sparse else (None, None)
-    out = BondStructure(src, dst, counts, adj, adj_t)
-    _STRUCTURE[edge_index] = (edge_attr, num_nodes, out._replace(src=None, dst=None))
+    adj, adj_t = (_csr(dst, src, num_nodes, dtype, weight), _csr(src, dst, num_nodes, dtype, weight)) if sparse \
+        else (None, None)
+    out = BondStructure(src, dst, counts, adj, adj_t, weight)
+    _STRUCTURE[edge_index] = (edge_attr, num_nodes, out._replace(src=None, dst=None), alive)
     return out
 
 
@@ -194,12 +205,15 @@ class MolGNN(nn.Module):
         self.bns = nn.ModuleList(SegmentBatchNorm(dim) for _ in range(num_layers))
 
     def forward(self, data) -> torch.Tensor:
+        """Node representations; the rows of atoms a view removed in place (``node_alive`` 0)
+        are computed but read by nothing: no bond, BatchNorm statistics or pooling."""
         h = self.atoms(data)
-        structure = bond_structure(data.edge_index, data.edge_attr, h.shape[0], self.vocab, h.dtype)
+        alive = getattr(data, "node_alive", None)
+        structure = bond_structure(data.edge_index, data.edge_attr, h.shape[0], self.vocab, h.dtype, alive)
         segments = getattr(data, "_segments", None)  # two views in one batch: normalised apart
         last = len(self.convs) - 1
         for i, (conv, bn) in enumerate(zip(self.convs, self.bns)):
-            h = bn(conv(h, data.edge_index, data.edge_attr, structure), segments)
+            h = bn(conv(h, data.edge_index, data.edge_attr, structure), segments, alive)
             if i < last:
                 h = F.relu(h)
             if self.dropout > 0:
@@ -244,7 +258,15 @@ class MolEncoder(nn.Module):
         self.readout = readout
 
     def forward(self, data) -> torch.Tensor:
-        pooled = POOLS[self.readout](self.gnn(data), data.batch, size=int(data.num_graphs))
+        h = self.gnn(data)
+        alive = getattr(data, "node_alive", None)
+        size = int(data.num_graphs)
+        if alive is None:
+            pooled = POOLS[self.readout](h, data.batch, size=size)
+        else:  # the atoms in the view only
+            pooled = global_add_pool(h * alive.to(h.dtype).view(-1, 1), data.batch, size=size)
+            if self.readout == READOUT_MEAN:
+                pooled = pooled / global_add_pool(alive.to(h.dtype).view(-1, 1), data.batch, size=size).clamp_min(1.0)
         return pooled / self.readout_scale if self.readout_scale is not None else pooled
 
     def embed(self, loader) -> tuple[torch.Tensor, torch.Tensor | None]:

@@ -51,44 +51,82 @@ class SegmentBatchNorm(RowBatchNorm):
     synced = False
     process_group = None
 
-    def forward(self, x: torch.Tensor, segments: tuple[int, ...] | None = None) -> torch.Tensor:
-        if self.synced and self.training and dist.is_available() and dist.is_initialized():
-            return self._synced(x, segments)
+    def forward(self, x: torch.Tensor, segments: tuple[int, ...] | None = None,
+                alive: torch.Tensor | None = None) -> torch.Tensor:
+        """``alive`` (one 0/1 weight per row, or ``None``): in training, the statistics read only
+        the rows of weight 1, as if the others were not there (the rows of the atoms a view
+        removed in place, :class:`autogcl.augment.learnable.MoleculeViewGenerator` with
+        ``static_shapes``); every row is normalised with them."""
+        synced = self.synced and self.training and dist.is_available() and dist.is_initialized()
+        if synced or (alive is not None and self.training):
+            return self._weighted(x, segments, alive, synced)
         if segments is None or len(segments) == 1 or not self.training:
             return super().forward(x)
         return torch.cat([super(SegmentBatchNorm, self).forward(part) for part in x.split(list(segments))])
 
-    def _synced(self, x: torch.Tensor, segments) -> torch.Tensor:
-        """Mean and biased variance of each segment over the rows of every process (as
-        ``torch.nn.SyncBatchNorm``; two passes, for the numbers of one process on all rows);
-        running statistics updated per segment, in order, with the unbiased variance."""
+    def _weighted(self, x: torch.Tensor, segments, alive: torch.Tensor | None, synced: bool) -> torch.Tensor:
+        """Mean and biased variance of each segment over its rows of weight 1 (``alive``; all rows
+        without), on every process together when ``synced`` (as ``torch.nn.SyncBatchNorm``; two
+        passes, for the numbers of one process on all rows); running statistics updated per
+        segment, in order, with the unbiased variance. A segment of one such row (over every
+        process) is normalised with the running statistics and leaves them unchanged
+        (:class:`autogcl.augment.ops.RowBatchNorm`). The counts stay on the device: nothing
+        here waits for it, unless ``momentum`` is ``None`` (a cumulative average)."""
         if x.dim() != 2:
-            raise ValueError(f"a synced SegmentBatchNorm takes rows x features, got shape {tuple(x.shape)}")
+            raise ValueError(f"SegmentBatchNorm takes rows x features here, got shape {tuple(x.shape)}")
         if x.dtype in (torch.float16, torch.bfloat16):  # statistics in float32, as BatchNorm under autocast
             x = x.float()
         sizes = list(segments) if segments else [x.shape[0]]
         parts = x.split(sizes) if len(sizes) > 1 else [x]
+        weights = [None] * len(parts) if alive is None else \
+            list(alive.to(x.dtype).view(-1, 1).split(sizes) if len(sizes) > 1 else [alive.to(x.dtype).view(-1, 1)])
         k = len(parts)
-        local = torch.cat([torch.stack([p.sum(0) for p in parts]).flatten(), x.new_tensor(sizes)])
-        total = _AllReduceSum.apply(local, self.process_group)
+        sums = torch.stack([p.sum(0) if w is None else (p * w).sum(0) for p, w in zip(parts, weights)]).flatten()
+        counts = x.new_tensor(sizes) if alive is None else torch.stack([w.sum() for w in weights])
+        local = torch.cat([sums, counts])
+        total = _AllReduceSum.apply(local, self.process_group) if synced else local
         n = total[-k:].clamp_min(1.0)  # a segment empty everywhere: nothing to normalise
         mean = total[:-k].view(k, -1) / n[:, None]
         centred = [p - mean[i] for i, p in enumerate(parts)]
-        var = _AllReduceSum.apply(torch.stack([(c * c).sum(0) for c in centred]), self.process_group) / n[:, None]
+        squares = torch.stack([(c * c).sum(0) if w is None else (c * c * w).sum(0) for c, w in zip(centred, weights)])
+        var = (_AllReduceSum.apply(squares, self.process_group) if synced else squares) / n[:, None]
         scale = torch.rsqrt(var + self.eps)
-        if self.affine:
-            outs = [torch.addcmul(self.bias, c, scale[i] * self.weight) for i, c in enumerate(centred)]
-        else:
-            outs = [c * scale[i] for i, c in enumerate(centred)]
+        # rows weighed: a segment of one row is normalised with the running statistics as the
+        # segments before it left them, and leaves them unchanged (RowBatchNorm)
+        single = total[-k:] <= 1.0 if alive is not None and self.track_running_stats else None
+        before = []  # the running statistics each segment sees
         if self.track_running_stats:
             with torch.no_grad():
                 unbiased = var * (n / (n - 1).clamp_min(1.0))[:, None]
                 for i in range(k):
-                    self.num_batches_tracked.add_(1)
-                    m = self.momentum if self.momentum is not None else 1.0 / float(self.num_batches_tracked)
+                    if single is None:
+                        self.num_batches_tracked.add_(1)
+                        m = self.momentum if self.momentum is not None else 1.0 / float(self.num_batches_tracked)
+                    else:
+                        before.append((self.running_mean.clone(), self.running_var.clone()))
+                        self.num_batches_tracked.add_((~single[i]).to(self.num_batches_tracked.dtype))
+                        m = self.momentum if self.momentum is not None else \
+                            1.0 / max(float(self.num_batches_tracked), 1.0)  # none counted yet: unused
+                        m = torch.where(single[i], 0.0, m).to(self.running_mean.dtype)
                     self.running_mean.lerp_(mean[i].to(self.running_mean.dtype), m)
                     self.running_var.lerp_(unbiased[i].to(self.running_var.dtype), m)
+        if single is not None:
+            scale, centred = self._running(parts, single, scale, centred, before)
+        if self.affine:
+            outs = [torch.addcmul(self.bias, c, scale[i] * self.weight) for i, c in enumerate(centred)]
+        else:
+            outs = [c * scale[i] for i, c in enumerate(centred)]
         return torch.cat(outs) if k > 1 else outs[0]
+
+    def _running(self, parts, single, scale, centred, before):
+        """Where a segment has a single counted row, the scale and centred rows of the running
+        statistics it sees (``before``) instead of the batch's (chosen on the device, without
+        waiting for it)."""
+        r_scale = torch.stack([torch.rsqrt(v + self.eps) for _, v in before]).to(scale.dtype)
+        scale = torch.where(single[:, None], r_scale, scale)
+        centred = [torch.where(single[i], p - before[i][0].to(p.dtype), c)
+                   for i, (p, c) in enumerate(zip(parts, centred))]
+        return scale, centred
 
 
 def sync(module: nn.Module, process_group=None) -> nn.Module:

@@ -321,6 +321,9 @@ class PretrainConfig(Config):
                       what="augmentation")
     aug_ratio: float = option(0.2, "GraphCL augmentation ratio", low=0, high=1, high_open=True)
     seed: int = option(0, "seed", low=0)
+    static_views: bool = option(False, "remove dropped atoms in place: views keep the batch's shapes (no wait for "
+                                "a GPU, what CUDA graphs need; the same numbers to float rounding, slower on a CPU)",
+                                implicit_default=True)
 
     def __post_init__(self):
         self.check_choices()
@@ -328,7 +331,8 @@ class PretrainConfig(Config):
             raise ConfigError("--chunk-size and --max-molecules must be at least 2")
         # after validation: a value out of range is an error even where it does not apply
         self.drop_unused(("aug", "aug_ratio") if self.method == "autogcl" else
-                         ("add_mask", "dropped", "sim_loss", "gen_hidden", "gen_layers", "view_sampling"),
+                         ("add_mask", "dropped", "sim_loss", "gen_hidden", "gen_layers", "view_sampling",
+                          "static_views"),
                          f"to --method {self.method}")
 
     @property

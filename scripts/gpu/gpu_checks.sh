@@ -24,9 +24,10 @@
 #      must say "distributed run: 1 processes (nccl)" and name no untrained BatchNorm;
 #   2. the CUDA tests (tests/test_cuda.py, the molecule GIN under bf16 autocast): cuda_tests.log;
 #   3. the pre-training step's waits for the GPU (perf/pretrain_waits_TAG.json: host_waits and the
-#      synchronizations CUDA's sync debug mode reports, 12 steps at full size);
-#   4. full-size throughput against b434260 with the bf16 and compile rows (perf/*.json, 3 windows
-#      of 200 steps each, medians), alone on the GPU;
+#      synchronizations CUDA's sync debug mode reports, 12 steps at full size), atoms removed and
+#      removed in place (static views);
+#   4. full-size throughput against b434260, then the static-views, bf16 and compile rows (perf/*.json,
+#      3 windows of 200 steps each, medians), alone on the GPU;
 #   5. gpu_window.sh run with BUDGET = what is left of CALL_S (win/window.tar.gz, win/window.log).
 # Environment: OUT and AUTOGCL_COMMIT (required for run), CALL_S (the call's limit, default 570), PYTHON (python3),
 # TU_SETS (the window's unpacked TU sets; default none), PACK_SETS (its packed ones; default COLLAB), SUITE_SETS (the suite's; default MUTAG
@@ -166,11 +167,11 @@ echo "== $(el) s: the CUDA tests"
 CUBLAS_WORKSPACE_CONFIG=:4096:8 timeout -k 5 90 "$PY" -m pytest -q -rs -p no:cacheprovider tests/test_cuda.py tests/models/test_mol_gin.py \
   > "$OUT/cuda_tests.log" 2>&1; tail -2 "$OUT/cuda_tests.log"
 
-echo "== $(el) s: the step's waits for the GPU (host_waits and CUDA's sync debug mode), width 300"
-OMP_NUM_THREADS=1 timeout -k 5 60 "$PY" benchmarks/engine.py --sections waits --widths 300 --device cuda \
+echo "== $(el) s: the step's waits for the GPU (host_waits and CUDA's sync debug mode), width 300, atoms removed and removed in place"
+OMP_NUM_THREADS=1 timeout -k 5 100 "$PY" benchmarks/engine.py --sections waits --widths 300 --device cuda \
   --chunk-file "$G/chunk10k.pt.gz" --tag "${TAG:-h100}" --out "$OUT/perf" 2>&1 | tail -3
 
-echo "== $(el) s: full-size throughput against b434260, bf16 and compile rows"
+echo "== $(el) s: full-size throughput against b434260, then atoms removed in place (static views), bf16 and compile rows"
 OMP_NUM_THREADS=1 timeout -k 5 170 "$PY" benchmarks/engine.py --sections throughput --widths 300 --device cuda \
   --baseline-path "$G/base" --chunk-file "$G/chunk10k.pt.gz" --windows 3 --steps 200 --tag "${TAG:-h100}" --out "$OUT/perf" \
   --note "measured on a lent GPU with nothing else running on it; baseline: b434260 (git archive into .gpu/base); a row missing here was cut by the 170 s limit of this step"

@@ -171,3 +171,35 @@ def test_a_second_fit_without_its_checkpoint_folder_trains_a_new_encoder(corpus,
     whole = MoleculePretrainer(**{**SMALL, "epochs": 3}).fit(corpus, None, workers=1, progress=False)
     c, d = more.encoder.state_dict(), whole.encoder.state_dict()
     assert seen == [3] and all(torch.equal(c[k], d[k]) for k in c)
+
+
+def test_a_fit_with_atoms_removed_in_place_trains_the_encoder_of_removal(corpus, tmp_path):
+    """Through the estimator users call: ``static_views=True`` pre-trains with the losses of the
+    default route, epoch by epoch, to float rounding (relative 1e-4). The weights agree less
+    closely: an Adam step moves a weight by about ``lr`` whatever the size of its gradient, so a
+    gradient that is 0 in exact arithmetic (a bias before a BatchNorm, a unit that ReLU shuts)
+    turns rounding into steps of ``lr``; the embeddings are compared within what 8 such steps
+    can move them (8 x 2 x lr, relative to the largest)."""
+    small = {"epochs": 2, "batch_size": 16, "chunk_size": 40, "dim": 16, "num_layers": 2, "gen_hidden": 8}
+    fits = {}
+    for static in (False, True):
+        p = MoleculePretrainer(**small, static_views=static)
+        enc = p.fit(corpus, tmp_path / str(static), workers=1, progress=False)
+        fits[static] = (p.history, enc)
+    (h0, e0), (h1, e1) = fits[False], fits[True]
+    assert [r["steps"] for r in h0] == [r["steps"] for r in h1] == [4, 4]
+    for a, b in zip(h0, h1):
+        assert b["loss"] == pytest.approx(a["loss"], rel=1e-4)
+    batch = _molecules()
+    with torch.no_grad():
+        z0, z1 = e0.encoder(batch), e1.encoder(batch)
+    torch.testing.assert_close(z1, z0, rtol=0, atol=8 * 2 * 1e-3 * float(z0.abs().max()))
+    assert e1.meta["pretrain_options"]["static_views"] is True
+
+
+def _molecules():
+    from torch_geometric.data import Batch
+
+    from autogcl.data.molecules import smiles_to_graph
+
+    return Batch.from_data_list([smiles_to_graph(s) for s in ["CCO", "c1ccccc1", "CC(=O)N", "OCC(O)CO"]])
