@@ -352,7 +352,7 @@ class MoleculeViewGenerator(ViewGenerator):
             which the molecule encoder reads as removal (no bond, BatchNorm statistics or
             pooling reads them). The same numbers as removal to float rounding, without its two
             waits for the device (the numbers of atoms and bonds kept) and with shapes fixed by
-            the batch (what CUDA graphs need); more rows to compute, so slower on a CPU.
+            the batch (what CUDA graphs need); the removed atoms' rows are computed too.
     """
 
     def __init__(self, scorer: nn.Module, add_mask: bool = True, dropped: str = DROP_REMOVE,

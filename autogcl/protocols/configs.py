@@ -322,7 +322,7 @@ class PretrainConfig(Config):
     aug_ratio: float = option(0.2, "GraphCL augmentation ratio", low=0, high=1, high_open=True)
     seed: int = option(0, "seed", low=0)
     static_views: bool = option(False, "remove dropped atoms in place: views keep the batch's shapes (no wait for "
-                                "a GPU, what CUDA graphs need; the same numbers to float rounding, slower on a CPU)",
+                                "a GPU, what CUDA graphs need; the same numbers to float rounding; removed atoms' rows are computed too)",
                                 implicit_default=True)
 
     def __post_init__(self):
