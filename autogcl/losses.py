@@ -62,17 +62,28 @@ def cl_kwargs(variant: str, method: str) -> dict:
     return {"exclude_positive": True, "symmetric": method == "autogcl"}  # released
 
 
-def similarity_loss(s1: torch.Tensor, s2: torch.Tensor, kind: str = SIM_COSINE) -> torch.Tensor:
+def similarity_loss(s1: torch.Tensor, s2: torch.Tensor, kind: str = SIM_COSINE,
+                    weight: torch.Tensor | None = None) -> torch.Tensor:
     """How alike the two generators' per-node choices are (minimised to make views differ).
 
     ``cosine`` (published): mean over nodes of cos-sim of the one-hot sample rows.
     ``mse`` (released): 1 - MSE(keep1, keep2), keep = keep (+ mask) column.
+    ``weight`` (0/1 per node, e.g. a padded batch's ``node_alive``): the means over the nodes of
+    weight 1 only.
     """
     if check_choice("similarity loss", kind, SIM_KINDS) == SIM_COSINE:
-        return F.cosine_similarity(s1, s2, dim=1).mean()
+        per_node = F.cosine_similarity(s1, s2, dim=1)
+        return per_node.mean() if weight is None else _weighted_mean(per_node, weight)
     keep1 = s1[:, 0] + (s1[:, 2] if s1.shape[1] > 2 else 0)  # mse
     keep2 = s2[:, 0] + (s2[:, 2] if s2.shape[1] > 2 else 0)
-    return 1.0 - F.mse_loss(keep1, keep2)
+    if weight is None:
+        return 1.0 - F.mse_loss(keep1, keep2)
+    return 1.0 - _weighted_mean((keep1 - keep2) ** 2, weight)
+
+
+def _weighted_mean(values: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    w = weight.to(values.dtype)
+    return (values * w).sum() / w.sum().clamp_min(1.0)
 
 
 def classification_loss(log_probs: list[torch.Tensor], y: torch.Tensor, reduce: str = "sum") -> torch.Tensor:

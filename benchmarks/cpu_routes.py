@@ -299,10 +299,10 @@ def _segment_norm_forward():
 
     eager = norm.SegmentBatchNorm.forward
 
-    def forward(self, x, segments=None):
+    def forward(self, x, segments=None, alive=None):
         if segments is None or len(segments) == 1 or not self.training or self.synced or min(segments) < 2 \
-                or self.momentum is None:
-            return eager(self, x, segments)
+                or self.momentum is None or alive is not None:
+            return eager(self, x, segments, alive)
         self.num_batches_tracked.add_(len(segments))
         return Segments.apply(x, self.weight, self.bias, self.running_mean, self.running_var, tuple(segments),
                               self.momentum, self.eps)
@@ -448,7 +448,7 @@ def _native_gnn_forward():
     def forward(self, data):
         x = data.x
         if x.device.type != "cpu" or self.dim > native_gin.MAX_WIDTH or self.dropout > 0 or not self.training \
-                or not all(plain(bn) for bn in self.bns):
+                or not all(plain(bn) for bn in self.bns) or getattr(data, "node_alive", None) is not None:
             return eager(self, data)
         segments = getattr(data, "_segments", None) or (x.shape[0],)
         if min(segments) < 2:

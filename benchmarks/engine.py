@@ -102,15 +102,20 @@ def _loader(ds, batch_size, gen, device, shuffle=True, drop_last=True):
                        device=device), True
 
 
-def _endless(loader, device):
+def _endless(loader, device, pad=None):
+    """Batches without end, on ``device``; ``pad``: each padded to a multiple of that many atoms
+    (``autogcl.data.batching.pad_batch``)."""
     try:
         from autogcl.data.batching import to_device
     except ImportError:
         def to_device(batch, device):
             return batch.to(device)
+    if pad:
+        from autogcl.data.batching import pad_batch
     while True:
         for batch in loader:
-            yield to_device(batch, device)
+            batch = to_device(batch, device)
+            yield pad_batch(batch, pad) if pad else batch
 
 
 def _seed_everything():
@@ -167,6 +172,9 @@ def _pretrain_strategy(spec):
         strategy.to(Engine(spec["device"], spec.get("precision", "fp32"), spec.get("compile", False)))
     except ImportError:
         strategy.to(device)
+    if spec.get("cudagraphs"):  # a probe, not a library route: CUDA graphs of each module's forward and backward
+        for m in strategy.modules().values():
+            m.compile(mode="reduce-overhead", dynamic=False)
     for m in strategy.modules().values():
         m.train()
     return strategy, gen, device
@@ -197,7 +205,7 @@ def child_throughput(spec) -> dict:
     ds = _chunk(spec)
     strategy, gen, device = _pretrain_strategy(spec)
     loader, resident = _loader(ds, 256, gen, device)
-    it = _endless(loader, device)
+    it = _endless(loader, device, spec.get("pad"))
     for i in range(spec["warmup"]):
         strategy.step(next(it), 1, i)
     _sync(device)
@@ -218,7 +226,7 @@ def child_ops(spec) -> dict:
 
     ds = _chunk(spec)
     strategy, gen, device = _pretrain_strategy(spec)
-    it = _endless(_loader(ds, 256, gen, device)[0], device)
+    it = _endless(_loader(ds, 256, gen, device)[0], device, spec.get("pad"))
     for i in range(5):
         strategy.step(next(it), 1, i)
     steps = 12
@@ -257,7 +265,7 @@ def child_waits(spec) -> dict:
 
     ds = _chunk(spec)
     strategy, gen, device = _pretrain_strategy(spec)
-    it = _endless(_loader(ds, 256, gen, device)[0], device)
+    it = _endless(_loader(ds, 256, gen, device)[0], device, spec.get("pad"))
     for i in range(5):
         strategy.step(next(it), 1, i)
     _sync(device)
@@ -307,7 +315,7 @@ def child_split(spec) -> dict:
     ds = _chunk(spec)
     strategy, gen, device = _pretrain_strategy(spec)
     loader, resident = _loader(ds, 256, gen, device)
-    it = _endless(loader, device)
+    it = _endless(loader, device, spec.get("pad"))
     if not hasattr(strategy, "losses"):
         raise SystemExit("split needs a strategy with losses() (this version's)")
     names = ("batching", "forward", "backward", "optimizer")
@@ -538,8 +546,16 @@ def pretrain_specs(args) -> list[dict]:
     base = {"molecules": args.molecules, "data_root": args.data_root, "corpus": args.corpus, "device": args.device,
             "chunk_file": args.chunk_file}
     specs = [{**base, "width": w} for w in args.widths]
-    if static_views(args):  # before bf16 and compile: a time-boxed GPU call measures these first
-        specs += [{**base, "width": w, "static_views": True} for w in (300, 8)]
+    # in this order: a time-boxed GPU call measures the first ones
+    if static_views(args):
+        specs += [{**base, "width": 300, "static_views": True}]
+    if args.device.startswith("cuda"):
+        # batches padded to 256-atom buckets, then those shapes as CUDA graphs (torch.compile's
+        # reduce-overhead mode, a probe of what graphs would gain)
+        padded = {**base, "width": 300, "static_views": True, "pad": 256}
+        specs += [padded, {**padded, "cudagraphs": True}]
+    if static_views(args):
+        specs += [{**base, "width": 8, "static_views": True}]
     if args.device.startswith("cuda"):
         specs += [{**base, "width": 300, "precision": "bf16"}, {**base, "width": 300, "compile": True},
                   {**base, "width": 8, "compile": True}]
@@ -584,7 +600,7 @@ def measure_windows(args, spec: dict, versions: list[tuple[str, str | None]]) ->
     windows alternating (this, baseline, baseline, this, ...)."""
     n_windows, steps = window_plan(args, spec)
     slow = spec["width"] == 300 and not args.device.startswith("cuda")  # a full-size CPU step: seconds
-    warm = 40 if spec.get("compile") else 3 if slow else 10
+    warm = 40 if spec.get("compile") or spec.get("cudagraphs") else 3 if slow else 10
     served, failed = {}, {}
     for code, path in versions:
         try:
@@ -606,7 +622,7 @@ def measure_windows(args, spec: dict, versions: list[tuple[str, str | None]]) ->
             windows.append({"code": code, "window": w, **_joined(parts[code])})
     rows = []
     key = {"width": spec["width"], "precision": spec.get("precision", "fp32"), "compile": bool(spec.get("compile")),
-           "static_views": bool(spec.get("static_views"))}
+           **{k: spec[k] for k in ("static_views", "pad", "cudagraphs") if spec.get(k)}}  # the routes' own keys
     for code, _ in versions:
         if code in failed:
             rows.append({"code": code, **key, "error": failed[code]})
@@ -638,7 +654,7 @@ def section_throughput(args) -> None:
     note = THROUGHPUT_NOTE.format(args.molecules) + (f"; {args.note}" if args.note else "")
     for spec in pretrain_specs(args):
         versions = [(c, p) for c, p in codes(args)
-                    if not (c == "baseline" and (spec.get("precision") or spec.get("compile") or spec.get("static_views")))]
+                    if not (c == "baseline" and any(spec.get(k) for k in ("precision", "compile", "static_views")))]
         got, win = measure_windows(args, spec, versions)
         for row in got:
             show(row)

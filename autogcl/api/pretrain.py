@@ -94,7 +94,8 @@ class MoleculePretrainer:
     ``method``: ``"autogcl"`` (learnable view generators, the naive strategy: ``gen_hidden``,
     ``gen_layers``, ``add_mask``, ``dropped``, ``sim_loss``, ``view_sampling``, ``static_views``:
     atoms removed in place, :class:`autogcl.augment.learnable.MoleculeViewGenerator`'s
-    ``static_shapes``) or ``"graphcl"``
+    ``static_shapes``; ``pad_atoms``: with it, every batch padded to a multiple of that many atoms,
+    :func:`autogcl.data.batching.pad_batch`) or ``"graphcl"``
     (random augmentations ``aug`` at ``aug_ratio``). ``tau``: the NT-Xent temperature (default
     0.5 for autogcl, 0.1 for graphcl). ``chunk_size``, ``max_molecules``, ``smiles_col``: how
     the corpus is read. The defaults are those of ``autogcl transfer pretrain`` (the paper's).
@@ -108,7 +109,7 @@ class MoleculePretrainer:
                  cl_variant: str = CL_SIMCLR, sim_loss: str = "none", view_sampling: str = SAMPLE_REPLACEMENT,
                  aug: str = AUG_RANDOM4, aug_ratio: float = 0.2, chunk_size: int = 50_000,
                  max_molecules: int | None = None, smiles_col: str | None = None, seed: int = 0,
-                 static_views: bool = False):
+                 static_views: bool = False, pad_atoms: int | None = None):
         for name, value, allowed in (("method", method, tuple(STRATEGIES)), ("dropped", dropped, DROPPED),
                                      ("cl_variant", cl_variant, CL_VARIANTS), ("sim_loss", sim_loss, SIM_LOSSES),
                                      ("view_sampling", view_sampling, VIEW_SAMPLINGS),
@@ -130,7 +131,10 @@ class MoleculePretrainer:
         if static_views and (method != "autogcl" or dropped != DROP_REMOVE):
             raise ConfigError(f"static_views removes atoms in place: it needs method 'autogcl' and dropped "
                               f"{DROP_REMOVE!r} (got {method!r}, {dropped!r})")
-        self.static_views = static_views
+        if pad_atoms is not None and (not static_views or pad_atoms < 1):
+            raise ConfigError(f"pad_atoms pads batches with atoms out of the view: it needs static_views and at least "
+                              f"1 atom (got pad_atoms={pad_atoms}, static_views={static_views})")
+        self.static_views, self.pad_atoms = static_views, pad_atoms
         self.history: list[dict] = []
         self.stopped_early = False
         self.corpus_summary: dict | None = None
@@ -143,7 +147,7 @@ class MoleculePretrainer:
         """The options this pre-training was built with."""
         names = ("method", "epochs", "batch_size", "lr", "dim", "num_layers", "gen_hidden", "gen_layers",
                  "add_mask", "dropped", "tau", "cl_variant", "sim_loss", "view_sampling", "aug", "aug_ratio",
-                 "chunk_size", "max_molecules", "smiles_col", "seed", "static_views")
+                 "chunk_size", "max_molecules", "smiles_col", "seed", "static_views", "pad_atoms")
         return {k: getattr(self, k) for k in names}
 
     def build_strategy(self):
@@ -213,7 +217,7 @@ class MoleculePretrainer:
                 torch.manual_seed(distributed.rank_seed(self.seed, ctx))  # each process its own noise
             trainer = ChunkedTrainer(strategy, len(chunks), reader.load, self.batch_size, checkpoint, loader_gen,
                                      device=None if ctx is not None else engine, show_progress=show_progress,
-                                     desc=f"pretrain {self.method}", dist=ctx, tracker=tracker)
+                                     desc=f"pretrain {self.method}", dist=ctx, tracker=tracker, pad=self.pad_atoms)
             encoder = strategy.model.encoder
             self.history, self.stopped_early = trainer.fit(
                 self.epochs, max_steps=max_steps,

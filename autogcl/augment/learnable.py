@@ -105,8 +105,10 @@ def sample_grouped(gens, data) -> list[torch.Tensor] | None:
     flat = F.gumbel_softmax(logits, tau=g0.tau, hard=True).view(n * k, ops)
     # every (graph, generator) pair a group of its own: row i * k + j is node i of generator j
     groups = (data.batch.view(-1, 1) * k + torch.arange(k, device=data.batch.device)).view(-1)
+    alive = getattr(data, "node_alive", None)
+    alive = None if alive is None else alive.view(-1, 1).expand(n, k).reshape(-1)
     flat = flat.index_add(0, *g0._forced_keep(flat.detach(), logits[..., KEEP].detach().reshape(-1), groups,
-                                              int(data.num_graphs) * k))
+                                              int(data.num_graphs) * k, alive))
     sample = flat.view(n, k, ops)
     return [sample[:, j] for j in range(k)]
 
@@ -187,19 +189,25 @@ class ViewGenerator(nn.Module):
         else:
             sample = F.gumbel_softmax(logits, tau=self.tau, hard=True)
         return sample.index_add(0, *self._forced_keep(sample.detach(), logits[:, KEEP].detach(), data.batch,
-                                                      int(data.num_graphs)))
+                                                      int(data.num_graphs), getattr(data, "node_alive", None)))
 
     def _forced_keep(self, sample: torch.Tensor, keep_logit: torch.Tensor, batch: torch.Tensor,
-                     num_graphs: int) -> tuple[torch.Tensor, torch.Tensor]:
+                     num_graphs: int, alive: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """``(forced, fix)``: in a graph left without a node, the node with the highest keep
         logit is kept: ``sample.index_add(0, forced, fix)`` turns its row into the keep row
         (``fix``: keep row - row there, 0 in the other graphs; the row keeps its gradient path).
         Computed for every graph and applied where needed, so that no step waits to learn which
-        graphs need it; a few operations, none of them differentiated."""
+        graphs need it; a few operations, none of them differentiated. ``alive`` (0/1 per node):
+        a node of weight 0 (padding, :func:`autogcl.data.batching.pad_batch`) neither counts as
+        kept nor is ever the one forced."""
         retained = sample[:, KEEP] + sample[:, MASK] if self.add_mask else sample[:, KEEP]  # masked nodes stay
+        if alive is not None:
+            retained = retained * alive.to(retained.dtype)
         kept = retained.new_zeros(num_graphs).index_add_(0, batch, retained)
         # the first node of highest keep logit in every graph (NaN counts as -inf)
         score = keep_logit.nan_to_num(nan=float("-inf"))
+        if alive is not None:
+            score = score.masked_fill(alive == 0, float("-inf"))
         best = score.new_zeros(num_graphs).scatter_reduce_(0, batch, score, "amax", include_self=False)
         idx = torch.arange(score.numel(), device=score.device)
         cand = torch.where(score == best.index_select(0, batch), idx, score.numel())

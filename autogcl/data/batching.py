@@ -30,7 +30,7 @@ from ..errors import DataError
 
 log = logging.getLogger(__name__)
 
-__all__ = ["GraphLoader", "GraphStore", "as_store", "pair_batches", "to_device"]
+__all__ = ["GraphLoader", "GraphStore", "as_store", "pad_batch", "pair_batches", "to_device"]
 
 #: per-node weights a view may carry, and their value for a node of a batch without them
 NODE_WEIGHTS = {"node_keep": 1.0, "node_mask": 0.0, "node_weight": 1.0, "node_alive": 1.0}
@@ -327,6 +327,44 @@ def to_device(batch, device: torch.device | None):
             device.index is None or ref.device.index == device.index):
         return batch
     return batch.to(device)
+
+
+def pad_batch(batch, multiple: int):
+    """``batch`` padded with atoms and bonds that no model reads, to sizes that are multiples
+    of ``multiple`` atoms and ``2 * multiple`` bonds, so that a training step sees a few shapes
+    only (size buckets: what CUDA graphs and compilation for static shapes need).
+
+    Padding atoms (at least one) belong to the last graph with ``node_alive`` 0, which the
+    molecule encoder and view generators read as "not there" (no bond sum, BatchNorm statistic,
+    pooling, forced keep or similarity loss reads them: :mod:`autogcl.models.mol_gin`); padding
+    bonds are self-loops of the first padding atom. The graphs' own tensors come first,
+    unchanged. Sizes are read from the tensors' shapes: nothing waits for the device."""
+    if multiple < 1:
+        raise DataError(f"pad_batch: the size bucket must be at least 1 atom, got {multiple}")
+    keys = set(batch.keys())
+    node_keys = {"x", "batch"} | (keys & set(NODE_WEIGHTS))
+    known = node_keys | {"edge_index", "edge_attr", "ptr", "y"}
+    if keys - known:
+        raise DataError(f"pad_batch pads molecule batches (x, edge_index, edge_attr, per-atom weights); this batch "
+                        f"also has {sorted(keys - known)}")
+    n, e = int(batch.x.shape[0]), int(batch.edge_index.shape[1])
+    extra_n = math.ceil((n + 1) / multiple) * multiple - n
+    extra_e = math.ceil(max(e, 1) / (2 * multiple)) * 2 * multiple - e
+    out = copy.copy(batch)
+    out.x = torch.cat([batch.x, batch.x.new_zeros((extra_n, *batch.x.shape[1:]))])
+    out.batch = torch.cat([batch.batch, batch.batch.new_full((extra_n,), int(batch.num_graphs) - 1)])
+    alive = batch.node_alive if "node_alive" in keys else batch.x.new_ones(n, dtype=torch.float32)
+    out.node_alive = torch.cat([alive, alive.new_zeros(extra_n)])
+    for key in keys & (set(NODE_WEIGHTS) - {"node_alive"}):
+        value = batch[key]
+        out[key] = torch.cat([value, value.new_full((extra_n,), NODE_WEIGHTS[key])])
+    out.edge_index = torch.cat([batch.edge_index, batch.edge_index.new_full((2, extra_e), n)], 1)
+    if "edge_attr" in keys:
+        out.edge_attr = torch.cat([batch.edge_attr, batch.edge_attr.new_zeros((extra_e, *batch.edge_attr.shape[1:]))])
+    if "ptr" in keys:
+        out.ptr = batch.ptr.clone()
+        out.ptr[-1] = n + extra_n
+    return out
 
 
 def pair_batches(a, b):

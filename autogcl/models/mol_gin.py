@@ -335,14 +335,15 @@ def grouped_scores(scorers, data) -> torch.Tensor | None:
 
     h = stack([g.atoms.atom.weight for g in gnns]).index_select(0, x[:, 0]) \
         + stack([g.atoms.chirality.weight for g in gnns]).index_select(0, x[:, 1])
-    structure = bond_structure(data.edge_index, data.edge_attr, h.shape[0], g0.vocab, h.dtype)
+    alive = getattr(data, "node_alive", None)  # padding (pad_batch): out of every sum and statistic
+    structure = bond_structure(data.edge_index, data.edge_attr, h.shape[0], g0.vocab, h.dtype, alive)
     last = len(g0.convs) - 1
     for i in range(last + 1):
         convs = [g.convs[i] for g in gnns]
         table = torch.cat([stack([c.bond.weight for c in convs]), stack([c.direction.weight for c in convs])])
         agg = structure.add_neighbour_sum(torch.addmm(h, structure.counts, table), h)
         h = F.relu(_block_linear([c.mlp[0] for c in convs], agg))
-        h = _grouped_batch_norm([g.bns[i] for g in gnns], _block_linear([c.mlp[2] for c in convs], h))
+        h = _grouped_batch_norm([g.bns[i] for g in gnns], _block_linear([c.mlp[2] for c in convs], h), alive)
         if i < last:
             h = F.relu(h)
     logits = _block_linear([s.out for s in scorers], F.relu(h))
@@ -355,21 +356,49 @@ def _block_linear(layers, x: torch.Tensor) -> torch.Tensor:
     return torch.addmm(torch.cat([layer.bias for layer in layers]), x, weight.t())
 
 
-def _grouped_batch_norm(bns, h: torch.Tensor) -> torch.Tensor:
+def _grouped_batch_norm(bns, h: torch.Tensor, alive: torch.Tensor | None = None) -> torch.Tensor:
     """BatchNorm layers of one setting applied side by side to the column blocks of ``h``, each
-    updating its own running statistics (as :class:`SegmentBatchNorm` without segments)."""
+    updating its own running statistics (as :class:`SegmentBatchNorm` without segments; with
+    ``alive``, over the rows of weight 1)."""
     bn0 = bns[0]
-    stats = bn0.training and h.shape[0] > 1  # one row: the running statistics, unchanged (RowBatchNorm)
     mean = torch.cat([bn.running_mean for bn in bns])
     var = torch.cat([bn.running_var for bn in bns])
-    out = F.batch_norm(h, mean, var, torch.cat([bn.weight for bn in bns]), torch.cat([bn.bias for bn in bns]),
-                       stats, bn0.momentum if stats else 0.0, bn0.eps)
+    weight, bias = torch.cat([bn.weight for bn in bns]), torch.cat([bn.bias for bn in bns])
+    if alive is not None and bn0.training:
+        return _grouped_weighted_batch_norm(bns, h, alive, mean, var, weight, bias)
+    stats = bn0.training and h.shape[0] > 1  # one row: the running statistics, unchanged (RowBatchNorm)
+    out = F.batch_norm(h, mean, var, weight, bias, stats, bn0.momentum if stats else 0.0, bn0.eps)
     if stats:
         with torch.no_grad():
             for bn, m, v in zip(bns, mean.split(bn0.num_features), var.split(bn0.num_features)):
                 bn.num_batches_tracked.add_(1)
                 bn.running_mean.copy_(m)
                 bn.running_var.copy_(v)
+    return out
+
+
+def _grouped_weighted_batch_norm(bns, h, alive, mean, var, weight, bias) -> torch.Tensor:
+    """:func:`_grouped_batch_norm` in training over the rows of ``alive`` 1 only, chosen on the
+    device (one such row: the running statistics, unchanged, as RowBatchNorm)."""
+    bn0 = bns[0]
+    w = alive.to(h.dtype).view(-1, 1)
+    count = w.sum()
+    n = count.clamp_min(1.0)
+    batch_mean = (h * w).sum(0) / n
+    centred = h - batch_mean
+    batch_var = (centred * centred * w).sum(0) / n
+    single = count <= 1.0
+    use_mean = torch.where(single, mean.to(h.dtype), batch_mean)
+    use_var = torch.where(single, var.to(h.dtype), batch_var)
+    out = (h - use_mean) * (torch.rsqrt(use_var + bn0.eps) * weight) + bias
+    with torch.no_grad():
+        m = torch.where(single, 0.0, bn0.momentum).to(mean.dtype)
+        new_mean = mean.lerp(batch_mean.to(mean.dtype), m)
+        new_var = var.lerp((batch_var * (n / (n - 1).clamp_min(1.0))).to(var.dtype), m)
+        for bn, nm, nv in zip(bns, new_mean.split(bn0.num_features), new_var.split(bn0.num_features)):
+            bn.num_batches_tracked.add_((~single).to(bn.num_batches_tracked.dtype))
+            bn.running_mean.copy_(nm)
+            bn.running_var.copy_(nv)
     return out
 
 

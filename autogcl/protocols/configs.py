@@ -324,6 +324,9 @@ class PretrainConfig(Config):
     static_views: bool = option(False, "remove dropped atoms in place: views keep the batch's shapes (no wait for "
                                 "a GPU, what CUDA graphs need; the same numbers to float rounding; removed atoms' rows are computed too)",
                                 implicit_default=True)
+    pad_atoms: int | None = option(None, "with --static-views: pad every batch to a multiple of N atoms (and 2N "
+                                   "bonds) that no model reads, so steps see a few shapes (CUDA graphs, compilation "
+                                   "for static shapes)", type=int, low=1, implicit_default=True, metavar="N")
 
     def __post_init__(self):
         self.check_choices()
@@ -332,7 +335,7 @@ class PretrainConfig(Config):
         # after validation: a value out of range is an error even where it does not apply
         self.drop_unused(("aug", "aug_ratio") if self.method == "autogcl" else
                          ("add_mask", "dropped", "sim_loss", "gen_hidden", "gen_layers", "view_sampling",
-                          "static_views"),
+                          "static_views", "pad_atoms"),
                          f"to --method {self.method}")
 
     @property

@@ -161,7 +161,7 @@ class NaiveStrategy(Strategy):
         loss = cl
         if samples.get(1) is None or samples.get(2) is None:  # a fixed augmentation, or a generator not run: no L_sim
             return {"cl_loss": cl, "loss": loss}
-        sim = similarity_loss(samples[1], samples[2], self.sim_kind)
+        sim = similarity_loss(samples[1], samples[2], self.sim_kind, getattr(batch, "node_alive", None))
         if self.sim_weight > 0:
             loss = loss + self.sim_weight * sim
         return {"cl_loss": cl, "sim_loss": sim, "loss": loss}

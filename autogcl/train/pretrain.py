@@ -20,7 +20,7 @@ import torch
 
 from .. import preempt
 from . import checkpoints
-from ..data.batching import GraphLoader
+from ..data.batching import GraphLoader, pad_batch
 from ..devices import deterministic_kernels
 from ..errors import Preempted
 from .loop import FitPlan, Strategy
@@ -70,13 +70,17 @@ class ChunkedTrainer:
     the checkpoints, which hold every process's random state, so a run whose processes were
     killed resumes with the numbers of an unbroken one.
 
+    ``pad``: every batch padded to a multiple of that many atoms (:func:`autogcl.data.batching.pad_batch`).
+
     ``tracker``: where every epoch's row goes (:mod:`autogcl.train.tracking`: loss terms,
     epoch time, molecules/s; rank 0 only); ``None``: ``--log-dir``'s, if the run has one."""
 
     def __init__(self, strategy: Strategy, num_chunks: int, load_chunk: Callable[[int], object],
                  batch_size: int, checkpoint: Path, loader_gen: torch.Generator, device=None,
-                 show_progress: bool | None = None, desc: str = "pretrain", dist=None, tracker=None):
+                 show_progress: bool | None = None, desc: str = "pretrain", dist=None, tracker=None,
+                 pad: int | None = None):
         self.strategy, self.num_chunks, self.load_chunk = strategy, num_chunks, load_chunk
+        self.pad = pad
         self.batch_size, self.checkpoint, self.loader_gen = batch_size, Path(checkpoint), loader_gen
         if device is not None:
             strategy.to(device)
@@ -203,7 +207,10 @@ class ChunkedTrainer:
                 count = {"steps": 0, "molecules": 0}
                 left = len(loader) - skip
                 limit = None if max_steps is None else max_steps - steps
-                bar = tqdm(_counted(loader.batches(skip), count, limit, world),
+                batches = loader.batches(skip)
+                if self.pad is not None:  # a few shapes only (pad_batch)
+                    batches = (pad_batch(b, self.pad) for b in batches)
+                bar = tqdm(_counted(batches, count, limit, world),
                            total=left if limit is None else min(limit, left),
                            desc=f"epoch {epoch} chunk {pos + 1}/{len(order)}", unit="batch", leave=False,
                            disable=disable)

@@ -26,8 +26,10 @@
 #   3. the pre-training step's waits for the GPU (perf/pretrain_waits_TAG.json: host_waits and the
 #      synchronizations CUDA's sync debug mode reports, 12 steps at full size), atoms removed and
 #      removed in place (static views);
-#   4. full-size throughput against b434260, then the static-views, bf16 and compile rows (perf/*.json,
-#      3 windows of 200 steps each, medians), alone on the GPU;
+#   4. full-size throughput against b434260, then atoms removed in place (static views), those
+#      batches padded to 256-atom buckets, the padded step as CUDA graphs (a probe: torch.compile's
+#      reduce-overhead mode), bf16 and compile (perf/*.json, 3 windows of 200 steps each, medians),
+#      alone on the GPU;
 #   5. gpu_window.sh run with BUDGET = what is left of CALL_S (win/window.tar.gz, win/window.log).
 # Environment: OUT and AUTOGCL_COMMIT (required for run), CALL_S (the call's limit, default 570), PYTHON (python3),
 # TU_SETS (the window's unpacked TU sets; default none), PACK_SETS (its packed ones; default COLLAB), SUITE_SETS (the suite's; default MUTAG
@@ -171,10 +173,10 @@ echo "== $(el) s: the step's waits for the GPU (host_waits and CUDA's sync debug
 OMP_NUM_THREADS=1 timeout -k 5 100 "$PY" benchmarks/engine.py --sections waits --widths 300 --device cuda \
   --chunk-file "$G/chunk10k.pt.gz" --tag "${TAG:-h100}" --out "$OUT/perf" 2>&1 | tail -3
 
-echo "== $(el) s: full-size throughput against b434260, then atoms removed in place (static views), bf16 and compile rows"
-OMP_NUM_THREADS=1 timeout -k 5 170 "$PY" benchmarks/engine.py --sections throughput --widths 300 --device cuda \
+echo "== $(el) s: full-size throughput against b434260, then static views, padded, as CUDA graphs, bf16 and compile rows"
+OMP_NUM_THREADS=1 timeout -k 5 200 "$PY" benchmarks/engine.py --sections throughput --widths 300 --device cuda \
   --baseline-path "$G/base" --chunk-file "$G/chunk10k.pt.gz" --windows 3 --steps 200 --tag "${TAG:-h100}" --out "$OUT/perf" \
-  --note "measured on a lent GPU with nothing else running on it; baseline: b434260 (git archive into .gpu/base); a row missing here was cut by the 170 s limit of this step"
+  --note "measured on a lent GPU with nothing else running on it; baseline: b434260 (git archive into .gpu/base); a row missing here was cut by the 200 s limit of this step"
 
 # 90 s kept for the window's grace, its summaries and its archive
 LEFT=$(( ${CALL_S:-570} - $(el) - 90 ))

@@ -83,16 +83,30 @@ def test_a_step_with_atoms_removed_in_place_gives_the_numbers_of_removal(views):
     batch = mol_batch()
     got = {}
     for static in (False, True):
-        strategy = _strategy(static)
-        torch.manual_seed(5)
-        loss = strategy.losses(batch, views)["loss"]
-        loss.backward()
-        mods = strategy.modules()
-        got[static] = (loss.detach(), {f"{k}.{n}": p.grad for k, m in mods.items() for n, p in m.named_parameters()},
-                       {f"{k}.{n}": b for k, m in mods.items() for n, b in m.named_buffers()})
-    (l0, g0, b0), (l1, g1, b1) = got[False], got[True]
-    torch.testing.assert_close(l1, l0, **TOL)
-    assert g0.keys() == g1.keys() and b0.keys() == b1.keys()
+        got[static] = _step(_strategy(static), batch, views)
+    _same_step(got[True], got[False])
+    assert any(g is not None and g.abs().sum() > 0 for k, g in got[True][1].items() if k.startswith("gen"))
+
+
+def _step(strategy, batch, views):
+    """``(loss terms, gradients, buffers)`` of one step's forward and backward pass (the Gumbel
+    draws seeded)."""
+    torch.manual_seed(5)
+    terms = strategy.losses(batch, views)
+    terms["loss"].backward()
+    mods = strategy.modules()
+    return ({k: v.detach() for k, v in terms.items()},
+            {f"{k}.{n}": p.grad for k, m in mods.items() for n, p in m.named_parameters()},
+            {f"{k}.{n}": b for k, m in mods.items() for n, b in m.named_buffers()})
+
+
+def _same_step(got, want):
+    """Two :func:`_step` results agree: loss terms and buffers within ``TOL``, every gradient
+    within 1e-3 relative or 1e-5 of the largest gradient entry."""
+    (t1, g1, b1), (t0, g0, b0) = got, want
+    assert t0.keys() == t1.keys() and g0.keys() == g1.keys() and b0.keys() == b1.keys()
+    for k in t0:
+        torch.testing.assert_close(t1[k], t0[k], **TOL, msg=k)
     scale = max(float(g.abs().max()) for g in g0.values() if g is not None)
     for k in g0:
         assert (g0[k] is None) == (g1[k] is None), k
@@ -100,7 +114,6 @@ def test_a_step_with_atoms_removed_in_place_gives_the_numbers_of_removal(views):
             torch.testing.assert_close(g1[k], g0[k], rtol=1e-3, atol=1e-5 * scale, msg=k)
     for k in b0:
         torch.testing.assert_close(b1[k].float(), b0[k].float(), **TOL, msg=k)
-    assert any(g is not None and g.abs().sum() > 0 for k, g in g1.items() if k.startswith("gen"))
 
 
 def test_the_view_keeps_the_batch_and_marks_the_removed_atoms():
@@ -150,3 +163,71 @@ def test_the_option_is_recorded_only_when_set_and_fits_autogcl_removal_only(capl
     assert "--static-views" in caplog.text
     with pytest.raises(ConfigError, match="static_views removes atoms in place: it needs method 'autogcl' and dropped"):
         MoleculePretrainer(dropped="isolate", static_views=True)
+    assert "pad_atoms" not in PretrainConfig().to_dict()
+    assert PretrainConfig(static_views=True, pad_atoms=256).to_dict()["pad_atoms"] == 256
+    with pytest.raises(ConfigError, match="pad_atoms pads batches with atoms out of the view: it needs static_views"):
+        MoleculePretrainer(pad_atoms=256)
+
+
+def test_pad_batch_appends_atoms_and_bonds_out_of_the_view():
+    from autogcl.data.batching import pad_batch
+    from autogcl.errors import DataError
+
+    batch = mol_batch()
+    n, e = batch.num_nodes, batch.edge_index.shape[1]
+    out = pad_batch(batch, 16)
+    assert out.x.shape[0] % 16 == 0 and out.x.shape[0] > n and out.edge_index.shape[1] % 32 == 0
+    assert torch.equal(out.x[:n], batch.x) and torch.equal(out.edge_index[:, :e], batch.edge_index)
+    assert torch.equal(out.edge_attr[:e], batch.edge_attr) and torch.equal(out.batch[:n], batch.batch)
+    assert torch.equal(out.node_alive, (torch.arange(out.x.shape[0]) < n).float())
+    assert bool((out.batch[n:] == batch.num_graphs - 1).all()) and bool((out.edge_index[:, e:] == n).all())
+    assert out.num_graphs == batch.num_graphs and int(out.ptr[-1]) == out.x.shape[0]
+    assert pad_batch(pad_batch(batch, 16), 16).x.shape[0] == out.x.shape[0] + 16  # always one padding atom at least
+    with pytest.raises(DataError, match="at least 1 atom"):
+        pad_batch(batch, 0)
+    other = batch.clone()
+    other.pos = torch.zeros(n, 3)
+    with pytest.raises(DataError, match=r"also has \['pos'\]"):
+        pad_batch(other, 16)
+
+
+@pytest.mark.parametrize(("views", "sim"), [([1, 2], "none"), ([0, 1], "none"), ([1, 2], "mse")])
+def test_a_step_on_a_padded_batch_gives_the_numbers_of_the_batch(views, sim):
+    """Static views on a batch padded to 64 atoms (:func:`autogcl.data.batching.pad_batch`) against
+    the same batch unpadded: the loss, L_sim where measured, every gradient and every buffer agree
+    to float rounding. On a CPU the Gumbel noise of the real atoms is the same draw in both (the
+    padding's rows come after theirs); the scorers are grouped, as in training."""
+    from autogcl.api.pretrain import MoleculePretrainer
+    from autogcl.data.batching import pad_batch
+
+    batch = mol_batch()
+    got = {}
+    for pad in (False, True):
+        torch.manual_seed(0)
+        strategy = MoleculePretrainer("autogcl", dim=16, num_layers=3, gen_hidden=8, batch_size=8, sim_loss=sim,
+                                      static_views=True).build_strategy()
+        for m in strategy.modules().values():
+            m.train()
+        got[pad] = _step(strategy, pad_batch(batch, 64) if pad else batch, views)
+    _same_step(got[True], got[False])
+
+
+def test_padding_atoms_never_count_as_kept_nor_are_forced():
+    """Graph 1's real atoms are all dropped and its padding atoms (``node_alive`` 0) are drawn
+    "keep" with the highest keep logits: forced keep still keeps the real atom of highest keep
+    logit, as it would without the padding."""
+    from autogcl.augment import MoleculeViewGenerator
+    from autogcl.data.molecules import VOCAB
+    from autogcl.models.mol_gin import MolNodeScorer
+
+    gen = MoleculeViewGenerator(MolNodeScorer(3, VOCAB, hidden=8), add_mask=True)
+    keep, drop = [1.0, 0.0, 0.0], [0.0, 1.0, 0.0]
+    sample = torch.tensor([keep, drop, drop, drop, keep, keep])  # graph 0: node 0; graph 1: nodes 1-3 + pads 4, 5
+    logit = torch.tensor([0.0, 0.1, 0.7, 0.3, 5.0, 9.0])
+    batch = torch.tensor([0, 1, 1, 1, 1, 1])
+    alive = torch.tensor([1.0, 1.0, 1.0, 1.0, 0.0, 0.0])
+    forced, fix = gen._forced_keep(sample, logit, batch, 2, alive)
+    fixed = sample.index_add(0, forced, fix)
+    assert torch.equal(fixed[:4, 0], torch.tensor([1.0, 0.0, 1.0, 0.0]))  # node 2, the real one of highest logit
+    without, _ = gen._forced_keep(sample[:4], logit[:4], batch[:4], 2)
+    assert torch.equal(forced, without)
