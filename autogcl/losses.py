@@ -82,6 +82,9 @@ def similarity_loss(s1: torch.Tensor, s2: torch.Tensor, kind: str = SIM_COSINE,
 
 
 def _weighted_mean(values: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+    """The mean of ``values`` over the entries of ``weight`` 1, summed in float32 at least (as
+    ``F.mse_loss`` under autocast)."""
+    values = values.float() if values.dtype in (torch.float16, torch.bfloat16) else values
     w = weight.to(values.dtype)
     return (values * w).sum() / w.sum().clamp_min(1.0)
 

@@ -351,6 +351,9 @@ def pad_batch(batch, multiple: int):
     extra_n = math.ceil((n + 1) / multiple) * multiple - n
     extra_e = math.ceil(max(e, 1) / (2 * multiple)) * 2 * multiple - e
     out = copy.copy(batch)
+    for name in ("_slice_dict", "_inc_dict"):  # its graphs cannot be taken apart again (to_data_list refuses)
+        if hasattr(out, name):
+            delattr(out, name)
     out.x = torch.cat([batch.x, batch.x.new_zeros((extra_n, *batch.x.shape[1:]))])
     out.batch = torch.cat([batch.batch, batch.batch.new_full((extra_n,), int(batch.num_graphs) - 1)])
     alive = batch.node_alive if "node_alive" in keys else batch.x.new_ones(n, dtype=torch.float32)

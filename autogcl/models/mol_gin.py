@@ -379,8 +379,12 @@ def _grouped_batch_norm(bns, h: torch.Tensor, alive: torch.Tensor | None = None)
 
 def _grouped_weighted_batch_norm(bns, h, alive, mean, var, weight, bias) -> torch.Tensor:
     """:func:`_grouped_batch_norm` in training over the rows of ``alive`` 1 only, chosen on the
-    device (one such row: the running statistics, unchanged, as RowBatchNorm)."""
+    device (one such row: the running statistics, unchanged, as RowBatchNorm). The statistics in
+    float32 under autocast, as BatchNorm's own; the output in ``h``'s type."""
     bn0 = bns[0]
+    out_dtype = h.dtype
+    if h.dtype in (torch.float16, torch.bfloat16):
+        h = h.float()
     w = alive.to(h.dtype).view(-1, 1)
     count = w.sum()
     n = count.clamp_min(1.0)
@@ -399,7 +403,7 @@ def _grouped_weighted_batch_norm(bns, h, alive, mean, var, weight, bias) -> torc
             bn.num_batches_tracked.add_((~single).to(bn.num_batches_tracked.dtype))
             bn.running_mean.copy_(nm)
             bn.running_var.copy_(nv)
-    return out
+    return out.to(out_dtype)
 
 
 ENCODER_FORMAT = "autogcl-molecule-encoder-1"

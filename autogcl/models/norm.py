@@ -70,8 +70,11 @@ class SegmentBatchNorm(RowBatchNorm):
         passes, for the numbers of one process on all rows); running statistics updated per
         segment, in order, with the unbiased variance. A segment of one such row (over every
         process) is normalised with the running statistics and leaves them unchanged
-        (:class:`autogcl.augment.ops.RowBatchNorm`). The counts stay on the device: nothing
-        here waits for it, unless ``momentum`` is ``None`` (a cumulative average)."""
+        (:class:`autogcl.augment.ops.RowBatchNorm`); synced without ``alive``, such a segment keeps
+        the rule it had before rows were weighed (its variance 0, the count incremented), so a
+        data-parallel run with atoms removed in place differs from removal there, in a view of
+        one atom over all processes. The counts stay on the device: nothing here waits for it,
+        unless ``momentum`` is ``None`` (a cumulative average)."""
         if x.dim() != 2:
             raise ValueError(f"SegmentBatchNorm takes rows x features here, got shape {tuple(x.shape)}")
         if x.dtype in (torch.float16, torch.bfloat16):  # statistics in float32, as BatchNorm under autocast

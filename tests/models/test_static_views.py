@@ -24,14 +24,7 @@ def mol_batch():
 
 
 def _bn(momentum=0.1):
-    torch.manual_seed(0)
-    bn = SegmentBatchNorm(3, momentum=momentum)
-    with torch.no_grad():
-        bn.weight.uniform_(0.5, 1.5)
-        bn.bias.uniform_(-0.5, 0.5)
-        bn.running_mean.uniform_(-1, 1)
-        bn.running_var.uniform_(0.5, 2)
-    return bn
+    return _bns(1, momentum=momentum)[0]
 
 
 @pytest.mark.parametrize("momentum", [0.1, None])
@@ -95,9 +88,10 @@ def _step(strategy, batch, views):
     terms = strategy.losses(batch, views)
     terms["loss"].backward()
     mods = strategy.modules()
-    return ({k: v.detach() for k, v in terms.items()},
-            {f"{k}.{n}": p.grad for k, m in mods.items() for n, p in m.named_parameters()},
-            {f"{k}.{n}": b for k, m in mods.items() for n, b in m.named_buffers()})
+    return ({k: v.detach().clone() for k, v in terms.items()},  # copies: a later step changes them in place
+            {f"{k}.{n}": None if p.grad is None else p.grad.clone() for k, m in mods.items()
+             for n, p in m.named_parameters()},
+            {f"{k}.{n}": b.clone() for k, m in mods.items() for n, b in m.named_buffers()})
 
 
 def _same_step(got, want):
@@ -231,3 +225,55 @@ def test_padding_atoms_never_count_as_kept_nor_are_forced():
     assert torch.equal(fixed[:4, 0], torch.tensor([1.0, 0.0, 1.0, 0.0]))  # node 2, the real one of highest logit
     without, _ = gen._forced_keep(sample[:4], logit[:4], batch[:4], 2)
     assert torch.equal(forced, without)
+
+
+def _bns(k=2, features=3, momentum=0.1):
+    """``k`` BatchNorms of random weights and running statistics (seeded)."""
+    torch.manual_seed(2)
+    bns = [SegmentBatchNorm(features, momentum=momentum) for _ in range(k)]
+    for bn in bns:
+        with torch.no_grad():
+            bn.weight.uniform_(0.5, 1.5)
+            bn.bias.uniform_(-0.5, 0.5)
+            bn.running_mean.uniform_(-1, 1)
+            bn.running_var.uniform_(0.5, 2)
+    return bns
+
+
+def test_the_grouped_batchnorm_over_alive_rows_equals_it_over_those_rows_one_row_included():
+    """The generators' grouped BatchNorm with padding rows: the numbers of the rows in the view
+    alone, for many rows and for a single one (the running statistics, unchanged, as RowBatchNorm)."""
+    from autogcl.models.mol_gin import _grouped_batch_norm
+
+    torch.manual_seed(3)
+    h = torch.randn(7, 6) * 2 + 1
+    for alive in (torch.tensor([1.0, 1, 0, 1, 1, 0, 0]), torch.tensor([0.0, 0, 1, 0, 0, 0, 0])):
+        a, b = _bns(), _bns()
+        keep = alive.bool()
+        got = _grouped_batch_norm(a, h, alive)[keep]
+        want = _grouped_batch_norm(b, h[keep])
+        torch.testing.assert_close(got, want, **TOL)
+        for x, y in zip(a, b):
+            torch.testing.assert_close(x.running_mean, y.running_mean, **TOL)
+            torch.testing.assert_close(x.running_var, y.running_var, **TOL)
+            assert int(x.num_batches_tracked) == int(y.num_batches_tracked) == int(keep.sum() > 1)
+
+
+def test_weighed_statistics_are_summed_in_float32_under_bfloat16():
+    """Under bfloat16 autocast the weighed BatchNorms and L_sim sum in float32, as the unweighed
+    ones do (bfloat16 sums of 3,000 rows lose the count itself: 3,000 ones add up to 3,008)."""
+    from autogcl.losses import similarity_loss
+    from autogcl.models.mol_gin import _grouped_batch_norm
+
+    torch.manual_seed(4)
+    n = 3000
+    h = (torch.randn(n, 6) * 3 + 30).bfloat16()
+    alive = (torch.arange(n) < n - 40).float()
+    keep = alive.bool()
+    got = _grouped_batch_norm(_bns(), h, alive)[keep].float()
+    want = _grouped_batch_norm(_bns(), h[keep].float())  # float32 statistics and output
+    torch.testing.assert_close(got, want, rtol=0, atol=0.02)  # bfloat16's rounding of values near 1
+    s1 = torch.nn.functional.one_hot(torch.randint(3, (n,)), 3).bfloat16()
+    s2 = torch.nn.functional.one_hot(torch.randint(3, (n,)), 3).bfloat16()
+    unweighed = similarity_loss(s1[keep].float(), s2[keep].float(), "mse")
+    assert float(similarity_loss(s1, s2, "mse", alive)) == pytest.approx(float(unweighed), abs=1e-6)
