@@ -195,6 +195,59 @@ def _timed_steps(strategy, it, steps: int, device) -> dict:
             "cpu_step_ms": 1000 * cpu / steps}
 
 
+class GraphedSteps:
+    """A probe, not a library route: every pre-training step replayed as one CUDA graph per
+    batch shape and view pair (``torch.cuda.CUDAGraph``; the batches padded to size buckets, the
+    views static, so a step's shapes and kernels depend on those alone). Each new key is warmed
+    up on a side stream for 3 steps (which train), then captured with the optimizer step inside
+    (Adam made capturable); each later step copies its batch into the key's buffers and
+    replays. It measures what graphs would gain; its numbers are not checked against eager."""
+
+    FIELDS = ("x", "edge_index", "edge_attr", "batch", "node_alive")
+
+    def __init__(self, strategy):
+        self.strategy, self.graphs = strategy, {}
+        for group in strategy.opt.param_groups:
+            group["capturable"] = True
+
+    def step(self, batch, epoch: int, i: int) -> dict:
+        picks = self.strategy.draw_views()
+        key = (int(batch.x.shape[0]), int(batch.edge_index.shape[1]), tuple(picks))
+        if key not in self.graphs:
+            self.graphs[key] = self._capture(batch, picks)
+        static, graph, out = self.graphs[key]
+        for name in self.FIELDS:
+            getattr(static, name).copy_(getattr(batch, name), non_blocking=True)
+        graph.replay()
+        return out
+
+    def _train(self, batch, picks) -> dict:
+        s = self.strategy
+        s.opt.zero_grad(set_to_none=False)
+        terms = s.losses(batch, picks)
+        terms["loss"].backward()
+        s.opt.step()
+        return {k: v.detach() for k, v in terms.items()}
+
+    def _capture(self, batch, picks):
+        import torch
+
+        from autogcl.models import mol_gin
+
+        static = batch.clone()
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(3):
+                self._train(static, picks)
+        torch.cuda.current_stream().wait_stream(side)
+        mol_gin._STRUCTURE.clear()  # computed inside the graph, from the buffers, not from the warm-up's batch
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            out = self._train(static, picks)
+        return static, graph, out
+
+
 def child_throughput(spec) -> dict:
     """Serves timing windows: after the warm-up, reads one JSON line per window (``{"steps":
     n}``) on stdin and answers with that window's figures, so that a parent can alternate the
@@ -206,6 +259,8 @@ def child_throughput(spec) -> dict:
     strategy, gen, device = _pretrain_strategy(spec)
     loader, resident = _loader(ds, 256, gen, device)
     it = _endless(loader, device, spec.get("pad"))
+    if spec.get("graphs"):
+        strategy = GraphedSteps(strategy)
     for i in range(spec["warmup"]):
         strategy.step(next(it), 1, i)
     _sync(device)
@@ -215,7 +270,8 @@ def child_throughput(spec) -> dict:
     for line in sys.stdin:
         ask = json.loads(line)
         if ask.get("peak"):
-            print(json.dumps({"peak_mem_mb": _peak_mb(device)}), flush=True)
+            graphs = {"graphs_captured": len(strategy.graphs)} if spec.get("graphs") else {}
+            print(json.dumps({"peak_mem_mb": _peak_mb(device), **graphs}), flush=True)
             continue
         print(json.dumps(_timed_steps(strategy, it, ask["steps"], device)), flush=True)
     return {}
@@ -552,8 +608,10 @@ def pretrain_specs(args) -> list[dict]:
     if args.device.startswith("cuda"):
         # batches padded to 256-atom buckets, then those shapes as CUDA graphs (torch.compile's
         # reduce-overhead mode, a probe of what graphs would gain)
+        # padded to 256-atom buckets; then every step as a CUDA graph per shape (GraphedSteps); then
+        # each module compiled in torch.compile's reduce-overhead mode (CUDA graphs of their own)
         padded = {**base, "width": 300, "static_views": True, "pad": 256}
-        specs += [padded, {**padded, "cudagraphs": True}]
+        specs += [padded, {**padded, "graphs": True}, {**padded, "cudagraphs": True}]
     if static_views(args):
         specs += [{**base, "width": 8, "static_views": True}]
     if args.device.startswith("cuda"):
@@ -600,7 +658,8 @@ def measure_windows(args, spec: dict, versions: list[tuple[str, str | None]]) ->
     windows alternating (this, baseline, baseline, this, ...)."""
     n_windows, steps = window_plan(args, spec)
     slow = spec["width"] == 300 and not args.device.startswith("cuda")  # a full-size CPU step: seconds
-    warm = 40 if spec.get("compile") or spec.get("cudagraphs") else 3 if slow else 10
+    # graphs: enough steps to meet every view pair of the few shapes (each new one is captured)
+    warm = 40 if spec.get("compile") or spec.get("cudagraphs") else 60 if spec.get("graphs") else 3 if slow else 10
     served, failed = {}, {}
     for code, path in versions:
         try:
@@ -622,7 +681,7 @@ def measure_windows(args, spec: dict, versions: list[tuple[str, str | None]]) ->
             windows.append({"code": code, "window": w, **_joined(parts[code])})
     rows = []
     key = {"width": spec["width"], "precision": spec.get("precision", "fp32"), "compile": bool(spec.get("compile")),
-           **{k: spec[k] for k in ("static_views", "pad", "cudagraphs") if spec.get(k)}}  # the routes' own keys
+           **{k: spec[k] for k in ("static_views", "pad", "graphs", "cudagraphs") if spec.get(k)}}  # the routes' own keys
     for code, _ in versions:
         if code in failed:
             rows.append({"code": code, **key, "error": failed[code]})

@@ -27,9 +27,9 @@
 #      synchronizations CUDA's sync debug mode reports, 12 steps at full size), atoms removed and
 #      removed in place (static views);
 #   4. full-size throughput against b434260, then atoms removed in place (static views), those
-#      batches padded to 256-atom buckets, the padded step as CUDA graphs (a probe: torch.compile's
-#      reduce-overhead mode), bf16 and compile (perf/*.json, 3 windows of 200 steps each, medians),
-#      alone on the GPU;
+#      batches padded to 256-atom buckets, the padded step as CUDA graphs (two probes: a graph per
+#      shape and view pair, engine.py's GraphedSteps; torch.compile's reduce-overhead mode), bf16
+#      and compile (perf/*.json, 3 windows of 200 steps each, medians), alone on the GPU;
 #   5. gpu_window.sh run with BUDGET = what is left of CALL_S (win/window.tar.gz, win/window.log).
 # Environment: OUT and AUTOGCL_COMMIT (required for run), CALL_S (the call's limit, default 570), PYTHON (python3),
 # TU_SETS (the window's unpacked TU sets; default none), PACK_SETS (its packed ones; default COLLAB), SUITE_SETS (the suite's; default MUTAG
