@@ -194,6 +194,22 @@ def loss_forms_block(root: Path) -> str:
     return compare_runs.table(a, b, labels) + "\n\n```\n" + checks + "\n```\n\n" + commits_line(runs)
 
 
+#: the paper form's COLLAB cell as the loss-form decision read it, kept when the cell was rerun
+DECISION = f"{RESULTS}/summaries/lossforms_decision/unsupervised"
+
+
+def loss_forms_decision_block(root: Path) -> str:
+    """The pair the loss-form decision read on COLLAB: the paper form's runs of that time (a copy,
+    ``DECISION``) against the released form's, paired as :func:`loss_forms_block` pairs them."""
+    import compare_runs  # scripts/studies/compare_runs.py
+
+    a = compare_runs.sweeps(Path(root) / DECISION)
+    b = compare_runs.sweeps(Path(root) / RESULTS / "summaries" / "lossforms" / "unsupervised")
+    runs = sorted({f.parent for f in (Path(root) / DECISION).glob("*/summary.json")}
+                  | {Path(root) / RESULTS / "summaries" / "lossforms" / "unsupervised" / k[1] for k in a})
+    return compare_runs.table(a, b, ("paper", "released")) + "\n\n" + commits_line(runs)
+
+
 # ----------------------------------------------------------------------------------------- manifest
 
 SPREAD_NOTE = ("± is the {} of each cell; `val`: the epoch chosen on data that is not the test fold; "
@@ -348,6 +364,10 @@ TABLES = (
     Table("loss-forms", f"{RESULTS}/loss_forms.md", loss_forms_block,
           (f"{RESULTS}/summaries/unsupervised", f"{RESULTS}/summaries/lossforms/unsupervised"),
           "python scripts/studies/compare_runs.py docs/results/summaries/unsupervised "
+          "docs/results/summaries/lossforms/unsupervised --labels paper,released", ""),
+    Table("loss-forms-decision", f"{RESULTS}/loss_forms.md", loss_forms_decision_block,
+          (DECISION, f"{RESULTS}/summaries/lossforms/unsupervised"),
+          f"python scripts/studies/compare_runs.py {DECISION} "
           "docs/results/summaries/lossforms/unsupervised --labels paper,released", ""),
     Table("regression-logp", "docs/api.md", regression_block,
           (*(f"{RESULTS}/{name}" for name in REGRESSION_RECORDS), f"{RESULTS}/regression_logp_pilots.json"),
