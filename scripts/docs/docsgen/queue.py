@@ -52,7 +52,8 @@ def stale_block(root: Path) -> str:
             lines.append(f"| {compute} | {c.protocol} | {' / '.join(c.label)} | `{folder}` | {c.count(summary)} "
                          f"| {_estimate(unit_seconds(c, root, 'cuda'))} | {_estimate(unit_seconds(c, root, 'cpu'))} |")
     n = {k: sum(c.compute == k for c in cells) for k in ("cpu", "gpu")}
-    return "\n".join(lines) + (f"\n\n{len(cells)} cell{'s' if len(cells) != 1 else ''} ({n['cpu']} that fit the CPU machine, {n['gpu']} queued for "
+    cells_ = f"{len(cells)} cell{'s' if len(cells) != 1 else ''}"
+    return "\n".join(lines) + (f"\n\n{cells_} ({n['cpu']} that fit the CPU machine, {n['gpu']} queued for "
                                "a GPU); each keeps its figure, and its table says \"commit not recorded\", until "
                                "it is rerun.")
 

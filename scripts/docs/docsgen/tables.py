@@ -180,34 +180,36 @@ def views_block(root: Path) -> str:
     return "\n".join(lines) + f"\n\nCode commit(s) of these runs: {said}."
 
 
-def loss_forms_block(root: Path) -> str:
-    """The paired comparison of the two loss forms (``scripts/studies/compare_runs.py`` over the committed
-    summaries of both), with its two robust checks."""
-    import compare_runs  # scripts/studies/compare_runs.py (scripts/ is on the path of docs.py)
-
-    a = compare_runs.sweeps(Path(root) / RESULTS / "summaries" / "unsupervised")
-    b = compare_runs.sweeps(Path(root) / RESULTS / "summaries" / "lossforms" / "unsupervised")
-    labels = ("paper", "released")
-    runs = sorted({f.parent for d in ("unsupervised", "lossforms/unsupervised")
-                   for f in (Path(root) / RESULTS / "summaries" / d).glob("*-autogcl/summary.json")})
-    checks = "\n".join(compare_runs.robust(a, b, labels))
-    return compare_runs.table(a, b, labels) + "\n\n```\n" + checks + "\n```\n\n" + commits_line(runs)
-
-
+#: the two loss forms' committed summaries: the paper form's are the tables' own
+PAPER_FORM, RELEASED_FORM = f"{RESULTS}/summaries/unsupervised", f"{RESULTS}/summaries/lossforms/unsupervised"
 #: the paper form's COLLAB cell as the loss-form decision read it, kept when the cell was rerun
 DECISION = f"{RESULTS}/summaries/lossforms_decision/unsupervised"
 
 
-def loss_forms_decision_block(root: Path) -> str:
-    """The pair the loss-form decision read on COLLAB: the paper form's runs of that time (a copy,
-    ``DECISION``) against the released form's, paired as :func:`loss_forms_block` pairs them."""
-    import compare_runs  # scripts/studies/compare_runs.py
+def _loss_forms(root: Path, paper: str, checks: bool) -> str:
+    """The paired comparison of the paper form's summaries under ``paper`` with the released form's
+    (``scripts/studies/compare_runs.py``), with its two robust checks if ``checks``, and the code
+    commits of the folders paired."""
+    import compare_runs  # scripts/studies/compare_runs.py (scripts/ is on the path of docs.py)
 
-    a = compare_runs.sweeps(Path(root) / DECISION)
-    b = compare_runs.sweeps(Path(root) / RESULTS / "summaries" / "lossforms" / "unsupervised")
-    runs = sorted({f.parent for f in (Path(root) / DECISION).glob("*/summary.json")}
-                  | {Path(root) / RESULTS / "summaries" / "lossforms" / "unsupervised" / k[1] for k in a})
-    return compare_runs.table(a, b, ("paper", "released")) + "\n\n" + commits_line(runs)
+    a, b = (compare_runs.sweeps(Path(root) / d) for d in (paper, RELEASED_FORM))
+    labels = ("paper", "released")
+    runs = sorted(Path(root) / d / tag for d in (paper, RELEASED_FORM) for _, tag in set(a) & set(b))
+    out = compare_runs.table(a, b, labels) + "\n\n"
+    if checks:
+        out += "```\n" + "\n".join(compare_runs.robust(a, b, labels)) + "\n```\n\n"
+    return out + commits_line(runs)
+
+
+def loss_forms_block(root: Path) -> str:
+    """The two loss forms over every dataset both have run, with the robust checks."""
+    return _loss_forms(root, PAPER_FORM, checks=True)
+
+
+def loss_forms_decision_block(root: Path) -> str:
+    """The pair the loss-form decision read on COLLAB: the paper form's runs of that time (the copy
+    under ``DECISION``) against the released form's."""
+    return _loss_forms(root, DECISION, checks=False)
 
 
 # ----------------------------------------------------------------------------------------- manifest
@@ -361,14 +363,10 @@ TABLES = (
           (f"{RESULTS}/summaries/gpu/unsupervised",), "bash scripts/gpu/gpu_runs.sh tu", "Table 2"),
     Table("gpu-transfer", f"{RESULTS}/gpu_transfer.md", report_block(f"{RESULTS}/summaries/gpu/transfer"),
           (f"{RESULTS}/summaries/gpu/transfer",), "bash scripts/gpu/gpu_runs.sh finetune", "Table 4"),
-    Table("loss-forms", f"{RESULTS}/loss_forms.md", loss_forms_block,
-          (f"{RESULTS}/summaries/unsupervised", f"{RESULTS}/summaries/lossforms/unsupervised"),
-          "python scripts/studies/compare_runs.py docs/results/summaries/unsupervised "
-          "docs/results/summaries/lossforms/unsupervised --labels paper,released", ""),
-    Table("loss-forms-decision", f"{RESULTS}/loss_forms.md", loss_forms_decision_block,
-          (DECISION, f"{RESULTS}/summaries/lossforms/unsupervised"),
-          f"python scripts/studies/compare_runs.py {DECISION} "
-          "docs/results/summaries/lossforms/unsupervised --labels paper,released", ""),
+    Table("loss-forms", f"{RESULTS}/loss_forms.md", loss_forms_block, (PAPER_FORM, RELEASED_FORM),
+          f"python scripts/studies/compare_runs.py {PAPER_FORM} {RELEASED_FORM} --labels paper,released", ""),
+    Table("loss-forms-decision", f"{RESULTS}/loss_forms.md", loss_forms_decision_block, (DECISION, RELEASED_FORM),
+          f"python scripts/studies/compare_runs.py {DECISION} {RELEASED_FORM} --labels paper,released", ""),
     Table("regression-logp", "docs/api.md", regression_block,
           (*(f"{RESULTS}/{name}" for name in REGRESSION_RECORDS), f"{RESULTS}/regression_logp_pilots.json"),
           "OMP_NUM_THREADS=1 python scripts/studies/regression_logp.py", ""),
