@@ -57,6 +57,14 @@ class Unit:
     config: dict
     seed: int
     label: str = ""
+    #: how a ``config.json`` of this unit written by an earlier version reads today (the same values
+    #: in today's spelling, e.g. a shipped encoder's path recorded as its name), applied to the stored
+    #: config before it is compared with ``config``; ``None``: compared as stored
+    upgrade: Callable[[dict], dict] | None = None
+
+    def stored_diff(self, stored: dict) -> list[str]:
+        """:func:`config_diff` of a stored ``config.json`` (read as today's, :attr:`upgrade`) and this unit's config."""
+        return config_diff(self.upgrade(stored) if self.upgrade else stored, self.config)
 
     @property
     def partial(self) -> Path:
@@ -99,8 +107,7 @@ def check_resumable(units: Iterable[Unit], resume: bool) -> None:
                 f"{u.dir} already holds a finished run; pass --resume to keep it and run only "
                 "what is missing, or choose another --out"
             )
-        old = read_json(u.dir / "config.json")
-        diff = config_diff(old, u.config)
+        diff = u.stored_diff(read_json(u.dir / "config.json"))
         if diff:
             raise ConfigError(
                 f"{u.dir} was run with a different configuration ({'; '.join(diff)}); "
@@ -171,7 +178,7 @@ def start_work(unit: Unit, runtime: dict | None = None) -> Path:
             old = read_json(started)
         except DataError as exc:
             raise DamagedFileError(str(exc)) from exc
-        diff = config_diff(old, unit.config)
+        diff = unit.stored_diff(old)
         if diff:
             raise ConfigError(f"{work} holds an interrupted run with another configuration "
                               f"({'; '.join(diff)}); delete it or use another --out")

@@ -439,15 +439,16 @@ class FinetuneConfig(SweepConfig):
 
 
 def checkpoint_path(spec: str) -> str:
-    """The absolute path of ``--checkpoint``: a file, or a shipped encoder's name
-    (``autogcl-moses-fullx1``, as ``MoleculeEncoder.load`` takes it; a file of that name in the
-    current folder comes first). A name that is neither is left as a path, whose error (no such
-    checkpoint) comes when it is read."""
+    """What a run records of ``--checkpoint`` (:func:`autogcl.molecules.encoder_ref`): a shipped
+    encoder's name (``autogcl-moses-fullx1``, given by name or as its ``pretrained/`` file; a
+    file of that name in the current folder comes first), so that its units resume from any
+    checkout, or the absolute path of any other file. A name that is neither is left as a path,
+    whose error (no such checkpoint) comes when it is read."""
     from ..errors import DataError
-    from ..molecules import resolve_encoder
+    from ..molecules import encoder_ref, resolve_encoder
 
     try:
-        return str(resolve_encoder(spec).resolve())
+        return encoder_ref(resolve_encoder(spec))
     except DataError:
         return str(Path(spec).resolve())
 

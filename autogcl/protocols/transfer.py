@@ -32,7 +32,7 @@ from ..devices import engine_of, runtime_info
 from ..errors import ConfigError, DataError
 from ..eval.metrics import roc_auc  # noqa: F401 (the protocol's score, named here)
 from ..models.mol_gin import load_encoder
-from ..molecules import MoleculeEncoder, MoleculePredictor, check_split
+from ..molecules import MoleculeEncoder, MoleculePredictor, check_split, encoder_ref, resolve_encoder
 from .base import Protocol
 from .spread import spread
 from .configs import SELECTIONS, FinetuneConfig
@@ -335,7 +335,7 @@ def plan(cfg: FinetuneConfig, seeds: list[int], out: Path, tag: str, data_root=N
                           "not '.' or '..'")
     arch = {}
     if cfg.checkpoint:  # the encoder's architecture is the checkpoint's: record it (a bad file fails first)
-        arch = dict(load_encoder(cfg.checkpoint)[1])
+        arch = dict(load_encoder(resolve_encoder(cfg.checkpoint))[1])
     dataset = load_dataset(cfg, data_root, workers, download)
     name = dataset.name if cfg.csv else cfg.dataset.lower()
     cfg = FinetuneConfig.from_dict({**cfg.to_dict(), "dataset": name, **arch})
@@ -344,8 +344,8 @@ def plan(cfg: FinetuneConfig, seeds: list[int], out: Path, tag: str, data_root=N
     if task == "regression":  # recorded with the units (a classification keeps the config of the runs before it)
         cfg = FinetuneConfig.from_dict({**cfg.to_dict(), "task": task})
     cfg = resolve_recipe(cfg, task)  # the recipe's values, recorded in config.json
-    todo = [units.Unit(dir=ddir / f"seed{s}", config=cfg.to_dict(), seed=s, label=f"{tag} {name} seed {s}")
-            for s in seeds]
+    todo = [units.Unit(dir=ddir / f"seed{s}", config=cfg.to_dict(), seed=s, label=f"{tag} {name} seed {s}",
+                       upgrade=stored_config) for s in seeds]
     paths.check_writable(ddir)
     split = prepare_split(dataset, ddir, cfg.frac, task, cfg.split_file)
 
@@ -365,6 +365,13 @@ def plan(cfg: FinetuneConfig, seeds: list[int], out: Path, tag: str, data_root=N
         return summary
 
     return units.Sweep(todo, fn, finish)
+
+
+def stored_config(config: dict) -> dict:
+    """A unit's stored ``config.json`` as this version records it: the encoder by
+    :func:`autogcl.molecules.encoder_ref`, so that a unit run from one checkout (which recorded
+    the shipped encoder by its absolute path there) resumes from any other."""
+    return {**config, "checkpoint": encoder_ref(config["checkpoint"])} if config.get("checkpoint") else config
 
 
 def run_sweep(cfg: FinetuneConfig, seeds: list[int], out: Path, tag: str, data_root=None,

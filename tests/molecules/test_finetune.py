@@ -138,12 +138,16 @@ def test_checkpoint_names_a_file_or_a_shipped_encoder(tmp_path, monkeypatch):
     from autogcl.protocols.configs import FinetuneConfig, checkpoint_path
 
     monkeypatch.chdir(tmp_path)
-    for name in ("autogcl-moses-fullx1", "autogcl-moses-fullx1.pt"):
-        assert checkpoint_path(name) == str(SHIPPED.resolve())
+    # a shipped encoder is recorded by its name, however it is given (so its runs resume from any checkout)
+    for name in ("autogcl-moses-fullx1", "autogcl-moses-fullx1.pt", str(SHIPPED), str(SHIPPED.resolve())):
+        assert checkpoint_path(name) == "autogcl-moses-fullx1", name
     assert FinetuneConfig(checkpoint=checkpoint_path("autogcl-moses-fullx1")).results_tag() == "autogcl-moses-fullx1"
     assert checkpoint_path("nope") == str(tmp_path / "nope")  # neither: a path, refused when it is read
     (tmp_path / "autogcl-moses-fullx1").write_bytes(b"")  # a file of that name here comes first
     assert checkpoint_path("autogcl-moses-fullx1") == str(tmp_path / "autogcl-moses-fullx1")
+    (tmp_path / "pretrained").mkdir()  # a copy of it elsewhere is a file of its own: its path
+    (tmp_path / "pretrained" / "autogcl-moses-fullx1.pt").write_bytes(SHIPPED.read_bytes())
+    assert checkpoint_path("pretrained/autogcl-moses-fullx1.pt") == str(tmp_path / "pretrained" / "autogcl-moses-fullx1.pt")
 
 
 def test_the_paper_preset_is_the_protocols_defaults():

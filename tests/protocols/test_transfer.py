@@ -121,3 +121,35 @@ def test_label_columns_need_a_csv():
 
     with pytest.raises(ConfigError, match="--label-cols"):
         FinetuneConfig(dataset="bbbp", label_cols=["p_np"])
+
+
+def test_a_unit_of_the_shipped_encoder_resumes_from_another_checkout(tiny_csv, tmp_path):
+    """A finished unit records the shipped encoder by its name; one that a run from another
+    checkout recorded by its path there (as every run did before) is kept by --resume, not
+    refused nor trained again; another encoder's unit is still refused."""
+    import json
+
+    from autogcl.molecules import PRETRAINED_DIR
+    from autogcl.protocols.configs import checkpoint_path
+
+    out = tmp_path / "runs"
+    cfg = T.FinetuneConfig(csv=str(tiny_csv), label_cols=["p_np"], epochs=1,
+                           checkpoint=checkpoint_path(str(PRETRAINED_DIR / "autogcl-moses-fullx1.pt")))
+    first = T.run_sweep(cfg, [0], out, "t", show_progress=False, workers=1)
+    stored = out / "t" / "tiny" / "seed0" / "config.json"
+    assert json.loads(stored.read_text())["checkpoint"] == "autogcl-moses-fullx1"
+    result = out / "t" / "tiny" / "seed0" / "result.json"
+    written = result.stat().st_mtime_ns
+
+    def recorded_as(checkpoint):
+        stored.write_text(json.dumps({**json.loads(stored.read_text()), "checkpoint": checkpoint}))
+
+    for old in ("/elsewhere/checkout/pretrained/autogcl-moses-fullx1.pt",  # a clone that is gone
+                str(PRETRAINED_DIR / "autogcl-moses-fullx1.pt")):  # this checkout's path
+        recorded_as(old)
+        again = T.run_sweep(cfg, [0], out, "t", show_progress=False, workers=1, resume=True)
+        assert again["val"]["values"] == first["val"]["values"] and result.stat().st_mtime_ns == written
+    for other in ("/elsewhere/checkout/pretrained/autogcl-moses200k.pt", "/elsewhere/my/encoder.pt"):
+        recorded_as(other)
+        with pytest.raises(T.ConfigError, match="different configuration"):
+            T.run_sweep(cfg, [0], out, "t", show_progress=False, workers=1, resume=True)
