@@ -328,16 +328,21 @@ def resolve_encoder(name_or_path: str | Path) -> Path:
 def encoder_ref(checkpoint: str | Path | None) -> str | None:
     """How a run records the encoder it fine-tunes (``--checkpoint`` in ``config.json``), so that
     the run resumes from any checkout: a shipped encoder by its name (``autogcl-moses-fullx1``),
-    whether given by name, as this checkout's ``pretrained/`` file, or as the path of that file in
-    another checkout that is not here (``.../pretrained/autogcl-moses-fullx1.pt``, as runs before
-    names were recorded wrote it); any other file by its absolute path; ``None`` stays ``None``."""
+    whether given by name, as a file of that name with the same bytes (this checkout's
+    ``pretrained/`` file, another checkout's), or as the path of its file in another checkout that
+    is not here (``.../pretrained/autogcl-moses-fullx1.pt``, as runs before names were recorded
+    wrote it); any other file by its absolute path; ``None`` stays ``None``."""
+    import filecmp
+
     if checkpoint is None:
         return None
     path = Path(checkpoint)
     if path.exists():
         resolved = path.resolve()
-        shipped = PRETRAINED_DIR.resolve() / resolved.name
-        return resolved.stem if resolved.suffix == ".pt" and resolved == shipped else str(resolved)
+        shipped = PRETRAINED_DIR / resolved.name
+        same = resolved.suffix == ".pt" and shipped.is_file() and (
+            resolved == shipped.resolve() or filecmp.cmp(resolved, shipped, shallow=False))
+        return resolved.stem if same else str(resolved)
     if _shipped_encoder(path) is not None:  # a bare name
         return path.stem if path.suffix == ".pt" else path.name
     if path.parent.name == PRETRAINED_DIR.name and path.suffix == ".pt" and (PRETRAINED_DIR / path.name).is_file():

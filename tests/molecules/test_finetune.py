@@ -145,9 +145,12 @@ def test_checkpoint_names_a_file_or_a_shipped_encoder(tmp_path, monkeypatch):
     assert checkpoint_path("nope") == str(tmp_path / "nope")  # neither: a path, refused when it is read
     (tmp_path / "autogcl-moses-fullx1").write_bytes(b"")  # a file of that name here comes first
     assert checkpoint_path("autogcl-moses-fullx1") == str(tmp_path / "autogcl-moses-fullx1")
-    (tmp_path / "pretrained").mkdir()  # a copy of it elsewhere is a file of its own: its path
-    (tmp_path / "pretrained" / "autogcl-moses-fullx1.pt").write_bytes(SHIPPED.read_bytes())
-    assert checkpoint_path("pretrained/autogcl-moses-fullx1.pt") == str(tmp_path / "pretrained" / "autogcl-moses-fullx1.pt")
+    (tmp_path / "pretrained").mkdir()  # a copy of it elsewhere (another checkout's file) is the same encoder
+    copy = tmp_path / "pretrained" / "autogcl-moses-fullx1.pt"
+    copy.write_bytes(SHIPPED.read_bytes())
+    assert checkpoint_path("pretrained/autogcl-moses-fullx1.pt") == "autogcl-moses-fullx1"
+    copy.write_bytes(SHIPPED.read_bytes()[:-1] + b"x")  # other weights under its name: a file of its own, its path
+    assert checkpoint_path("pretrained/autogcl-moses-fullx1.pt") == str(copy)
 
 
 def test_the_paper_preset_is_the_protocols_defaults():

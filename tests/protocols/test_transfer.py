@@ -144,7 +144,11 @@ def test_a_unit_of_the_shipped_encoder_resumes_from_another_checkout(tiny_csv, t
     def recorded_as(checkpoint):
         stored.write_text(json.dumps({**json.loads(stored.read_text()), "checkpoint": checkpoint}))
 
+    clone = tmp_path / "clone" / "pretrained"  # another checkout that is here, with the same file
+    clone.mkdir(parents=True)
+    (clone / "autogcl-moses-fullx1.pt").write_bytes((PRETRAINED_DIR / "autogcl-moses-fullx1.pt").read_bytes())
     for old in ("/elsewhere/checkout/pretrained/autogcl-moses-fullx1.pt",  # a clone that is gone
+                str(clone / "autogcl-moses-fullx1.pt"),
                 str(PRETRAINED_DIR / "autogcl-moses-fullx1.pt")):  # this checkout's path
         recorded_as(old)
         again = T.run_sweep(cfg, [0], out, "t", show_progress=False, workers=1, resume=True)
