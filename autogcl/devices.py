@@ -4,6 +4,8 @@ and the record (device, torch threads, versions) stored with every run."""
 from __future__ import annotations
 
 import contextlib
+import functools
+import hashlib
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
@@ -108,14 +110,44 @@ def deterministic_kernels(on: bool = True) -> Iterator[None]:
         torch.use_deterministic_algorithms(before[0], warn_only=before[1])
 
 
+def cpu_numerics() -> str:
+    """Which floating-point code paths this process's CPU kernels take, as
+    ``"<ATen capability>-<digest>"``: ATen's vectorised kernels (``AVX512``, ``AVX2``, ``DEFAULT``;
+    ``ATEN_CPU_CAPABILITY`` picks one) and a digest of a fixed probe (matrix products of a GIN
+    layer's and a contrastive loss's shapes, through the BLAS the CPU build calls, then the
+    vectorised activations and a log-softmax), at the current torch thread count.
+
+    The same configuration and seed give the same numbers bit for bit where this string is the
+    same; where it differs (another CPU family, another MKL branch: ``MKL_CBWR``,
+    ``MKL_ENABLE_INSTRUCTIONS``) the first rounding differs and a training curve departs from the
+    other within an epoch or two. Each CPU run records it (:func:`runtime_info`)."""
+    return _cpu_numerics(torch.get_num_threads())
+
+
+@functools.lru_cache(maxsize=None)
+def _cpu_numerics(threads: int) -> str:
+    g = torch.Generator().manual_seed(0)
+    x, w = torch.randn(2304, 128, generator=g), torch.randn(128, 128, generator=g)
+    h = torch.relu(x @ w)
+    z = torch.nn.functional.normalize(h[:128], dim=1)
+    probe = torch.cat([h.sum(0), torch.log_softmax(z @ z.T / 0.5, dim=1).flatten(),
+                       (torch.randn(37, 300, generator=g) @ torch.randn(300, 129, generator=g)).flatten(),
+                       torch.sigmoid(h[:64]).flatten(), torch.tanh(h[64:128]).flatten()])
+    digest = hashlib.sha256(probe.numpy().tobytes()).hexdigest()[:12]
+    return f"{torch.backends.cpu.get_cpu_capability()}-{digest}"
+
+
 def runtime_info(device: torch.device | str | Engine = "cpu") -> dict:
     """What a run's numbers depend on beyond its configuration: device, torch threads, versions
-    (and precision and compilation, when not the defaults).
+    (and precision and compilation, when not the defaults), and on the CPU its kernels' code
+    paths (``cpu_numerics``: :func:`cpu_numerics`).
 
     On the CPU, the same configuration gives the same numbers for the same thread count
-    (reductions are split over threads); a GPU gives its own (still seeded) numbers."""
+    (reductions are split over threads) and code paths; a GPU gives its own (still seeded) numbers."""
     dev = resolve_device(device)
     info = {"device": str(dev), "torch_threads": torch.get_num_threads(), "torch": torch.__version__}
+    if dev.type == "cpu":
+        info["cpu_numerics"] = cpu_numerics()
     if isinstance(device, Engine):
         if device.precision != FP32:
             info["precision"] = device.precision

@@ -313,9 +313,10 @@ def pretrained_encoders() -> list[str]:
 
 def resolve_encoder(name_or_path: str | Path) -> Path:
     """The file of a shipped encoder's name (``autogcl-moses-fullx1``, with or without ``.pt``),
-    or the path itself; a clear error when it is neither."""
+    or the path itself (a folder too: loading it says it is not a file); a clear error when it is
+    neither."""
     path = Path(name_or_path)
-    if path.is_file():
+    if path.exists():
         return path
     shipped = _shipped_encoder(path)
     if shipped is not None:

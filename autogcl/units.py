@@ -183,7 +183,8 @@ def start_work(unit: Unit, runtime: dict | None = None) -> Path:
             raise ConfigError(f"{work} holds an interrupted run with another configuration "
                               f"({'; '.join(diff)}); delete it or use another --out")
         before = old.get(RUNTIME_KEY)
-        if runtime is not None and before is not None and before != runtime:
+        if runtime is not None and before is not None and any(
+                before[k] != runtime[k] for k in set(before) & set(runtime)):  # keys both record
             log.warning("%s was started on %s and continues on %s: its numbers will not match an "
                         "uninterrupted run", unit.label or work, before, runtime)
     atomic_write_json(started, {**unit.config, **({RUNTIME_KEY: runtime} if runtime else {})})

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from autogcl.devices import resolve_device, runtime_info
+from autogcl.devices import cpu_numerics, resolve_device, runtime_info
 from autogcl.errors import ConfigError
 
 
@@ -29,7 +29,9 @@ def test_unknown_devices_are_errors():
 
 def test_runtime_record():
     info = runtime_info("cpu")
-    assert info == {"device": "cpu", "torch_threads": torch.get_num_threads(), "torch": torch.__version__}
+    assert info == {"device": "cpu", "torch_threads": torch.get_num_threads(), "torch": torch.__version__,
+                    "cpu_numerics": cpu_numerics()}
+    assert cpu_numerics().split("-")[0] == torch.backends.cpu.get_cpu_capability()
 
 
 def test_an_engine_with_deterministic_kernels_trains_under_them_and_restores_the_setting():

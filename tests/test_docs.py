@@ -303,6 +303,23 @@ def test_generated_tables_name_the_commit_of_their_runs(checkout):
     assert folder_device(checkout / "docs/results/summaries/unsupervised/DD-autogcl") is None
 
 
+def test_the_views_table_names_the_commit_of_each_run(checkout):
+    """The MNIST views table reads each committed run's result.json: its ``code_commit`` is named
+    (short, with its mark of uncommitted changes), and a run without one says so."""
+    from docsgen.tables import views_block
+
+    folder = checkout / "docs/results/views_MNIST"
+    run = json.loads(sorted(folder.glob("seed*.json"))[0].read_text(encoding="utf-8"))
+    shutil.rmtree(folder)
+    folder.mkdir()
+    (folder / "seed0.json").write_text(json.dumps({**run, "code_commit": "0123456789abcdef0123+dirty"}))
+    assert views_block(checkout).endswith("Code commit(s) of these runs: `0123456789ab+`.")
+    (folder / "seed1.json").write_text(json.dumps({k: v for k, v in run.items() if k != "code_commit"}))
+    assert views_block(checkout).endswith(
+        "Code commit(s) of these runs: `0123456789ab+`; commit not recorded (the runs predate it).")
+    assert views_block(checkout).count("docs/results/views_MNIST/seed") == 2
+
+
 def test_a_single_run_shows_no_spread():
     """A cell of one run shows its score and says it has no ± (a std over one run is 0 and means
     nothing); two runs show mean ± std; an undefined selection still says why."""

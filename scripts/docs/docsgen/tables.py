@@ -153,7 +153,8 @@ def report_block(*folders: str) -> Callable[[Path], str]:
 
 
 def views_block(root: Path) -> str:
-    """The MNIST view figure's runs (``docs/results/views_MNIST/seed*.json``): per seed the view
+    """The MNIST view figure's runs (``docs/results/views_MNIST/seed*.json``, each a run's
+    ``result.json``, whose ``code_commit`` names the code that ran it): per seed the view
     accuracy, the test accuracy on original graphs and each view's kept share of strokes
     (superpixels of mean intensity >= 0.5) and of the other superpixels, on the test graphs."""
     files = sorted((Path(root) / RESULTS / "views_MNIST").glob("seed*.json"))
@@ -169,13 +170,13 @@ def views_block(root: Path) -> str:
     commits = Counter()
     for f in files:
         d = json.loads(f.read_text(encoding="utf-8"))
-        commits[d.get("commit")] += 1
+        commits[d.get("code_commit")] += 1  # a run's result.json names the commit that ran it
         k = d["kept_shares"]
         views = [k.get(v) for v in ("AutoGCL view 1", "AutoGCL view 2", "GraphCL node drop 0.2")]
         cells = [f"{pct(v['high_intensity_kept'])} / {pct(v['other_kept'])}" if v else "-" for v in views]
         lines.append(f"| `{f.relative_to(root).as_posix()}` | {pct(d['val_view_acc'])} / {pct(d['view_acc'])} | "
                      f"{pct(d['test_acc'])} | " + " | ".join(cells) + f" | {d['wall_s']:.0f} |")
-    named = [f"`{c}`" for c in commits if c]
+    named = [_short_commit(c) for c in commits if c]
     said = "; ".join(named + (["commit not recorded (the runs predate it)"] if commits.get(None) else []))
     return "\n".join(lines) + f"\n\nCode commit(s) of these runs: {said}."
 
