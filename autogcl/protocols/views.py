@@ -10,12 +10,12 @@ offsets between neighbouring superpixels (ResGCN's sum of GCN messages over abso
 positions learns slowly there). On superpixels the generators are
 :class:`autogcl.augment.learnable.GeometryKeepingGenerator`: masking hides a node's intensity, not its position.
 
-Measured on MNIST (docs/views_MNIST.json, seeds 0-2; README): the validation view accuracy
-reaches 0.72-0.80 after the first joint epoch; trained on (seed 0) it falls, to 0.61 by epoch
-6, as L_sim pushes the two views apart, so the default target is 0.7 (the paper trains to
-0.9). At the target, in every seed one view keeps far more stroke (high-intensity)
-superpixels than the rest (88-96% against 70-79%); the other does too in one seed and keeps
-slightly fewer strokes than background in two. The classifier reads a digit from its
+Measured on MNIST (``autogcl visualize views`` at the defaults, seeds 0-2: the table of the
+tutorial, generated from ``docs/results/views_MNIST/``): the default target is 0.7, not the
+paper's 0.9 (the tutorial says why).
+At the target, in every seed one view keeps a larger share of stroke (high-intensity)
+superpixels than of the rest; the other does too in one seed and keeps fewer strokes than
+background in two. The classifier reads a digit from its
 background nearly as well as from its strokes (``scripts/studies/mnist_background.py``), so the
 classification loss gives the generators little reason to keep strokes.
 """
