@@ -41,6 +41,7 @@ __all__ = [
     "run_sweeps",
     "run_units",
     "start_work",
+    "with_commit",
 ]
 
 log = logging.getLogger(__name__)
@@ -191,12 +192,19 @@ def start_work(unit: Unit, runtime: dict | None = None) -> Path:
     return work
 
 
+def with_commit(result: dict) -> dict:
+    """``result`` with the ``code_commit`` that runs it (:func:`autogcl.provenance.commit_label`),
+    where known and not already there."""
+    if "code_commit" in result:
+        return result
+    label = commit_label()
+    return {**result, **({"code_commit": label} if label else {})}
+
+
 def publish(unit: Unit, rows: list[dict], result: dict) -> dict:
-    """Write ``metrics.csv`` and ``result.json`` (with the ``code_commit`` that ran the unit,
-    :func:`autogcl.provenance.commit_label`, where known), drop the checkpoint, publish the unit."""
-    if "code_commit" not in result:
-        label = commit_label()
-        result = {**result, **({"code_commit": label} if label else {})}
+    """Write ``metrics.csv`` and ``result.json`` (:func:`with_commit`), drop the checkpoint,
+    publish the unit."""
+    result = with_commit(result)
     atomic_write_csv(unit.partial / "metrics.csv", rows)
     atomic_write_json(unit.partial / "result.json", result)
     (unit.partial / "checkpoint.pt").unlink(missing_ok=True)

@@ -287,6 +287,7 @@ def run(cfg: ViewsConfig, out_dir: Path, data_root=None, n_examples: int = 6, sh
                                                 cfg.high_intensity)
         atomic.atomic_save({"model": model.state_dict(), "gen1": gens[0].state_dict(),
                           "gen2": gens[1].state_dict()}, work / "model.pt")
+        result = units.with_commit(result)  # views.json is result.json, code commit included
         atomic.atomic_write_json(work / "views.json", result)
         result = units.publish(unit, history, result)
         (unit.dir / "warmup.pt").unlink(missing_ok=True)  # once published: until then a resume needs it

@@ -56,6 +56,7 @@ def test_views_on_mnist_superpixels(data_root, mnist_root, tmp_path, capsys):
     text = capsys.readouterr().out
     assert "accuracy on generated views" in text and "GraphCL node drop 0.2" in text
     res = json.loads((out / "views.json").read_text())
+    assert res == json.loads((out / "result.json").read_text())  # the code commit included
     assert res["epochs"] == 1 and 0 <= res["view_acc"] <= 1 and res["target_reached"] is False
     assert res["config"]["classifier"] == "relpos" and res["config"]["dropped"] == "weight"
     assert [r["phase"] for r in res["history"]] == ["warmup", "joint"] and res["warmup_epochs"] == 1
