@@ -28,10 +28,18 @@ def code_commit(root: Path | None = None) -> tuple[str | None, bool]:
         return None, False
 
 
+#: (commit, dirty) of the checkout when this process imported autogcl: the code that runs, even
+#: when the checkout moves on (a commit, an edit) before a long run's results are written
+LOADED = code_commit()
+
+
 def commit_label() -> str | None:
-    """The commit that runs as one string, ``+dirty`` when the package's files differ from it
-    (what a unit's ``result.json`` records as ``code_commit``); None when unknown."""
-    commit, dirty = code_commit()
+    """The commit that runs as one string, ``+dirty`` when the package's files differed from it
+    (what a unit's ``result.json`` records as ``code_commit``); None when unknown. That is
+    ``AUTOGCL_COMMIT`` when set, else the checkout as this process imported it (:data:`LOADED`),
+    not as it is when the result is written."""
+    given = os.environ.get("AUTOGCL_COMMIT", "").strip()
+    commit, dirty = (given, given.endswith("+dirty")) if given else LOADED
     if not commit:
         return None
     return commit if not dirty or commit.endswith("+dirty") else commit + "+dirty"

@@ -1,4 +1,5 @@
 import json
+import os
 
 import pytest
 
@@ -192,3 +193,39 @@ def test_a_one_unit_run_folder_may_hold_lock_files_of_earlier_runs(tmp_path):
     (tmp_path / "notes.txt").write_text("mine")
     with pytest.raises(ConfigError, match="holds other files"):
         units.check_run_folder(tmp_path, "pre-training")
+
+
+def test_a_unit_records_the_commit_its_process_loaded_not_the_one_checked_out_when_it_ends(tmp_path, monkeypatch):
+    """A long run (hours of fine-tuning) outlives commits to its checkout: its units must name the
+    code the process imported. A throwaway git checkout holding provenance.py commits again after
+    the import; the label still names the first commit, and an edit after the import adds no +dirty."""
+    import shutil
+    import subprocess
+    import sys
+
+    from autogcl import provenance
+
+    monkeypatch.delenv("AUTOGCL_COMMIT", raising=False)
+    repo = tmp_path / "checkout"
+    (repo / "autogcl").mkdir(parents=True)
+    shutil.copy(provenance.__file__, repo / "autogcl" / "provenance.py")
+    (repo / "autogcl" / "__init__.py").write_text("")
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "commit.gpgsign=false"]
+    for args in (["init", "-q"], ["add", "."], ["commit", "-qm", "first"]):
+        subprocess.run(git + args, cwd=repo, check=True, timeout=30)
+    first = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True, check=True).stdout.strip()
+    script = (
+        "import subprocess, sys\n"
+        f"sys.path.insert(0, {str(repo)!r})\n"
+        "from autogcl import provenance\n"
+        f"git = {git!r}\n"
+        f"subprocess.run(git + ['commit', '-q', '--allow-empty', '-m', 'second'], cwd={str(repo)!r}, check=True)\n"
+        f"open({str(repo / 'autogcl' / 'provenance.py')!r}, 'a').write('# edited\\n')\n"
+        "print(provenance.commit_label())\n"
+        "print(provenance.code_commit())\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, cwd=tmp_path,
+                         env={k: v for k, v in os.environ.items() if k != "AUTOGCL_COMMIT"})
+    assert out.returncode == 0, out.stderr
+    label, now = out.stdout.splitlines()
+    assert label == first  # the loaded code: neither the second commit nor "+dirty"
+    assert first not in now and "True" in now  # while the checkout itself has moved on and is dirty
