@@ -9,14 +9,20 @@ import subprocess
 from pathlib import Path
 
 
+def _given() -> tuple[str, bool] | None:
+    """(commit, dirty) that ``AUTOGCL_COMMIT`` names, read when asked; None when it is unset."""
+    given = os.environ.get("AUTOGCL_COMMIT", "").strip()
+    return (given, given.endswith("+dirty")) if given else None
+
+
 def code_commit(root: Path | None = None) -> tuple[str | None, bool]:
     """(commit, dirty) of the code that runs: ``AUTOGCL_COMMIT`` when set (a copy without its
     git folder, e.g. a lent GPU machine), else ``git rev-parse HEAD`` in the checkout holding this
     package (``root``: another checkout); (None, False) when unknown."""
-    root = Path(__file__).resolve().parents[1] if root is None else root
-    given = os.environ.get("AUTOGCL_COMMIT", "").strip()
+    given = _given()
     if given:
-        return given, given.endswith("+dirty")
+        return given
+    root = Path(__file__).resolve().parents[1] if root is None else root
     try:
         head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=20)
         if head.returncode:
@@ -38,8 +44,7 @@ def commit_label() -> str | None:
     (what a unit's ``result.json`` records as ``code_commit``); None when unknown. That is
     ``AUTOGCL_COMMIT`` when set, else the checkout as this process imported it (:data:`LOADED`),
     not as it is when the result is written."""
-    given = os.environ.get("AUTOGCL_COMMIT", "").strip()
-    commit, dirty = (given, given.endswith("+dirty")) if given else LOADED
+    commit, dirty = _given() or LOADED
     if not commit:
         return None
     return commit if not dirty or commit.endswith("+dirty") else commit + "+dirty"
