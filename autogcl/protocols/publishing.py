@@ -27,9 +27,7 @@ def publish_units(cell: Cell, root: Path) -> list[Path]:
     here = code_commit()
     for unit in finished_units(src):
         target = units / unit.relative_to(src)
-        # new to the committed folder, or another run of that unit (a local rerun): its provenance is written
-        new = not (target / "result.json").is_file() or not filecmp.cmp(unit / "result.json", target / "result.json",
-                                                                         shallow=False)
+        new = _is_new(unit, target)
         target.mkdir(parents=True, exist_ok=True)
         for name in ("config.json", "metrics.csv", "result.json"):
             if (unit / name).is_file():
@@ -42,6 +40,13 @@ def publish_units(cell: Cell, root: Path) -> list[Path]:
             (target / "provenance.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
         copied.append(target)
     return copied
+
+
+def _is_new(unit: Path, target: Path) -> bool:
+    """Whether sweep unit ``unit`` is new to its committed folder ``target``, or another run of
+    that unit (a local rerun, another result): then its provenance is written."""
+    return not (target / "result.json").is_file() or not filecmp.cmp(unit / "result.json", target / "result.json",
+                                                                      shallow=False)
 
 
 #: the key of ``unit_commits`` (:func:`publish`) for units whose provenance names no commit
@@ -61,13 +66,20 @@ def publish(cell: Cell, root: Path) -> Path | None:
     from ``cell.out`` into the committed folder ``cell.runs[0]``, with a ``provenance.json``
     naming the code commit (:func:`code_commit`) and the devices its units ran on; where the
     units' own provenance names other commits (units of earlier windows), ``unit_commits``
-    counts the units of each commit. The folder written, or None when the sweep has no summary
+    counts the units of each commit. Publishing again what is committed already (the same
+    summary, no new unit) keeps its ``provenance.json``: the summary was made at the commit it
+    names, not at this checkout's. The folder written, or None when the sweep has no summary
     yet (its finished units are copied anyway)."""
     src = Path(root) / cell.out
+    dst = Path(root) / cell.runs[0]
+    committed = Path(root) / units_folder(cell.runs[0])
+    any_new = any(_is_new(unit, committed / unit.relative_to(src)) for unit in finished_units(src))
     units = publish_units(cell, root)
     if not (src / cell.file).is_file():
         return None
-    dst = Path(root) / cell.runs[0]
+    if (not any_new and (dst / "provenance.json").is_file() and (dst / cell.file).is_file()
+            and filecmp.cmp(src / cell.file, dst / cell.file, shallow=False)):
+        return dst  # published already: its record stays
     if cell.file == "summary.json" and (dst / cell.file).is_file():
         # never replace a committed summary by one of fewer seeds or folds (a sweep folder that
         # kept the summary of an earlier, shorter run)

@@ -450,6 +450,39 @@ def test_unit_provenance_when_the_commit_is_unknown_or_a_unit_was_run_again(tmp_
     assert not (units / "seed1" / "provenance.json").exists()  # the same result: left as it was
 
 
+def test_publishing_again_what_is_committed_keeps_its_record(tmp_path, monkeypatch):
+    """A cell published at one commit and published again at a later one, with the same summary
+    and no new unit, keeps the provenance of the commit that made it; a new unit (or another
+    summary) writes the record of the new publish."""
+    import autogcl.protocols.publishing as publishing
+
+    root = tmp_path / "repo"
+
+    def unit(seed, acc):
+        folder = root / FAKE.out / f"seed{seed}"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "config.json").write_text("{}")
+        (folder / "result.json").write_text(json.dumps({"seed": seed, "acc": acc, "code_commit": "aaa1111",
+                                                        "runtime": {"device": "cpu"}}))
+
+    unit(0, 70.0)
+    (root / FAKE.out / FAKE.file).write_text(json.dumps({"n_seeds": 1, "seeds": [0]}))
+    monkeypatch.setattr(publishing, "code_commit", lambda root=None: ("aaa1111", False))
+    dst = publishing.publish(FAKE, root)
+    first = (dst / "provenance.json").read_text()
+    assert json.loads(first)["commit"] == "aaa1111"
+
+    monkeypatch.setattr(publishing, "code_commit", lambda root=None: ("bbb2222", False))
+    assert publishing.publish(FAKE, root) == dst
+    assert (dst / "provenance.json").read_text() == first  # the same cell: its record stays
+
+    unit(1, 71.0)  # a new unit, a summary of two seeds: the new publish's record
+    (root / FAKE.out / FAKE.file).write_text(json.dumps({"n_seeds": 2, "seeds": [0, 1]}))
+    publishing.publish(FAKE, root)
+    record = json.loads((dst / "provenance.json").read_text())
+    assert record["commit"] == "bbb2222" and record["unit_commits"] == {"aaa1111": 2}
+
+
 def test_the_largest_transfer_sets_are_estimated_from_the_largest_set_measured_on_the_cpu():
     """The queue's CPU column (why MUV and HIV wait for a GPU): MUV and HIV have no committed run;
     their CPU estimate scales tox21's committed CPU summary by the number of molecules (not
