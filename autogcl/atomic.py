@@ -1,4 +1,5 @@
-"""Atomic file writes: write to a temporary file in the same folder, then rename."""
+"""Atomic file writes: write to a temporary file in the same folder, then rename. Imports torch
+and numpy only where a function needs them, so that the JSON and text writers stay light."""
 
 from __future__ import annotations
 
@@ -10,8 +11,6 @@ import os
 import tempfile
 from pathlib import Path
 
-import numpy as np
-import torch
 
 
 def _umask() -> int:
@@ -51,9 +50,20 @@ def _write_atomically(path: Path, write) -> None:
             os.unlink(tmp)
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    data = text.encode("utf-8")
+def atomic_write_bytes(path: Path, data: bytes) -> None:
     _write_atomically(path, lambda f: f.write(data))
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_copy(src: Path, dst: Path) -> None:
+    """Copy file ``src`` over ``dst`` atomically (:func:`_write_atomically`), keeping its
+    modification time as ``shutil.copy2`` does."""
+    atomic_write_bytes(dst, Path(src).read_bytes())
+    st = os.stat(src)
+    os.utime(dst, ns=(st.st_atime_ns, st.st_mtime_ns))
 
 
 def atomic_write_json(path: Path, obj) -> None:
@@ -61,6 +71,8 @@ def atomic_write_json(path: Path, obj) -> None:
 
 
 def _json_default(o):
+    import numpy as np
+
     if isinstance(o, (np.integer,)):
         return int(o)
     if isinstance(o, (np.floating,)):
@@ -109,6 +121,8 @@ def atomic_save(obj, path: Path) -> None:
     """``torch.save`` atomically (:func:`_write_atomically`). The object is serialised in memory
     first, so that a failed write reports the operating system's reason (torch's own writer
     loses it)."""
+    import torch
+
     buf = io.BytesIO()
     torch.save(obj, buf)
     _write_atomically(path, lambda f: f.write(buf.getbuffer()))
@@ -118,6 +132,8 @@ def load_cache(path: Path, keys=("data", "slices")) -> dict | None:
     """A processed cache written by :func:`atomic_save`, read with ``weights_only=True``; a
     damaged one (truncated, garbage, missing ``keys``) is deleted with a warning and ``None``
     returned, so that the caller rebuilds it from the raw files."""
+    import torch
+
     path = Path(path)
     if not path.is_file():
         return None
@@ -140,6 +156,8 @@ DIGEST_KEY = "weights_sha256"
 def _tensor_sha256(t: torch.Tensor) -> str:
     import hashlib
 
+    import torch
+
     t = t.detach().cpu().contiguous()
     h = hashlib.sha256(f"{t.dtype}{tuple(t.shape)}".encode())
     h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b"")
@@ -149,6 +167,8 @@ def _tensor_sha256(t: torch.Tensor) -> str:
 def weights_digest(state: dict) -> dict[str, str]:
     """The digest of a state dict as a model file stores it: the SHA-256 of each tensor's
     dtype, shape and bytes, by name (:func:`check_weights` reads it back)."""
+    import torch
+
     return {k: _tensor_sha256(v) for k, v in state.items() if isinstance(v, torch.Tensor)}
 
 
@@ -165,6 +185,8 @@ def check_weights(blob: dict, path, key: str = "state_dict") -> None:
     model files carried a digest is checked against ``FILE.sha256.json`` beside it when there
     is one (:func:`write_digest_beside`: the shipped encoders), else it loads with a note in
     the log that it carries none."""
+    import torch
+
     from .errors import DataError
 
     saved = blob.get(DIGEST_KEY)
@@ -193,6 +215,8 @@ def write_digest_beside(path) -> Path:
     """Write ``FILE.sha256.json``, the digest of the weights of the model file ``path``, beside
     it: for a file that predates the digest and must stay as it is (a shipped encoder whose
     file's own hash is published), so that :func:`check_weights` checks it all the same."""
+    import torch
+
     blob = torch.load(path, map_location="cpu", weights_only=True)
     out = Path(f"{path}.sha256.json")
     atomic_write_json(out, {DIGEST_KEY: weights_digest(blob["state_dict"])})

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ..atomic import atomic_write_text
+from ..atomic import atomic_write_bytes, atomic_write_text
 from ..errors import DataError
 from .configs import EmbedConfig
 
@@ -182,21 +182,6 @@ def embed(cfg: EmbedConfig, data_root=None, download: bool | None = None, device
     return Embedded(emb, index, {} if labels is None else {"label": labels}, [], len(graphs), source, name)
 
 
-def _atomic_bytes(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        mask = os.umask(0)
-        os.umask(mask)
-        os.chmod(tmp, 0o666 & ~mask)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-
-
 def write(res: Embedded, out: str | Path) -> Path:
     """Write the embeddings atomically: ``.npy`` (the array) or ``.csv`` (``index``, the
     per-row columns, ``emb_0`` ... ``emb_{d-1}``)."""
@@ -206,7 +191,7 @@ def write(res: Embedded, out: str | Path) -> Path:
     if out.suffix.lower() == ".npy":
         buf = io.BytesIO()
         np.save(buf, res.emb)
-        _atomic_bytes(out, buf.getvalue())
+        atomic_write_bytes(out, buf.getvalue())
         return out
     import csv
 

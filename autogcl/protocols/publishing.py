@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import filecmp
 import json
-import shutil
 import time
 from pathlib import Path
 
+from ..atomic import atomic_copy, atomic_write_text
 from ..provenance import code_commit, unit_commit
 
 from .manifest import Cell, finished_units, recorded, unit_result, units_folder
@@ -31,13 +31,13 @@ def publish_units(cell: Cell, root: Path) -> list[Path]:
         target.mkdir(parents=True, exist_ok=True)
         for name in ("config.json", "metrics.csv", "result.json"):
             if (unit / name).is_file():
-                shutil.copy2(unit / name, target / name)
+                atomic_copy(unit / name, target / name)
         commit, dirty = unit_commit(unit_result(unit)) or here  # the commit the unit ran at, where it says
         if new and commit:
             record = {"commit": commit, "dirty": dirty,
                       "device": (unit_result(unit).get("runtime") or {}).get("device"),
                       "published": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
-            (target / "provenance.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+            atomic_write_text(target / "provenance.json", json.dumps(record, indent=1) + "\n")
         copied.append(target)
     return copied
 
@@ -90,7 +90,7 @@ def publish(cell: Cell, root: Path) -> Path | None:
         if cell.count(json.loads((src / cell.file).read_text(encoding="utf-8"))) < cell.count(old):
             return None
     dst.mkdir(parents=True, exist_ok=True)
-    shutil.copy2(src / cell.file, dst / cell.file)
+    atomic_copy(src / cell.file, dst / cell.file)
     devices = set()
     for unit in units or [src]:
         device = (unit_result(unit).get("runtime") or {}).get("device")
@@ -106,7 +106,7 @@ def publish(cell: Cell, root: Path) -> Path | None:
     named = set(per_unit) - {UNRECORDED}
     if (commit and set(per_unit) != {commit}) or (not commit and named):
         record["unit_commits"] = dict(sorted(per_unit.items()))
-    (dst / "provenance.json").write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    atomic_write_text(dst / "provenance.json", json.dumps(record, indent=1) + "\n")
     return dst
 
 
@@ -147,6 +147,6 @@ def restore(cell: Cell, root: Path, recorded_only: bool = False) -> int:
         target.mkdir(parents=True, exist_ok=True)
         for name in ("config.json", "metrics.csv", "result.json"):
             if (unit / name).is_file():
-                shutil.copy2(unit / name, target / name)
+                atomic_copy(unit / name, target / name)
         n += 1
     return n

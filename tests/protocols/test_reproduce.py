@@ -483,6 +483,46 @@ def test_publishing_again_what_is_committed_keeps_its_record(tmp_path, monkeypat
     assert record["commit"] == "bbb2222" and record["unit_commits"] == {"aaa1111": 2}
 
 
+def test_publishing_on_a_full_disk_keeps_the_committed_cell_and_imports_no_torch(tmp_path, monkeypatch):
+    """Publishing writes through :mod:`autogcl.atomic`: a publish that fails on a full disk keeps
+    the committed summary, units and records as they were, leaves no part file, and says which
+    file; and the publishing module stays light (no torch: ``autogcl docs`` and ``reproduce``)."""
+    import errno
+    import os
+    import subprocess
+    import sys
+
+    import pytest
+
+    import autogcl.atomic as atomic
+    import autogcl.protocols.publishing as publishing
+    from autogcl.errors import StorageError
+
+    root = tmp_path / "repo"
+    unit = root / FAKE.out / "seed0"
+    unit.mkdir(parents=True)
+    (unit / "config.json").write_text("{}")
+    (unit / "result.json").write_text(json.dumps({"seed": 0, "acc": 70.0, "code_commit": "aaa1111"}))
+    (root / FAKE.out / FAKE.file).write_text(json.dumps({"n_seeds": 1, "seeds": [0]}))
+    dst = publishing.publish(FAKE, root)
+    before = {p: p.read_bytes() for p in sorted(root.joinpath("docs").rglob("*")) if p.is_file()}
+
+    (unit / "result.json").write_text(json.dumps({"seed": 0, "acc": 71.0, "code_commit": "bbb2222"}))
+    (root / FAKE.out / FAKE.file).write_text(json.dumps({"n_seeds": 1, "seeds": [0], "mean": 71.0}))
+
+    def no_space(fd):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(atomic.os, "fsync", no_space)
+    with pytest.raises(StorageError, match=r"seed0/config.json \(No space left on device\); the previous file is kept"):
+        publishing.publish(FAKE, root)
+    after = {p: p.read_bytes() for p in sorted(root.joinpath("docs").rglob("*")) if p.is_file()}
+    assert after == before and (dst / "summary.json") in after  # nothing half-written, no temporary file left
+
+    probe = "import sys, autogcl.protocols.publishing; assert 'torch' not in sys.modules, 'torch imported'"
+    subprocess.run([sys.executable, "-c", probe], check=True, timeout=120)
+
+
 def test_the_largest_transfer_sets_are_estimated_from_the_largest_set_measured_on_the_cpu():
     """The queue's CPU column (why MUV and HIV wait for a GPU): MUV and HIV have no committed run;
     their CPU estimate scales tox21's committed CPU summary by the number of molecules (not
