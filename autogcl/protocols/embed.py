@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import io
 import logging
-import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
