@@ -49,3 +49,25 @@ def test_a_missing_data_mirror_fails_even_without_skips(tmp_path):
     assert out.returncode == 1, out.stdout
     assert "the data mirror is missing" in out.stdout
 
+
+
+def test_xdist_workers_share_the_cores(monkeypatch):
+    """tests/conftest.py gives each of N xdist workers 1/N of the cores (at least one thread), in
+    its torch and in the processes its tests start; a thread count the user set is left alone."""
+    import torch
+
+    from tests import conftest
+
+    cores = len(os.sched_getaffinity(0))
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", "2")
+    assert conftest._share_the_cores() == max(1, cores // 2) == torch.get_num_threads()
+    assert os.environ["OMP_NUM_THREADS"] == str(max(1, cores // 2))
+    monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", str(4 * cores))
+    monkeypatch.delenv("OMP_NUM_THREADS")  # the share the call above set
+    assert conftest._share_the_cores() == 1 == torch.get_num_threads()
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    assert conftest._share_the_cores() is None and os.environ["OMP_NUM_THREADS"] == "3"
+    monkeypatch.delenv("OMP_NUM_THREADS")
+    monkeypatch.delenv("PYTEST_XDIST_WORKER_COUNT")
+    assert conftest._share_the_cores() is None and "OMP_NUM_THREADS" not in os.environ  # one process: all cores
