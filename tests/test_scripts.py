@@ -194,8 +194,17 @@ def test_transfer_sizes_runs_each_setting_once_and_reports_the_curve(data_root, 
     assert pre["molecules_seen"] == 24 and pre["corpus"]["molecules"] == 30
     s = json.loads((results / "summaries/sizes/transfer/mosesfullx1/tiny/summary.json").read_text())
     assert s["pretrain"] == {"epochs": 1, "molecules_seen": 24, "corpus_molecules": 30}
+    # published as every committed cell: summaries and records with their provenance, units beside them
+    records = {f: f.read_text() for f in sorted(results.rglob("provenance.json"))}
+    units = list((results / "units/sizes/transfer").rglob("result.json"))
+    assert len(units) == 2 and all((u.parent / "provenance.json").is_file() for u in units)  # none, fullx1: a seed each
+    assert {str(f.parent.relative_to(results)) for f in records if "summaries" in f.parts} == {
+        "summaries/sizes/transfer/no_pretrain/tiny", "summaries/sizes/transfer/mosesfullx1/tiny",
+        "summaries/sizes/pretrain/mosesfullx1"}
+    assert all(json.loads(t)["commit"] for t in records.values())
     done = {f: f.stat().st_mtime_ns for f in out.rglob("result.json")}
     assert ts.main(args) == 0  # everything finished: autogcl is asked again and keeps it all
+    assert {f: f.read_text() for f in sorted(results.rglob("provenance.json"))} == records  # published already
     assert {f: f.stat().st_mtime_ns for f in out.rglob("result.json")} == done and len(done) == 3
     again = (results / "commands.tsv").read_text().splitlines()[4:]
     assert len(again) == 3 and all(line.split("\t")[3] == "0" for line in again)

@@ -29,7 +29,6 @@ import json
 import os
 import re
 import shlex
-import shutil
 import subprocess
 import sys
 import time
@@ -72,16 +71,22 @@ def timed(cmd: list[str], log: Path, results: Path) -> int:
 
 
 def publish(out: Path, results: Path) -> None:
-    """Finished summaries and pre-training records under ``results/summaries/sizes/``."""
-    dest = results / "summaries" / "sizes"
-    for f in (out / "transfer").glob("*/*/summary.json"):
-        target = dest / "transfer" / f.relative_to(out / "transfer")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(f, target)
-    for f in (out / "pretrain").glob("*/result.json"):
-        target = dest / "pretrain" / f.parent.name / "result.json"
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(f, target)
+    """Finished summaries and pre-training records under ``results/summaries/sizes/``, through
+    :func:`autogcl.protocols.publishing.publish` as every committed cell: each with a
+    ``provenance.json`` naming the code commit and devices, a fine-tuning summary with its units
+    (``results/units/sizes/...``, each with its own record), a committed summary never replaced
+    by one of fewer seeds, and what is published already left with its record."""
+    from autogcl.protocols.manifest import Cell
+    from autogcl.protocols.publishing import publish as publish_cell
+
+    root, base = results.parent, f"{results.name}/summaries/sizes"  # runs relative to root: units_folder
+    for f in sorted((out / "transfer").glob("*/*/summary.json")):
+        tag, ds = f.parent.parent.name, f.parent.name
+        publish_cell(Cell("transfer", (ds, tag), (f"{base}/transfer/{tag}/{ds}",), str(f.parent), ""), root)
+    for f in sorted((out / "pretrain").glob("*/result.json")):
+        tag = f.parent.name
+        publish_cell(Cell("pretrain", (tag,), (f"{base}/pretrain/{tag}",), str(f.parent), "", file="result.json"),
+                     root)
 
 
 def study_config(n: int | None, epochs: int, pretrain_opts: str) -> dict:
