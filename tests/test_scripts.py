@@ -624,6 +624,12 @@ def test_suite_record_counts_every_outcome_and_names_failures(tmp_path):
     block = suite_block(tmp_path)
     assert "| 2 | 1 | 1 | 1 | 1 |" in block and "`SUITE_PROBE=set`" in block
     assert "test_bad` (failure): " in block and "test_error` (error)" in block
+    # the slowest tests of the newest record, slowest first
+    older = {**d, "date": "2000-01-01 00:00 UTC", "slowest": [{"test": "tests.old::test_old", "s": 99.0}]}
+    (tmp_path / SUITE / "older.json").write_text(json.dumps(older))
+    listed = suite_block(tmp_path).split("slowest tests of the newest record (`probe.json`")[1].splitlines()[1:]
+    assert [line.split("::")[-1].split("`")[0] for line in listed] == [s["test"].split("::")[-1] for s in d["slowest"]]
+    assert listed[0].endswith(f": {d['slowest'][0]['s']:.1f} s") and "test_old" not in suite_block(tmp_path)
 
 
 def test_suite_record_marks_a_stopped_run_as_cut(tmp_path):

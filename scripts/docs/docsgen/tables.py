@@ -276,7 +276,19 @@ def suite_block(root: Path) -> str:
     head = ("| record | date | machine | ATen CPU capability | environment | pytest arguments | passed | failed | "
             "errors | skipped | exit code | code commit |\n|---|---|---|---|---|---|---|---|---|---|---|---|")
     tail = ["", "Failed or erroring tests:", *failures] if failures else ["", "No test failed or erred in these runs."]
-    return "\n".join([head, *rows, *tail])
+    return "\n".join([head, *rows, *tail, *_slowest(files)])
+
+
+def _slowest(files: list[Path], n: int = 10) -> list[str]:
+    """The ``n`` slowest tests of the newest record that lists them (setup, call and teardown
+    together), with its whole pytest time: where the suite's time goes."""
+    records = [(d["date"], f.name, d) for f in files if (d := json.loads(f.read_text(encoding="utf-8"))).get("slowest")]
+    if not records:
+        return []
+    date, name, d = max(records, key=lambda r: r[:2])
+    wall = f", {d['wall_s']:.0f} s of pytest in all" if d.get("wall_s") else ""
+    lines = ["", f"The {min(n, len(d['slowest']))} slowest tests of the newest record (`{name}`, {date}{wall}):"]
+    return lines + [f"- `{x['test']}`: {x['s']:.1f} s" for x in d["slowest"][:n]]
 
 
 def regression_block(root: Path) -> str:
