@@ -5,6 +5,7 @@ on, and restoring the committed units into a sweep folder (:func:`restore`). No 
 from __future__ import annotations
 
 import filecmp
+import hashlib
 import json
 import time
 from pathlib import Path
@@ -19,8 +20,10 @@ def publish_units(cell: Cell, root: Path) -> list[Path]:
     """Copy the finished units of ``cell.out`` (``config.json``, ``metrics.csv``, ``result.json``:
     no checkpoints) into the committed units folder of ``cell.runs[0]``; the units copied. A
     unit new to that folder gets a ``provenance.json`` naming the code commit that ran it (its
-    ``result.json``'s ``code_commit``, else :func:`code_commit` now) and its device, so that a
-    later summary over units of several windows names every commit; units already committed keep theirs (or none, if they predate it)."""
+    ``result.json``'s ``code_commit``, else the record it carries from the committed folder it
+    was restored from (:func:`restore`), else :func:`code_commit` now) and its device, so that a
+    later summary over units of several windows names every commit; units already committed keep
+    theirs (or none, if they predate it)."""
     src = Path(root) / cell.out
     units = Path(root) / units_folder(cell.runs[0])
     copied = []
@@ -32,6 +35,12 @@ def publish_units(cell: Cell, root: Path) -> list[Path]:
         for name in ("config.json", "metrics.csv", "result.json"):
             if (unit / name).is_file():
                 atomic_copy(unit / name, target / name)
+        carried = _carried(unit)
+        if new and carried is not None:  # restored from another committed folder: its record, not HEAD's
+            if carried.get("commit"):
+                atomic_write_text(target / "provenance.json", json.dumps(carried, indent=1) + "\n")
+            copied.append(target)
+            continue
         commit, dirty = unit_commit(unit_result(unit)) or here  # the commit the unit ran at, where it says
         if new and commit:
             record = {"commit": commit, "dirty": dirty,
@@ -47,6 +56,27 @@ def _is_new(unit: Path, target: Path) -> bool:
     that unit (a local rerun, another result): then its provenance is written."""
     return not (target / "result.json").is_file() or not filecmp.cmp(unit / "result.json", target / "result.json",
                                                                       shallow=False)
+
+
+#: the record :func:`restore` leaves in a sweep unit: the committed unit's provenance, tied to
+#: its result by digest (a unit run again over it has another result, and is not that record's)
+CARRIED = "restored.json"
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _carried(unit: Path) -> dict | None:
+    """The committed record a restored sweep unit carries ({"commit": None} where its committed
+    folder named none), or None when it carries none or its result is not the one restored."""
+    try:
+        record = json.loads((unit / CARRIED).read_text(encoding="utf-8"))
+        if record.pop("result_sha256") != _digest(unit / "result.json"):
+            return None
+        return record.get("provenance") or {"commit": None}
+    except (OSError, ValueError, AttributeError, KeyError, TypeError):
+        return None
 
 
 #: the key of ``unit_commits`` (:func:`publish`) for units whose provenance names no commit
@@ -136,7 +166,9 @@ def restore(cell: Cell, root: Path, recorded_only: bool = False) -> int:
     """Copy the committed finished units of ``cell`` that its sweep folder lacks into it (a fresh
     clone, a bare GPU machine), so that ``--resume`` skips them; how many were copied.
     ``recorded_only``: only units whose ``provenance.json`` names a commit (a rerun of a stale
-    cell runs the others again)."""
+    cell runs the others again). Each copied unit carries its committed ``provenance.json``
+    (:data:`CARRIED`), so that publishing it into another cell's folder names the commit that ran
+    it, not the checkout's."""
     units = Path(root) / units_folder(cell.runs[0])
     out = Path(root) / cell.out
     n = 0
@@ -148,5 +180,11 @@ def restore(cell: Cell, root: Path, recorded_only: bool = False) -> int:
         for name in ("config.json", "metrics.csv", "result.json"):
             if (unit / name).is_file():
                 atomic_copy(unit / name, target / name)
+        try:
+            provenance = json.loads((unit / "provenance.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            provenance = None
+        atomic_write_text(target / CARRIED, json.dumps({"result_sha256": _digest(target / "result.json"),
+                                                        "provenance": provenance}, indent=1) + "\n")
         n += 1
     return n

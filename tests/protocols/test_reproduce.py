@@ -796,3 +796,38 @@ def test_a_partial_cell_of_unrecorded_code_resumes_from_all_its_committed_units(
         jobs = plan([FAKE], root, unit_default=0.5, stale_cells=stale_cells)
         assert [j.label for j in jobs] == ["unsupervised / FAKE / autogcl seed 2"], stale_cells
         assert sorted(p.name for p in (root / FAKE.out).iterdir()) == ["seed0", "seed1"]  # restored
+
+
+def test_units_restored_from_one_cell_and_published_into_another_keep_the_commit_that_ran_them(tmp_path, monkeypatch):
+    """A study that shares units with a committed cell (the size study's no-pretrain row is the
+    transfer table's) restores them into its own sweep and publishes them into its own folder:
+    each unit keeps the commit and device its committed record names (its result.json names
+    none: older code), a unit whose committed record names none stays unrecorded, and a unit
+    run again over the restored one (another result) gets the record of the new run."""
+    import autogcl.protocols.publishing as publishing
+
+    root = tmp_path / "repo"
+    src_units = root / "docs/results/units/fake/FAKE-autogcl"
+    for seed, prov in ((0, {"commit": "aaa1111", "dirty": False, "device": "cuda"}), (1, None), (2, None)):
+        unit = src_units / f"seed{seed}"
+        unit.mkdir(parents=True)
+        (unit / "config.json").write_text("{}")
+        (unit / "result.json").write_text(json.dumps({"seed": seed, "acc": 70.0 + seed, "runtime": {"device": "cpu"}}))
+        if prov:
+            (unit / "provenance.json").write_text(json.dumps(prov))
+    study = Cell("transfer", ("FAKE", "study"), ("docs/results/summaries/study/FAKE",), "runs/study/FAKE", "", seeds=3)
+    assert publishing.restore(Cell(**{**FAKE.__dict__, "out": study.out}), root) == 3
+    # seed 2 is run again locally over its restored copy, with another result
+    (root / study.out / "seed2" / "result.json").write_text(json.dumps({"seed": 2, "acc": 75.0,
+                                                                        "runtime": {"device": "cpu"}}))
+    (root / study.out / "summary.json").write_text(json.dumps({"n_seeds": 3, "seeds": [0, 1, 2]}))
+    monkeypatch.setattr(publishing, "code_commit", lambda root=None: ("hhh9999", False))
+    dst = publishing.publish(study, root)
+    units = root / "docs/results/units/study/FAKE"
+    assert json.loads((units / "seed0" / "provenance.json").read_text())["commit"] == "aaa1111"
+    assert json.loads((units / "seed0" / "provenance.json").read_text())["device"] == "cuda"
+    assert not (units / "seed1" / "provenance.json").exists()  # its committed record named no commit
+    assert json.loads((units / "seed2" / "provenance.json").read_text())["commit"] == "hhh9999"  # run here
+    record = json.loads((dst / "provenance.json").read_text())
+    assert record["commit"] == "hhh9999"
+    assert record["unit_commits"] == {"aaa1111": 1, "hhh9999": 1, publishing.UNRECORDED: 1}
