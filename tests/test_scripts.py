@@ -224,6 +224,21 @@ def test_transfer_sizes_runs_each_setting_once_and_reports_the_curve(data_root, 
     assert "Against no_pretrain" in (table := (results / "transfer_sizes.md").read_text())
     assert "- mosesfullx1: val " in table and " (tiny), mean " in table and "(1 dataset)" in table
 
+    # a study sharing the units of a committed cell run with the same command restores them (the
+    # seeds it asks for), keeps them and publishes them with the commit their record names
+    unit = results / "units/sizes/transfer/no_pretrain/tiny/seed0"
+    (unit / "provenance.json").write_text(json.dumps({"commit": "aaa1111", "dirty": False, "device": "cpu"}))
+    shared_results = tmp_path / "shared_results"
+    assert ts.main(["--results", str(shared_results), "run", "--pretrain", "none", "--datasets", "tiny", "--seeds", "1",
+                    "--epochs", "1", "--out", str(tmp_path / "shared"), "--units-from",
+                    str(results / "summaries/sizes/transfer"), args[-1]]) == 0
+    assert (tmp_path / "shared/transfer/no_pretrain/tiny/seed0/result.json").read_bytes() == \
+        (unit / "result.json").read_bytes()  # kept, not run again
+    assert json.loads((shared_results / "units/sizes/transfer/no_pretrain/tiny/seed0/provenance.json").read_text())[
+        "commit"] == "aaa1111"
+    assert json.loads((shared_results / "summaries/sizes/transfer/no_pretrain/tiny/provenance.json").read_text())[
+        "unit_commits"] == {"aaa1111": 1}
+
     # an encoder made before stands for its setting once its record says it is what the
     # study's own pre-training would have made (setting, options, corpus)
     enc = out / "pretrain" / "mosesfullx1" / "encoder.pt"

@@ -162,11 +162,12 @@ def publish_sweeps(out: Path, summaries: Path, root: Path) -> list[Path]:
     return written
 
 
-def restore(cell: Cell, root: Path, recorded_only: bool = False) -> int:
+def restore(cell: Cell, root: Path, recorded_only: bool = False, seeds: int | None = None) -> int:
     """Copy the committed finished units of ``cell`` that its sweep folder lacks into it (a fresh
     clone, a bare GPU machine), so that ``--resume`` skips them; how many were copied.
     ``recorded_only``: only units whose ``provenance.json`` names a commit (a rerun of a stale
-    cell runs the others again). Each copied unit carries its committed ``provenance.json``
+    cell runs the others again). ``seeds``: only the units of seeds ``0 .. seeds-1`` (the folders
+    ``seed0/``...; a sweep of fewer seeds than the committed cell). Each copied unit carries its committed ``provenance.json``
     (:data:`CARRIED`), so that publishing it into another cell's folder names the commit that ran
     it, not the checkout's."""
     units = Path(root) / units_folder(cell.runs[0])
@@ -174,6 +175,8 @@ def restore(cell: Cell, root: Path, recorded_only: bool = False) -> int:
     n = 0
     for unit in finished_units(units):
         target = out / unit.relative_to(units)
+        if seeds is not None and unit.relative_to(units).parts[0] not in {f"seed{k}" for k in range(seeds)}:
+            continue
         if (target / "result.json").is_file() or (recorded_only and not recorded(unit)):
             continue
         target.mkdir(parents=True, exist_ok=True)

@@ -8,7 +8,9 @@ encoder made before instead of pre-training that setting again, once its own rec
 what the study's pre-training of that setting would make (the same first N molecules, epochs,
 options and corpus). Every step is an ``autogcl`` command run with
 ``--resume``: the same command continues an interrupted study without redoing finished units,
-and each command's wall time is appended to ``docs/results/commands.tsv``. Finished summaries
+and each command's wall time is appended to ``docs/results/commands.tsv``. ``--units-from``
+shares the units of committed cells run with the same command (the transfer table's No-pretrain
+and whole-corpus cells): they are restored first, with their records, and kept. Finished summaries
 and the pre-training records are copied under ``docs/results/summaries/sizes/``.
 
 ``report`` builds ``docs/results/transfer_sizes.md`` (the table with the code commits of its runs,
@@ -87,6 +89,16 @@ def publish(out: Path, results: Path) -> None:
         tag = f.parent.name
         publish_cell(Cell("pretrain", (tag,), (f"{base}/pretrain/{tag}",), str(f.parent), "", file="result.json"),
                      root)
+
+
+def shared(committed: Path, sweep: Path, seeds: int) -> int:
+    """Restore the finished units of the committed summary folder ``committed`` (its seeds below
+    ``seeds``) into the study's sweep folder ``sweep``, each with its committed record
+    (:func:`autogcl.protocols.publishing.restore`); how many were restored."""
+    from autogcl.protocols.manifest import Cell
+    from autogcl.protocols.publishing import restore
+
+    return restore(Cell("transfer", (), (str(committed),), str(sweep), ""), Path("/"), seeds=seeds)
 
 
 def study_config(n: int | None, epochs: int, pretrain_opts: str) -> dict:
@@ -188,6 +200,8 @@ def run(args) -> int:
                     print(f"pre-training {tag} failed: see {out / 'logs'}", file=sys.stderr)
                     return 1
                 ckpt = ["--checkpoint", str(pre / "encoder.pt")]
+            if args.units_from:  # units run once for another table: restored, with their records
+                shared(Path(args.units_from).resolve() / tag / ds, out / "transfer" / tag / ds, args.seeds)
             cmd = ["transfer", "finetune", "--dataset", ds, "--seeds", str(args.seeds), "--epochs",
                    str(args.epochs), "--tag", tag, "--out", str(out / "transfer"), "--resume", "--no-progress",
                    *ckpt, *common, *shlex.split(args.finetune_opts)]
@@ -457,6 +471,10 @@ def main(argv=None) -> int:
                    "the study's pre-training of SETTING: molecules, epochs, options, corpus); repeatable")
     r.add_argument("--pretrain-opts", default="", help="more options of the pre-training commands (give as "
                    "--pretrain-opts='...')")
+    r.add_argument("--units-from", metavar="FOLDER",
+                   help="committed summaries folder (<tag>/<dataset>) whose finished units the study shares: "
+                        "they are restored into its sweeps before fine-tuning, so --resume keeps them (e.g. "
+                        "docs/results/summaries/paper/transfer: the transfer table's No-pretrain and fullx1 cells)")
     r.add_argument("--finetune-opts", default="--executor serial --cpus-per-unit 1",
                    help="more options of the fine-tuning commands; replaces the default (%(default)s)")
     rep = sub.add_parser("report", help="the table and figure from the published summaries")

@@ -816,6 +816,8 @@ def test_units_restored_from_one_cell_and_published_into_another_keep_the_commit
         if prov:
             (unit / "provenance.json").write_text(json.dumps(prov))
     study = Cell("transfer", ("FAKE", "study"), ("docs/results/summaries/study/FAKE",), "runs/study/FAKE", "", seeds=3)
+    assert publishing.restore(Cell(**{**FAKE.__dict__, "out": "runs/two"}), root, seeds=2) == 2  # a sweep of 2 seeds
+    assert sorted(p.name for p in (root / "runs/two").iterdir()) == ["seed0", "seed1"]
     assert publishing.restore(Cell(**{**FAKE.__dict__, "out": study.out}), root) == 3
     # seed 2 is run again locally over its restored copy, with another result
     (root / study.out / "seed2" / "result.json").write_text(json.dumps({"seed": 2, "acc": 75.0,
