@@ -202,6 +202,24 @@ def test_a_figure_typed_into_the_prose_fails_the_check(checkout, capsys):
     assert "docs/tutorial.md" in err and "figure 91.23 typed by hand" in err and "figure 2.5 typed by hand" in err
 
 
+def test_the_readmes_beside_docs_are_checked_too(tmp_path):
+    """The shipped encoders' README (the evidence for which one ships) and the benchmarks' are
+    read by users as docs are: a figure typed there fails the check, a marked one passes."""
+    from docsgen.figures import check_figures, documents
+
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "README.md").write_text("autogcl\n")
+    for folder in ("pretrained", "benchmarks"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "README.md").write_text("Its val is higher by +7.23 ± 2.15 on ClinTox.\n")
+    assert documents(tmp_path) == ["README.md", "pretrained/README.md", "benchmarks/README.md"]
+    problems = check_figures(tmp_path)
+    assert {p.split(":")[0] for p in problems} == {"pretrained/README.md", "benchmarks/README.md"}
+    (tmp_path / "pooled.json").write_text('{"clintox": [7.23, 2.15]}')
+    (tmp_path / "pretrained" / "README.md").write_text("Higher by +7.23 ± 2.15 <!-- from: pooled.json -->.\n")
+    assert [p.split(":")[0] for p in check_figures(tmp_path)] == ["benchmarks/README.md"] * 2
+
+
 @pytest.mark.parametrize("text", [
     "Training took 3,847 s per seed.", "about 2.5 h on two cores", "15,431 molecules/s on an H100",
     "it scores 59.5% held out", "a step is 2.8x faster", "the loss reaches 0.018", "from 77.54 to 76.92",

@@ -258,10 +258,16 @@ def check_document(root: Path, doc: str, text: str) -> list[str]:
     return problems
 
 
+#: the folders beside docs/ whose README users read (the shipped encoders' evidence, the benchmarks)
+READMES = ("pretrained", "benchmarks")
+
+
 def documents(root: Path) -> list[str]:
-    """The README and every Markdown page of docs/, relative to ``root``."""
+    """The README, every Markdown page of docs/ and the READMEs of :data:`READMES`, relative to
+    ``root``."""
     root = Path(root)
     docs = ["README.md"] if (root / "README.md").is_file() else []
+    docs += [f"{d}/README.md" for d in READMES if (root / d / "README.md").is_file()]
     return docs + sorted(p.relative_to(root).as_posix() for p in (root / "docs").rglob("*.md"))
 
 
