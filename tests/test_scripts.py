@@ -302,6 +302,9 @@ def test_transfer_sizes_checks_the_shipped_encoders_losses_and_all(data_root):
                           "--sim-loss mse --cl-variant released", data_root)
     assert ts.losses_of(Path("/nonexistent"), "moses200000x2", str(shipped)) == "--sim-loss none --cl-variant simclr"
     assert ts.losses_of(Path("/nonexistent"), "x", "/nonexistent.pt") == "losses not recorded"
+    # newer units record a shipped encoder by its name: its record is read through the name
+    assert ts.losses_of(Path("/nonexistent"), "moses200000x2", "autogcl-moses200k") == \
+        "--sim-loss none --cl-variant simclr"
 
 
 def test_transfer_sizes_draws_corpus_and_epoch_sweeps_apart():

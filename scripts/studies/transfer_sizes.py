@@ -329,8 +329,9 @@ def losses_of(results: Path, tag: str, checkpoint: str) -> str:
             c = json.loads(record.read_text())["config"]
         else:
             from autogcl.models.mol_gin import load_encoder
+            from autogcl.molecules import resolve_encoder
 
-            c = recorded_config(load_encoder(checkpoint)[2])
+            c = recorded_config(load_encoder(resolve_encoder(checkpoint))[2])  # a shipped name too
         return f"--sim-loss {c['sim_loss']} --cl-variant {c['cl_variant']}"
     except (OSError, KeyError, ValueError, RuntimeError):
         return "losses not recorded"
@@ -371,7 +372,11 @@ def report(args) -> int:
     from docsgen.tables import commits_line
 
     commits = commits_line([f.parent for f in sorted((results / "summaries" / "sizes" / "transfer").glob("*/*/summary.json"))])
-    used = sorted({(s["tag"], s["config"]["checkpoint"]) for s in sums.values() if s.get("pretrained")})
+    from autogcl.protocols.configs import checkpoint_path
+
+    # one line per encoder: the path older runs recorded and the shipped name newer ones record
+    # (pretrained/autogcl-moses200k.pt, autogcl-moses200k) are the same file
+    used = sorted({(s["tag"], checkpoint_path(s["config"]["checkpoint"])) for s in sums.values() if s.get("pretrained")})
     encoders = [(t, shown(c), losses_of(results, t, c)) for t, c in used]  # each record read once, not per dataset
     text = ("## Fine-tuning ROC-AUC against the amount of pre-training (mean ± std over seeds)\n\n"
             + "\n".join(lines) + f"\n\n{commits}\n\nSlope of the `val` means against log10(molecules seen), least squares "
