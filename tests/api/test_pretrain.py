@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from autogcl import seeding
 from autogcl.api.pretrain import MoleculePretrainer, pretrain_molecules
 from autogcl.errors import ConfigError, DataError
 
@@ -178,8 +179,12 @@ def test_a_fit_with_atoms_removed_in_place_trains_the_encoder_of_removal(corpus,
     default route, epoch by epoch, to float rounding (relative 1e-4). The weights agree less
     closely: an Adam step moves a weight by about ``lr`` whatever the size of its gradient, so a
     gradient that is 0 in exact arithmetic (a bias before a BatchNorm, a unit that ReLU shuts)
-    turns rounding into steps of ``lr``; the embeddings are compared within what 8 such steps
-    can move them (8 x 2 x lr, relative to the largest)."""
+    turns rounding into steps of ``lr``, and one element of the embeddings can move by a few per
+    cent of the largest. So the embeddings are compared as wholes: the two routes' difference is
+    under 3% of the distance training moved them from the initial encoder's (measured on
+    2026-12-07: 0.98% at one torch thread, 0.82% at two; the default route with ``lr`` 10% larger
+    is 6.4% and 5.7% away, so the check tells that apart). An element-wise bound of 16 ``lr``
+    relative to the largest held at two threads (1.2%) and failed at one (2.2%)."""
     small = {"epochs": 2, "batch_size": 16, "chunk_size": 40, "dim": 16, "num_layers": 2, "gen_hidden": 8}
     fits = {}
     for static in (False, True):
@@ -190,10 +195,12 @@ def test_a_fit_with_atoms_removed_in_place_trains_the_encoder_of_removal(corpus,
     assert [r["steps"] for r in h0] == [r["steps"] for r in h1] == [4, 4]
     for a, b in zip(h0, h1):
         assert b["loss"] == pytest.approx(a["loss"], rel=1e-4)
+    seeding.seed_everything(0)  # the weights both fits start from (fit seeds, then builds)
+    init = MoleculePretrainer(**small).build_strategy().model.encoder
     batch = _molecules()
     with torch.no_grad():
-        z0, z1 = e0.encoder(batch), e1.encoder(batch)
-    torch.testing.assert_close(z1, z0, rtol=0, atol=8 * 2 * 1e-3 * float(z0.abs().max()))
+        z0, z1, zi = e0.encoder(batch), e1.encoder(batch), init(batch)
+    assert float((z1 - z0).norm()) < 0.03 * float((z0 - zi).norm())
     assert e1.meta["pretrain_options"]["static_views"] is True
 
 
