@@ -74,6 +74,47 @@ def atomic_write_json(path: Path, obj) -> None:
     atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=True, default=_json_default) + "\n")
 
 
+def replace_dir(staged: Path, target: Path) -> None:
+    """Put folder ``staged`` in the place of folder ``target`` (there or not): ``target`` is
+    renamed aside (``.<name>.replaced``), ``staged`` renamed to it, and the old one removed, so
+    that a reader sees the old folder's files or the new ones, never a mix. A kill between the
+    two renames leaves no ``target`` and the old folder aside, which :func:`recover_dir` puts
+    back; a failure is a :class:`autogcl.errors.StorageError` naming the folder."""
+    import shutil
+
+    from .errors import StorageError
+
+    staged, target = Path(staged), Path(target)
+    aside = _aside(target)
+    try:
+        shutil.rmtree(aside, ignore_errors=True)
+        if target.exists():
+            os.rename(target, aside)
+        os.rename(staged, target)
+    except OSError as exc:
+        recover_dir(target)
+        raise StorageError(f"cannot replace {target} ({exc.strerror or exc}); the previous folder is kept",
+                           exc.errno, target, exc.strerror) from exc
+    shutil.rmtree(aside, ignore_errors=True)
+
+
+def recover_dir(target: Path) -> None:
+    """Undo a :func:`replace_dir` stopped between its renames: the old folder, left aside, back
+    in the place of ``target`` when ``target`` is missing (removed when it is not)."""
+    import shutil
+
+    target, aside = Path(target), _aside(Path(target))
+    if aside.is_dir():
+        if target.exists():
+            shutil.rmtree(aside, ignore_errors=True)
+        else:
+            os.rename(aside, target)
+
+
+def _aside(target: Path) -> Path:
+    return target.with_name(f".{target.name}.replaced")
+
+
 def _json_default(o):
     import numpy as np
 

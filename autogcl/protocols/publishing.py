@@ -7,10 +7,12 @@ from __future__ import annotations
 import filecmp
 import hashlib
 import json
+import shutil
 import time
 from pathlib import Path
 
-from ..atomic import atomic_copy, atomic_write_text
+from ..atomic import atomic_copy, atomic_write_text, recover_dir, replace_dir
+from ..errors import StorageError
 from ..provenance import code_commit, unit_commit
 
 from .manifest import Cell, finished_units, recorded, unit_result, units_folder
@@ -19,36 +21,63 @@ from .manifest import Cell, finished_units, recorded, unit_result, units_folder
 def publish_units(cell: Cell, root: Path) -> list[Path]:
     """Copy the finished units of ``cell.out`` (``config.json``, ``metrics.csv``, ``result.json``:
     no checkpoints) into the committed units folder of ``cell.runs[0]``; the units copied. A
-    unit new to that folder gets a ``provenance.json`` naming the code commit that ran it (its
-    ``result.json``'s ``code_commit``, else the record it carries from the committed folder it
-    was restored from (:func:`restore`), else :func:`code_commit` now) and its device, so that a
-    later summary over units of several windows names every commit; units already committed keep
-    theirs (or none, if they predate it)."""
+    unit new to that folder gets a ``provenance.json`` naming the code commit that ran it
+    (:func:`_record`) and its device, so that a later summary over units of several windows names
+    every commit; units already committed keep theirs (or none, if they predate it), and a unit
+    run again with another result loses the record of the old one. Each unit is written whole
+    (staged beside it, then :func:`autogcl.atomic.replace_dir`): a kill or a full disk leaves
+    the committed unit as it was or as it is meant to be, never a new file beside an old one."""
     src = Path(root) / cell.out
     units = Path(root) / units_folder(cell.runs[0])
     copied = []
     here = code_commit()
     for unit in finished_units(src):
         target = units / unit.relative_to(src)
+        recover_dir(target)  # a publish killed between its renames: the old unit back first
         new = _is_new(unit, target)
-        target.mkdir(parents=True, exist_ok=True)
-        for name in ("config.json", "metrics.csv", "result.json"):
-            if (unit / name).is_file():
-                atomic_copy(unit / name, target / name)
-        carried = _carried(unit)
-        if new and carried is not None:  # restored from another committed folder: its record, not HEAD's
-            if carried.get("commit"):
-                atomic_write_text(target / "provenance.json", json.dumps(carried, indent=1) + "\n")
-            copied.append(target)
-            continue
-        commit, dirty = unit_commit(unit_result(unit)) or here  # the commit the unit ran at, where it says
-        if new and commit:
-            record = {"commit": commit, "dirty": dirty,
-                      "device": (unit_result(unit).get("runtime") or {}).get("device"),
-                      "published": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
-            atomic_write_text(target / "provenance.json", json.dumps(record, indent=1) + "\n")
+        stage = target.with_name(f".{target.name}.publishing")  # beside it; dot folders are no units
+        try:
+            _stage(unit, target, stage, _record(unit, here) if new else None, keep_record=not new)
+        except StorageError as exc:  # named by the committed file it was meant for
+            shutil.rmtree(stage, ignore_errors=True)
+            raise StorageError(f"cannot write {target / Path(exc.filename or '').name} ({exc.strerror}); the "
+                               f"previous file is kept as it was (a unit is published whole or not at all)",
+                               exc.errno, target, exc.strerror) from exc
+        replace_dir(stage, target)  # all of the unit's files at once: never a new config beside an old result
         copied.append(target)
     return copied
+
+
+def _stage(unit: Path, target: Path, stage: Path, record: dict | None, keep_record: bool) -> None:
+    """Into ``stage``: what the committed unit ``target`` holds (its ``provenance.json`` only when
+    ``keep_record``: an old record goes with its old result), then the sweep unit's files and
+    ``record``."""
+    shutil.rmtree(stage, ignore_errors=True)
+    try:
+        if target.is_dir():
+            shutil.copytree(target, stage, ignore=None if keep_record else shutil.ignore_patterns("provenance.json"))
+        stage.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StorageError(str(exc), exc.errno, stage / "", exc.strerror) from exc
+    for name in ("config.json", "metrics.csv", "result.json"):
+        if (unit / name).is_file():
+            atomic_copy(unit / name, stage / name)
+    if record is not None:
+        atomic_write_text(stage / "provenance.json", json.dumps(record, indent=1) + "\n")
+
+
+def _record(unit: Path, here: tuple[str | None, bool]) -> dict | None:
+    """The provenance of a sweep unit new to its committed folder: the record it carries from the
+    committed folder it was restored from (:func:`restore`), else the commit its ``result.json``
+    names, else ``here`` (the checkout's); None when none is known."""
+    carried = _carried(unit)
+    if carried is not None:  # restored from another committed folder: its record, not HEAD's
+        return carried if carried.get("commit") else None
+    commit, dirty = unit_commit(unit_result(unit)) or here  # the commit the unit ran at, where it says
+    if not commit:
+        return None
+    return {"commit": commit, "dirty": dirty, "device": (unit_result(unit).get("runtime") or {}).get("device"),
+            "published": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
 
 
 def _is_new(unit: Path, target: Path) -> bool:
@@ -179,15 +208,16 @@ def restore(cell: Cell, root: Path, recorded_only: bool = False, seeds: int | No
             continue
         if (target / "result.json").is_file() or (recorded_only and not recorded(unit)):
             continue
-        target.mkdir(parents=True, exist_ok=True)
-        for name in ("config.json", "metrics.csv", "result.json"):
-            if (unit / name).is_file():
-                atomic_copy(unit / name, target / name)
         try:
             provenance = json.loads((unit / "provenance.json").read_text(encoding="utf-8"))
         except (OSError, ValueError):
             provenance = None
-        atomic_write_text(target / CARRIED, json.dumps({"result_sha256": _digest(target / "result.json"),
+        # the record first and result.json last: a kill on the way leaves an unfinished unit (run
+        # again), never a finished one without its record (then published with the checkout's commit)
+        atomic_write_text(target / CARRIED, json.dumps({"result_sha256": _digest(unit / "result.json"),
                                                         "provenance": provenance}, indent=1) + "\n")
+        for name in ("config.json", "metrics.csv", "result.json"):
+            if (unit / name).is_file():
+                atomic_copy(unit / name, target / name)
         n += 1
     return n

@@ -450,6 +450,72 @@ def test_unit_provenance_when_the_commit_is_unknown_or_a_unit_was_run_again(tmp_
     assert not (units / "seed1" / "provenance.json").exists()  # the same result: left as it was
 
 
+def test_a_unit_published_over_a_committed_one_is_written_whole_or_not_at_all(tmp_path, monkeypatch):
+    """publish_units stages a unit beside its committed folder and swaps the folders: a full disk
+    mid-unit leaves the committed unit as it was (before, its new config.json stood beside the old
+    result.json and provenance.json), a kill between the two renames is undone by the next publish,
+    which then writes the new unit whole, and a new result whose commit is unknown drops the old
+    result's record."""
+    import os
+
+    import pytest
+
+    import autogcl.atomic as atomic
+    import autogcl.protocols.publishing as publishing
+    from autogcl.errors import StorageError
+
+    root = tmp_path / "repo"
+    sweep, target = root / FAKE.out / "seed0", root / "docs/results/units/fake/FAKE-autogcl/seed0"
+    for folder, tag, commit in ((target, "old", "old0000"), (sweep, "new", "new1111")):
+        folder.mkdir(parents=True)
+        (folder / "config.json").write_text(json.dumps({"run": tag}))
+        (folder / "result.json").write_text(json.dumps({"seed": 0, "acc": 70.0 if tag == "old" else 80.0,
+                                                        "code_commit": commit, "runtime": {"device": "cpu"}}))
+    (target / "provenance.json").write_text(json.dumps({"commit": "old0000"}))
+    before = {f.name: f.read_bytes() for f in target.iterdir()}
+    monkeypatch.setattr(publishing, "code_commit", lambda root=None: ("hhh9999", False))
+
+    real_copy = publishing.atomic_copy
+
+    def full_disk(src, dst):
+        if Path(dst).name == "result.json":
+            raise StorageError(f"cannot write {dst} (No space left on device); the previous file is kept as it was",
+                               28, dst, "No space left on device")
+        real_copy(src, dst)
+
+    monkeypatch.setattr(publishing, "atomic_copy", full_disk)
+    with pytest.raises(StorageError, match=r"seed0/result.json \(No space left on device\); the previous file"):
+        publishing.publish_units(FAKE, root)
+    assert {f.name: f.read_bytes() for f in target.iterdir()} == before  # nothing of the new unit
+    monkeypatch.setattr(publishing, "atomic_copy", real_copy)
+
+    real_rename = os.rename
+    renames = []
+
+    def killed(a, b):  # the process dies after the first rename of the swap
+        if renames:
+            raise KeyboardInterrupt
+        renames.append(b)
+        real_rename(a, b)
+
+    monkeypatch.setattr(atomic.os, "rename", killed)
+    with pytest.raises(KeyboardInterrupt):
+        publishing.publish_units(FAKE, root)
+    monkeypatch.setattr(atomic.os, "rename", real_rename)
+    assert not target.exists() and Path(renames[0]).is_dir()  # the old unit aside, none in its place
+    assert publishing.publish_units(FAKE, root) == [target]
+    assert json.loads((target / "config.json").read_text()) == {"run": "new"}
+    assert json.loads((target / "result.json").read_text())["acc"] == 80.0
+    assert json.loads((target / "provenance.json").read_text())["commit"] == "new1111"
+    assert sorted(p.name for p in target.parent.iterdir()) == ["seed0"]  # nothing staged or aside is left
+
+    (sweep / "result.json").write_text(json.dumps({"seed": 0, "acc": 90.0}))  # run again, commit unknown
+    monkeypatch.setattr(publishing, "code_commit", lambda root=None: (None, False))
+    publishing.publish_units(FAKE, root)
+    assert json.loads((target / "result.json").read_text())["acc"] == 90.0
+    assert not (target / "provenance.json").exists()  # new1111 did not make this result
+
+
 def test_publishing_again_what_is_committed_keeps_its_record(tmp_path, monkeypatch):
     """A cell published at one commit and published again at a later one, with the same summary
     and no new unit, keeps the provenance of the commit that made it; a new unit (or another
@@ -796,6 +862,36 @@ def test_a_partial_cell_of_unrecorded_code_resumes_from_all_its_committed_units(
         jobs = plan([FAKE], root, unit_default=0.5, stale_cells=stale_cells)
         assert [j.label for j in jobs] == ["unsupervised / FAKE / autogcl seed 2"], stale_cells
         assert sorted(p.name for p in (root / FAKE.out).iterdir()) == ["seed0", "seed1"]  # restored
+
+
+def test_a_restore_killed_on_the_way_leaves_no_finished_unit_without_its_record(tmp_path, monkeypatch):
+    """restore writes a unit's carried record before its result.json: killed while writing the
+    record, the sweep holds no finished unit (it runs again), not one whose record is lost (which
+    publishing would then name with the checkout's commit)."""
+    import pytest
+
+    import autogcl.protocols.publishing as publishing
+
+    root = tmp_path / "repo"
+    unit = root / "docs/results/units/fake/FAKE-autogcl/seed0"
+    unit.mkdir(parents=True)
+    (unit / "config.json").write_text("{}")
+    (unit / "result.json").write_text(json.dumps({"seed": 0, "acc": 70.0}))
+    (unit / "provenance.json").write_text(json.dumps({"commit": "aaa1111"}))
+    real = publishing.atomic_write_text
+
+    def killed(path, text):
+        if Path(path).name == publishing.CARRIED:
+            raise KeyboardInterrupt
+        real(path, text)
+
+    monkeypatch.setattr(publishing, "atomic_write_text", killed)
+    with pytest.raises(KeyboardInterrupt):
+        publishing.restore(FAKE, root)
+    assert publishing.finished_units(root / FAKE.out) == []
+    monkeypatch.setattr(publishing, "atomic_write_text", real)
+    assert publishing.restore(FAKE, root) == 1
+    assert json.loads((root / FAKE.out / "seed0" / publishing.CARRIED).read_text())["provenance"]["commit"] == "aaa1111"
 
 
 def test_units_restored_from_one_cell_and_published_into_another_keep_the_commit_that_ran_them(tmp_path, monkeypatch):
