@@ -93,6 +93,7 @@ def replace_dir(staged: Path, target: Path) -> None:
         os.rename(staged, target)
     except OSError as exc:
         recover_dir(target)
+        shutil.rmtree(staged, ignore_errors=True)
         raise StorageError(f"cannot replace {target} ({exc.strerror or exc}); the previous folder is kept",
                            exc.errno, target, exc.strerror) from exc
     shutil.rmtree(aside, ignore_errors=True)

@@ -35,6 +35,9 @@ def publish_units(cell: Cell, root: Path) -> list[Path]:
         target = units / unit.relative_to(src)
         recover_dir(target)  # a publish killed between its renames: the old unit back first
         new = _is_new(unit, target)
+        if not new and all(_same(unit / n, target / n) for n in UNIT_FILES):
+            copied.append(target)  # published already, file for file: nothing to write
+            continue
         stage = target.with_name(f".{target.name}.publishing")  # beside it; dot folders are no units
         try:
             _stage(unit, target, stage, _record(unit, here) if new else None, keep_record=not new)
@@ -59,7 +62,7 @@ def _stage(unit: Path, target: Path, stage: Path, record: dict | None, keep_reco
         stage.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise StorageError(str(exc), exc.errno, stage / "", exc.strerror) from exc
-    for name in ("config.json", "metrics.csv", "result.json"):
+    for name in UNIT_FILES:
         if (unit / name).is_file():
             atomic_copy(unit / name, stage / name)
     if record is not None:
@@ -73,11 +76,21 @@ def _record(unit: Path, here: tuple[str | None, bool]) -> dict | None:
     carried = _carried(unit)
     if carried is not None:  # restored from another committed folder: its record, not HEAD's
         return carried if carried.get("commit") else None
-    commit, dirty = unit_commit(unit_result(unit)) or here  # the commit the unit ran at, where it says
+    result = unit_result(unit)
+    commit, dirty = unit_commit(result) or here  # the commit the unit ran at, where it says
     if not commit:
         return None
-    return {"commit": commit, "dirty": dirty, "device": (unit_result(unit).get("runtime") or {}).get("device"),
+    return {"commit": commit, "dirty": dirty, "device": (result.get("runtime") or {}).get("device"),
             "published": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+
+
+#: the files of a unit that are published (its checkpoints are not)
+UNIT_FILES = ("config.json", "metrics.csv", "result.json")
+
+
+def _same(a: Path, b: Path) -> bool:
+    """Both missing, or both there with the same bytes."""
+    return a.is_file() == b.is_file() and (not a.is_file() or filecmp.cmp(a, b, shallow=False))
 
 
 def _is_new(unit: Path, target: Path) -> bool:
@@ -216,7 +229,7 @@ def restore(cell: Cell, root: Path, recorded_only: bool = False, seeds: int | No
         # again), never a finished one without its record (then published with the checkout's commit)
         atomic_write_text(target / CARRIED, json.dumps({"result_sha256": _digest(unit / "result.json"),
                                                         "provenance": provenance}, indent=1) + "\n")
-        for name in ("config.json", "metrics.csv", "result.json"):
+        for name in UNIT_FILES:
             if (unit / name).is_file():
                 atomic_copy(unit / name, target / name)
         n += 1
