@@ -218,6 +218,15 @@ def weights_digest(state: dict) -> dict[str, str]:
     return {k: _tensor_sha256(v) for k, v in state.items() if isinstance(v, torch.Tensor)}
 
 
+def weights_id(state: dict) -> str:
+    """One SHA-256 of a state dict's weights (each tensor's name, dtype, shape and bytes): what
+    identifies an encoder whatever file or path holds it (a re-saved copy gives the same)."""
+    import hashlib
+
+    lines = (f"{k}={d}" for k, d in sorted(weights_digest(state).items()))
+    return hashlib.sha256("\n".join(lines).encode()).hexdigest()
+
+
 def with_digest(blob: dict, key: str = "state_dict") -> dict:
     """A model file's ``blob`` with the digest of its weights (``blob[key]``) added: what every
     model file autogcl saves holds (:func:`check_weights` checks it on load)."""

@@ -333,9 +333,10 @@ def plan(cfg: FinetuneConfig, seeds: list[int], out: Path, tag: str, data_root=N
     if not tag or tag in (".", "..") or "/" in tag or "\\" in tag:
         raise ConfigError(f"--tag {tag!r} must be a plain folder name (results go to OUT/TAG/DATASET): no '/', "
                           "not '.' or '..'")
-    arch = {}
+    arch, weights = {}, {}
     if cfg.checkpoint:  # the encoder's architecture is the checkpoint's: record it (a bad file fails first)
-        arch = dict(load_encoder(resolve_encoder(cfg.checkpoint))[1])
+        state, arch, _ = load_encoder(resolve_encoder(cfg.checkpoint))
+        arch, weights = dict(arch), {ENCODER_KEY: atomic.weights_id(state)}
     dataset = load_dataset(cfg, data_root, workers, download)
     name = dataset.name if cfg.csv else cfg.dataset.lower()
     cfg = FinetuneConfig.from_dict({**cfg.to_dict(), "dataset": name, **arch})
@@ -344,8 +345,8 @@ def plan(cfg: FinetuneConfig, seeds: list[int], out: Path, tag: str, data_root=N
     if task == "regression":  # recorded with the units (a classification keeps the config of the runs before it)
         cfg = FinetuneConfig.from_dict({**cfg.to_dict(), "task": task})
     cfg = resolve_recipe(cfg, task)  # the recipe's values, recorded in config.json
-    todo = [units.Unit(dir=ddir / f"seed{s}", config=cfg.to_dict(), seed=s, label=f"{tag} {name} seed {s}",
-                       upgrade=stored_config) for s in seeds]
+    todo = [units.Unit(dir=ddir / f"seed{s}", config={**cfg.to_dict(), **weights}, seed=s,
+                       label=f"{tag} {name} seed {s}", upgrade=lambda c: stored_config(c, weights)) for s in seeds]
     paths.check_writable(ddir)
     split = prepare_split(dataset, ddir, cfg.frac, task, cfg.split_file)
 
@@ -367,11 +368,21 @@ def plan(cfg: FinetuneConfig, seeds: list[int], out: Path, tag: str, data_root=N
     return units.Sweep(todo, fn, finish)
 
 
-def stored_config(config: dict) -> dict:
+#: the key of a fine-tuning unit's ``config.json`` that records the weights it fine-tuned
+#: (:func:`autogcl.atomic.weights_id`): ``--checkpoint`` names a path, and another encoder saved at
+#: that path later (a pre-training run again into the same folder) must not resume its units
+ENCODER_KEY = "encoder_weights_sha256"
+
+
+def stored_config(config: dict, weights: dict | None = None) -> dict:
     """A unit's stored ``config.json`` as this version records it: the encoder by
     :func:`autogcl.molecules.encoder_ref`, so that a unit run from one checkout (which recorded
-    the shipped encoder by its absolute path there) resumes from any other."""
-    return {**config, "checkpoint": encoder_ref(config["checkpoint"])} if config.get("checkpoint") else config
+    the shipped encoder by its absolute path there) resumes from any other. A unit recorded
+    before its encoder's weights were (no :data:`ENCODER_KEY`) reads as of this run's ``weights``:
+    it is known by its path alone, as it was when it ran."""
+    if not config.get("checkpoint"):
+        return config
+    return {**(weights if ENCODER_KEY not in config else {}), **config, "checkpoint": encoder_ref(config["checkpoint"])}
 
 
 def run_sweep(cfg: FinetuneConfig, seeds: list[int], out: Path, tag: str, data_root=None,

@@ -157,3 +157,51 @@ def test_a_unit_of_the_shipped_encoder_resumes_from_another_checkout(tiny_csv, t
         recorded_as(other)
         with pytest.raises(T.ConfigError, match="different configuration"):
             T.run_sweep(cfg, [0], out, "t", show_progress=False, workers=1, resume=True)
+
+
+def test_a_unit_resumes_only_from_the_encoder_weights_it_fine_tuned(tiny_csv, tmp_path):
+    """A fine-tuning unit records the weights of its encoder (their digest), not only the path:
+    another encoder saved at that path later (a pre-training run again into the same folder) is
+    refused by --resume, the same weights saved again are kept, and a unit recorded before the
+    digest (its path alone) is kept as it was."""
+    import json
+
+    import torch
+
+    from autogcl.atomic import weights_id
+    from autogcl.models.mol_gin import load_encoder
+
+    corpus = tmp_path / "corpus.smi"
+    corpus.write_text("\n".join(["CCO", "c1ccccc1O", "CC(=O)Nc1ccccc1", "CCN(CC)CC", "OCC(O)CO"] * 4) + "\n")
+    encoders = {}
+    for seed in (0, 1):  # two encoders of the same recipe: their weights differ
+        assert main(["transfer", "pretrain", "--corpus", str(corpus), "--epochs", "1", "--batch-size", "8",
+                     "--chunk-size", "20", "--dim", "8", "--num-layers", "1", "--gen-hidden", "4", "--seed", str(seed),
+                     "--out", str(tmp_path / f"pre{seed}"), "--workers", "1", "--no-progress"]) == 0
+        encoders[seed] = (tmp_path / f"pre{seed}" / "encoder.pt").read_bytes()
+    path = tmp_path / "encoder.pt"
+    path.write_bytes(encoders[0])
+    out = tmp_path / "runs"
+    cfg = T.FinetuneConfig(csv=str(tiny_csv), label_cols=["p_np"], epochs=1, checkpoint=str(path))
+    first = T.run_sweep(cfg, [0], out, "t", show_progress=False, workers=1)
+    stored = out / "t" / "tiny" / "seed0" / "config.json"
+    recorded = json.loads(stored.read_text())
+    assert recorded[T.ENCODER_KEY] == weights_id(load_encoder(path)[0]) and recorded["checkpoint"] == str(path)
+    result = out / "t" / "tiny" / "seed0" / "result.json"
+    written = result.stat().st_mtime_ns
+
+    path.write_bytes(encoders[1])  # another encoder at the same path
+    with pytest.raises(T.ConfigError, match=f"different configuration \\({T.ENCODER_KEY}: "):
+        T.run_sweep(cfg, [0], out, "t", show_progress=False, workers=1, resume=True)
+    assert result.stat().st_mtime_ns == written  # nothing lost
+
+    blob = torch.load(tmp_path / "pre0" / "encoder.pt", weights_only=True)
+    torch.save(blob, path)  # the first encoder's weights saved again: a file of other bytes, the same encoder
+    assert path.read_bytes() != encoders[1]
+    again = T.run_sweep(cfg, [0], out, "t", show_progress=False, workers=1, resume=True)
+    assert again["val"]["values"] == first["val"]["values"] and result.stat().st_mtime_ns == written
+
+    path.write_bytes(encoders[1])  # a unit recorded by its path alone (before the digest) is kept as it was
+    stored.write_text(json.dumps({k: v for k, v in recorded.items() if k != T.ENCODER_KEY}))
+    again = T.run_sweep(cfg, [0], out, "t", show_progress=False, workers=1, resume=True)
+    assert again["val"]["values"] == first["val"]["values"] and result.stat().st_mtime_ns == written
