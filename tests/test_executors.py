@@ -18,6 +18,7 @@ import torch
 from autogcl import units
 from autogcl.errors import ConfigError, DataError
 from autogcl.executors import RayExecutor, SerialExecutor, make_executor
+from tests.faults.common import autogcl_here
 
 UNIT_ARGS = ["--dataset", "MUTAG", "--epochs", "4", "--eval-epochs", "2,4", "--seeds", "2", "--jobs", "1",
              "--no-progress"]
@@ -231,10 +232,9 @@ def test_ctrl_c_stops_a_ray_sweep_and_resume_finishes_it(serial_reference, data_
     time.sleep(1)
     assert unit_workers() == []
     assert list(out.glob("MUTAG-autogcl/.seed*.partial"))
-    done = cli(["unsupervised", *UNIT_ARGS, "--data-root", data_root, "--out", out, "--resume",
-                "--cpus-per-unit", "1"], tmp_path)
-    _, err = done.communicate(timeout=600)
-    assert done.returncode == 0, err[-2000:]
+    done = autogcl_here(["unsupervised", *UNIT_ARGS, "--data-root", data_root, "--out", out, "--resume",
+                         "--cpus-per-unit", "1"], tmp_path)  # serial, in this process: no signal reaches it
+    assert done.returncode == 0, done.stderr[-2000:]
     assert results(out) == serial_reference
     assert not list(out.glob("MUTAG-autogcl/.seed*.partial"))
 
@@ -264,11 +264,10 @@ def test_a_killed_ray_driver_is_resumed_with_resume(serial_reference, data_root,
         os.kill(pid, signal.SIGKILL)
     # the sweep was cut: no summary (a unit worker left running may still have finished its unit)
     assert not (out / "MUTAG-autogcl" / "summary.json").exists()
-    done = cli(["unsupervised", *UNIT_ARGS, "--data-root", data_root, "--out", out, "--resume",
-                "--cpus-per-unit", "1"], tmp_path)
-    _, err = done.communicate(timeout=600)
-    assert done.returncode == 0, err[-2000:]
-    assert "taking over the lock of a run that ended without releasing it" in err
+    done = autogcl_here(["unsupervised", *UNIT_ARGS, "--data-root", data_root, "--out", out, "--resume",
+                         "--cpus-per-unit", "1"], tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "taking over the lock of a run that ended without releasing it" in done.stderr, done.stderr[-2000:]
     assert results(out) == serial_reference
 
 

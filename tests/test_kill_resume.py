@@ -1,6 +1,7 @@
 """kill -9 in the middle of every protocol, then --resume: nothing finished is lost and the
 results are those of an uninterrupted run (same thread count). Each protocol's command runs
-in a subprocess that is killed with SIGKILL once it has written its first checkpoint. The
+in a subprocess that is killed with SIGKILL once it has written its first checkpoint; the
+unbroken runs and the resumes run in this process, by the command line's main. The
 unsupervised command and molecule pre-training are also stopped by SIGTERM (how SLURM and
 Kubernetes preempt a job) and continued by the resume command they print: against the same
 unbroken run, made once."""
@@ -19,12 +20,14 @@ from pathlib import Path
 import pytest
 
 from tests.faults.common import ENV  # read as each child starts: the test's environment, its hidden GPU too
-from tests.faults.common import untimed
+from tests.faults.common import autogcl_here, untimed
 
 
 def cli(args, cwd):
-    return subprocess.run([sys.executable, "-m", "autogcl", *map(str, args)], cwd=cwd, env=ENV,
-                          capture_output=True, text=True, timeout=600)
+    """The unbroken runs and the resumes, which no signal reaches, run in this process
+    (``autogcl_here``, on one thread as the children): only the runs that are killed or stopped
+    need a process of their own."""
+    return autogcl_here(args, cwd)
 
 
 def kill_after(args, cwd, marker: str, root: Path, timeout: float = 300.0) -> bool:

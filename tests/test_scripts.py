@@ -161,12 +161,47 @@ def test_compare_runs_draws_the_paired_differences(tmp_path, capsys):
     assert f"wrote {tmp_path / 'fig' / 'd.png'}" in capsys.readouterr().out
 
 
-def test_transfer_sizes_runs_each_setting_once_and_reports_the_curve(data_root, tmp_path, capsys):
+def _autogcl_here(argv, stdout, stderr):
+    """``subprocess.call`` for transfer_sizes.py's commands, by autogcl's ``main`` in this process:
+    the command the child would run, without starting an interpreter (and importing torch, PyG
+    and scikit-learn, ~9 s on CI's machine) for each of the test's ten commands.
+    test_transfer_sizes_times_a_real_autogcl_process runs the child itself."""
+    import contextlib
+    import sys
+
+    assert argv[:3] == [sys.executable, "-m", "autogcl"] and stderr == -2  # subprocess.STDOUT
+    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stdout):
+        try:
+            return main(argv[3:])
+        except SystemExit as exc:  # argparse's usage errors
+            return exc.code
+
+
+def test_transfer_sizes_times_a_real_autogcl_process(tmp_path, monkeypatch):
+    """``timed`` starts ``python -m autogcl`` and records its times, exit code and command line
+    (``OMP_NUM_THREADS`` too) in commands.tsv, below one header; the child's output goes to the log."""
+    ts = load_script("studies/transfer_sizes")
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    log, results = tmp_path / "a.log", tmp_path / "results"
+    assert ts.timed(["--help"], log, results) == 0
+    assert ts.timed(["no-such-command"], log, results) == 2
+    lines = (results / "commands.tsv").read_text().splitlines()
+    assert lines[0] == "started\tfinished\twall_s\texit\tcommand" and len(lines) == 3
+    assert [ln.split("\t")[3:] for ln in lines[1:]] == [["0", "OMP_NUM_THREADS=1 autogcl --help"],
+                                                        ["2", "OMP_NUM_THREADS=1 autogcl no-such-command"]]
+    text = log.read_text()
+    assert "usage: autogcl" in text and "invalid choice: 'no-such-command'" in text
+
+
+def test_transfer_sizes_runs_each_setting_once_and_reports_the_curve(data_root, tmp_path, capsys, monkeypatch):
     import json
+    import subprocess
+    from types import SimpleNamespace
 
     import pytest
 
     ts = load_script("studies/transfer_sizes")
+    monkeypatch.setattr(ts, "subprocess", SimpleNamespace(call=_autogcl_here, STDOUT=subprocess.STDOUT))
     assert ts.parse_setting("50000x2") == ("moses50000x2", 50000, 2)
     assert ts.parse_setting("fullx1") == ("mosesfullx1", None, 1) and ts.parse_setting("none")[1:] == (None, None)
     for bad in ("50000", "nonex2", "x2", "fullx", "0x2", "050000x2", "50000x0"):

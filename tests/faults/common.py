@@ -80,3 +80,31 @@ def untimed(rows: list[dict]) -> list[dict]:
 def cli(args, cwd, **kw) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "autogcl", *map(str, args)], cwd=cwd, env=ENV,
                           capture_output=True, text=True, timeout=600, **kw)
+
+
+def autogcl_here(args, cwd) -> subprocess.CompletedProcess:
+    """The command ``autogcl ARGS`` from ``cwd`` by the command line's ``main`` in this process, on
+    one torch thread as a child with ENV (``OMP_NUM_THREADS=1``): a run compared with a child's
+    makes the same operations on the same thread count, so the two are bit-equal, without an
+    interpreter start (and torch's, PyG's and scikit-learn's imports: ~9 s on CI's machine) for a
+    run that no signal reaches. ``.returncode`` and ``.stderr`` (what it printed and logged there)
+    as ``subprocess.run``'s."""
+    import contextlib
+    import io
+    import logging
+
+    from autogcl.cli import main
+
+    threads, here, err = torch.get_num_threads(), os.getcwd(), io.StringIO()
+    handler = logging.StreamHandler(err)
+    torch.set_num_threads(1)
+    logging.getLogger().addHandler(handler)
+    try:
+        os.chdir(cwd)
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            rc = main(list(map(str, args)))
+    finally:
+        os.chdir(here)
+        logging.getLogger().removeHandler(handler)
+        torch.set_num_threads(threads)
+    return subprocess.CompletedProcess(["autogcl", *map(str, args)], rc, "", err.getvalue())
