@@ -162,19 +162,19 @@ def test_compare_runs_draws_the_paired_differences(tmp_path, capsys):
 
 
 def _autogcl_here(argv, stdout, stderr):
-    """``subprocess.call`` for transfer_sizes.py's commands, by autogcl's ``main`` in this process:
-    the command the child would run, without starting an interpreter (and importing torch, PyG
-    and scikit-learn, ~9 s on CI's machine) for each of the test's ten commands.
-    test_transfer_sizes_times_a_real_autogcl_process runs the child itself."""
-    import contextlib
+    """``subprocess.call`` for transfer_sizes.py's commands, by autogcl's ``main`` in this process
+    (tests.faults.common.autogcl_here, one thread): the command the child would run, without an
+    interpreter start (~9 s on CI's machine) for each of the test's ten commands; what it prints
+    goes to the command's log. test_transfer_sizes_times_a_real_autogcl_process runs the child itself."""
+    import os
     import sys
 
+    from tests.faults.common import autogcl_here
+
     assert argv[:3] == [sys.executable, "-m", "autogcl"] and stderr == -2  # subprocess.STDOUT
-    with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stdout):
-        try:
-            return main(argv[3:])
-        except SystemExit as exc:  # argparse's usage errors
-            return exc.code
+    done = autogcl_here(argv[3:], os.getcwd())
+    stdout.write(done.stderr)
+    return done.returncode
 
 
 def test_transfer_sizes_times_a_real_autogcl_process(tmp_path, monkeypatch):
