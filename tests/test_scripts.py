@@ -916,3 +916,24 @@ def test_gpu_window_unpacks_a_packed_set_and_runs_its_rows(tmp_path):
     log = (out / "window.log").read_text()
     assert "plan: semi / COLLAB / joint" in log and "plan: unsupervised / COLLAB / graphcl" in log
     assert "transfer /" not in log and "REDDIT-BINARY" not in log and "start " not in log
+
+
+def test_setup_gives_uv_pips_index_settings_each_once():
+    """scripts/uv_options.py turns ``pip config list`` (pip.conf and PIP_* variables) into uv's
+    options: every index, link folder and constraint file, a value of several items split, each
+    (option, item) once whichever section named it, and every other setting left out."""
+    uo = load_script("uv_options")
+    listing = "\n".join([
+        ":env:.find-links='/opt/wheels'",
+        ":env:.default-timeout='180'",
+        "global.cert='/etc/ssl/certs/ca-certificates.crt'",
+        "global.constraint='/etc/xdg/pip/constraints.txt'",
+        "global.extra-index-url='file:///opt/pypi/simple file:///opt/pypi-more/simple'",
+        "global.find-links='/opt/wheels'",
+        "install.index-url='https://mirror.example/simple'",
+    ])
+    assert uo.uv_options(listing) == [
+        "--find-links", "/opt/wheels", "--constraint", "/etc/xdg/pip/constraints.txt",
+        "--extra-index-url", "file:///opt/pypi/simple", "--extra-index-url", "file:///opt/pypi-more/simple",
+        "--index-url", "https://mirror.example/simple"]
+    assert uo.uv_options("") == [] and uo.uv_options("global.timeout='60'") == []
