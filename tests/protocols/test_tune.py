@@ -130,20 +130,10 @@ def cli_args(data_root, out, address, trials):
             "--space", *CLI_SPACE]
 
 
-def test_the_command_searches_on_a_running_cluster(cluster, data_root, tmp_path):
-    log = tmp_path / "err.txt"
-    with open(log, "w") as err:
-        proc = cli(cli_args(data_root, tmp_path / "out", cluster, 2), err, tmp_path)
-        out, _ = proc.communicate(timeout=300)
-    text = log.read_text()
-    assert proc.returncode == 0, text[-3000:]
-    assert "| fold | chosen configuration |" in out and "| mean ± std |" in out
-    assert "tune fold 0: trial" in text and "epoch 1: val" in text and "tune fold 0: chose trial" in text
-    assert len(_fold(tmp_path / "out")["trials"]) == 2
-    assert ray.is_initialized()  # the command joined the cluster and left it running
-
-
 def test_sigterm_stops_the_search_and_resume_finishes_it(cluster, data_root, tmp_path):
+    """The command on a running cluster's address, stopped by SIGTERM after a trial's first epoch;
+    the same command with --resume finishes the search, prints its table and leaves the cluster
+    running (both runs join the cluster, so one pair of runs covers the command line)."""
     log, out = tmp_path / "err.txt", tmp_path / "out"
     with open(log, "w") as err:
         proc = cli(cli_args(data_root, out, cluster, 3), err, tmp_path)
@@ -163,10 +153,13 @@ def test_sigterm_stops_the_search_and_resume_finishes_it(cluster, data_root, tmp
     assert (out / "MUTAG-semi" / "fold0").is_dir() and not (out / "MUTAG-semi" / "fold0.json").exists()
     with open(log, "w") as err:
         again = cli([*cli_args(data_root, out, cluster, 3), "--resume"], err, tmp_path)
-        again.communicate(timeout=300)
+        table, _ = again.communicate(timeout=300)
     text = log.read_text()
     assert again.returncode == 0, text[-3000:]
     assert "tune fold 0: resuming the search" in text
+    assert "| fold | chosen configuration |" in table and "| mean ± std |" in table
+    assert "tune fold 0: trial" in text and "epoch 1: val" in text and "tune fold 0: chose trial" in text
+    assert ray.is_initialized()  # the command joined the cluster and left it running
     fold = _fold(out)
     assert len(fold["trials"]) == 3 and all(t["status"] == "done" for t in fold["trials"])
 

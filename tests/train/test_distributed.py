@@ -274,29 +274,6 @@ def _finish(proc, timeout=300):
     return proc.returncode, out
 
 
-def test_torchrun_pretrains_as_documented(tmp_path, corpus):
-    import json
-
-    out = tmp_path / "O"
-    rc, log = _finish(torchrun(["--corpus", str(corpus), "--max-molecules", "2000", "--chunk-size", "1000",
-                                "--epochs", "1", "--device", "cpu", "--no-progress", "--out", str(out)],
-                               _env(tmp_path)))
-    assert rc == 0, log[-3000:]
-    assert (out / "encoder.pt").is_file()
-    result = json.loads((out / "result.json").read_text())
-    assert result["world_size"] == 2 and result["runtime"]["world_size"] == 2
-    # two processes of 128 molecules per step: 3 full global batches of 256 in each chunk of 1000
-    assert result["steps"] == 6 and result["molecules_seen"] == 6 * 256
-    assert log.count("pre-trained autogcl") == 1, "only rank 0 reports"
-    # every BatchNorm of the written encoder was trained (issue 41: they stayed at 1 and 0)
-    state = torch.load(out / "encoder.pt", weights_only=True)["state_dict"]
-    bn = sorted(k.rsplit(".", 1)[0] for k in state if ".bns." in k and k.endswith(".weight"))
-    assert len(bn) == 5
-    for layer in bn:
-        assert not torch.equal(state[f"{layer}.weight"], torch.ones_like(state[f"{layer}.weight"])), layer
-        assert not torch.equal(state[f"{layer}.bias"], torch.zeros_like(state[f"{layer}.bias"])), layer
-
-
 def test_torchrun_with_one_process_takes_the_distributed_path(tmp_path, corpus):
     """``torchrun --nproc-per-node 1`` is how one GPU runs the NCCL path (docs/distributed.md):
     it must join a process group of one (here gloo) and not fall back to a plain run, as it did
@@ -330,25 +307,64 @@ def _worker_pids(launcher: int) -> dict[int, int]:
     return found
 
 
-ARGS = ["--max-molecules", "1200", "--chunk-size", "200", "--epochs", "2", "--batch-size", "32", "--dim", "16",
-        "--gen-hidden", "8", "--device", "cpu", "--no-progress"]
+#: the options of docs/distributed.md's CPU command (its --corpus C and --out O aside): 2 epochs of
+#: 6 chunks of 200 molecules, global batches of 32 (16 a process), a small encoder
+MOLECULES, CHUNK, EPOCHS, BATCH = 1200, 200, 2, 32
+ARGS = ["--max-molecules", str(MOLECULES), "--chunk-size", str(CHUNK), "--epochs", str(EPOCHS), "--batch-size",
+        str(BATCH), "--dim", "16", "--gen-hidden", "8", "--device", "cpu", "--no-progress"]
+
+
+def _documented_command() -> list[str]:
+    """The words of docs/distributed.md's CPU command (``OMP_NUM_THREADS=1 torchrun ...``)."""
+    import shlex
+
+    text = (REPO / "docs" / "distributed.md").read_text(encoding="utf-8")
+    block = next(b for b in re.findall(r"```bash\n(.*?)```", text, re.S) if "OMP_NUM_THREADS=1 torchrun" in b)
+    return shlex.split(block.replace("\\\n", " "))
 
 
 @pytest.fixture(scope="module")
 def unbroken(tmp_path_factory, corpus):
-    """The encoder of an unbroken 2-process run of ARGS."""
+    """An unbroken 2-process run of ARGS: its encoder's state, result.json and output."""
+    import json
+
     tmp = tmp_path_factory.mktemp("unbroken")
     rc, log = _finish(torchrun(["--corpus", str(corpus), *ARGS, "--out", str(tmp / "O")], _env(tmp)))
     assert rc == 0, log[-3000:]
-    return torch.load(tmp / "O" / "encoder.pt", weights_only=True)["state_dict"]
+    return {"state": torch.load(tmp / "O" / "encoder.pt", weights_only=True)["state_dict"],
+            "result": json.loads((tmp / "O" / "result.json").read_text()), "log": log}
 
 
-def _interrupted(tmp_path, corpus, sig):
-    """A 2-process run of ARGS whose rank 1 gets ``sig`` once chunk 2 of epoch 1 is
-    checkpointed; ``(exit code of torchrun, its output, run folder)``."""
+def test_torchrun_pretrains_as_documented(unbroken):
+    """docs/distributed.md's CPU command is the run the resume tests compare with: it trains on
+    two processes and writes the encoder, only rank 0 reports, and every BatchNorm is trained."""
+    words = _documented_command()
+    assert words[:7] == ["OMP_NUM_THREADS=1", "torchrun", "--standalone", "--nproc_per_node", "2", "-m", "autogcl"]
+    assert words[7:] == ["transfer", "pretrain", "--corpus", "C", *ARGS, "--out", "O"], \
+        "docs/distributed.md's CPU command is not the one this test runs (ARGS)"
+    result, log = unbroken["result"], unbroken["log"]
+    assert result["world_size"] == 2 and result["runtime"]["world_size"] == 2
+    # full global batches only: CHUNK // BATCH steps in each of the chunks of every epoch
+    steps = EPOCHS * (MOLECULES // CHUNK) * (CHUNK // BATCH)
+    assert result["steps"] == steps and result["molecules_seen"] == steps * BATCH
+    assert log.count("pre-trained autogcl") == 1, "only rank 0 reports"
+    # every BatchNorm of the written encoder was trained (issue 41: they stayed at 1 and 0)
+    state = unbroken["state"]
+    bn = sorted(k.rsplit(".", 1)[0] for k in state if ".bns." in k and k.endswith(".weight"))
+    assert len(bn) == 5
+    for layer in bn:
+        assert not torch.equal(state[f"{layer}.weight"], torch.ones_like(state[f"{layer}.weight"])), layer
+        assert not torch.equal(state[f"{layer}.bias"], torch.zeros_like(state[f"{layer}.bias"])), layer
+
+
+def _interrupted(tmp_path, corpus, sig, at=(1, 2), resume=False):
+    """A 2-process run of ARGS (``--resume`` of the run folder if ``resume``) whose rank 1 gets
+    ``sig`` once the checkpoint reaches chunk ``at[1]`` of epoch ``at[0]``; ``(exit code of
+    torchrun, its output, run folder)``."""
     out = tmp_path / "broken"
     ckpt = out.parent / f".{out.name}.partial" / "checkpoint.pt"
-    proc = torchrun(["--corpus", str(corpus), *ARGS, "--out", str(out)], _env(tmp_path))
+    proc = torchrun(["--corpus", str(corpus), *ARGS, "--out", str(out), *(["--resume"] if resume else [])],
+                    _env(tmp_path))
     deadline, signalled = time.time() + 240, None
     while time.time() < deadline and proc.poll() is None:
         if ckpt.is_file():
@@ -356,7 +372,7 @@ def _interrupted(tmp_path, corpus, sig):
                 state = torch.load(ckpt, weights_only=True)
             except Exception:  # being replaced: read it again
                 state = None
-            if state is not None and (state["epoch"], state["pos"]) >= (1, 2):
+            if state is not None and (state["epoch"], state["pos"]) >= at:
                 pids = _worker_pids(proc.pid)
                 if 1 in pids:
                     os.kill(pids[1], sig)
@@ -369,30 +385,25 @@ def _interrupted(tmp_path, corpus, sig):
     return rc, log, out
 
 
-def _resume_equals(tmp_path, corpus, out, unbroken):
-    rc, log = _finish(torchrun(["--corpus", str(corpus), *ARGS, "--out", str(out), "--resume"], _env(tmp_path)))
-    assert rc == 0, log[-3000:]
-    assert "resuming at epoch" in log
-    b = torch.load(out / "encoder.pt", weights_only=True)["state_dict"]
-    # the same 2-process job (one thread each, _env) replayed from its checkpoint: bit-exact
-    assert unbroken.keys() == b.keys() and all(torch.equal(unbroken[k], b[k]) for k in unbroken)
-
-
-def test_a_killed_process_resumes_to_the_unbroken_numbers(tmp_path, corpus, unbroken):
-    _, _, out = _interrupted(tmp_path, corpus, signal.SIGKILL)
-    _resume_equals(tmp_path, corpus, out, unbroken)
-
-
-def test_sigterm_to_one_process_stops_every_process_at_one_step_and_resumes(tmp_path, corpus, unbroken):
+def test_sigterm_to_one_process_stops_every_process_at_one_step_and_a_killed_resume_resumes(tmp_path, corpus,
+                                                                                             unbroken):
     """SIGTERM to rank 1 alone: both ranks agree to stop before the same step, each exits 143
     with the resume line (torchrun's summary lists both exit codes), rank 0 writes the checkpoint
-    of that step, and the resumed run ends with the unbroken run's numbers."""
+    of that step. The resumed run's rank 1 is then killed (SIGKILL) in epoch 2, and the run
+    resumed again ends with the unbroken run's numbers, bit for bit."""
     _, log, out = _interrupted(tmp_path, corpus, signal.SIGTERM)
     assert log.count("autogcl: stopped by SIGTERM") == 2, log[-3000:]
     assert log.count("resume with: autogcl transfer pretrain") == 2
     codes = re.findall(r"exitcode\s+:\s*(-?\d+)", log)  # the summary lines, one per rank
     assert sorted(codes) == ["143", "143"], log[-3000:]
-    _resume_equals(tmp_path, corpus, out, unbroken)
+    _, log, _ = _interrupted(tmp_path, corpus, signal.SIGKILL, at=(2, 2), resume=True)
+    assert "resuming at epoch" in log, log[-3000:]
+    rc, log = _finish(torchrun(["--corpus", str(corpus), *ARGS, "--out", str(out), "--resume"], _env(tmp_path)))
+    assert rc == 0, log[-3000:]
+    assert "resuming at epoch 2" in log, log[-3000:]
+    b, ref = torch.load(out / "encoder.pt", weights_only=True)["state_dict"], unbroken["state"]
+    # the same 2-process job (one thread each, _env) replayed from its checkpoints: bit-exact
+    assert ref.keys() == b.keys() and all(torch.equal(ref[k], b[k]) for k in ref)
 
 
 def test_the_command_leaves_its_process_group(tmp_path, corpus, monkeypatch):
