@@ -112,20 +112,28 @@ def test_readme_main_command_first_seed_reproduces_the_committed_mutag_unit(data
 def test_the_recorded_cpu_code_paths_tell_apart_runs_whose_curves_differ(data_root, tmp_path):
     """``cpu_numerics`` is what the test above branches on: two runs of one configuration whose
     curves differ (MKL's bit-reproducible ``COMPATIBLE`` branch against its default one) record
-    different code paths, and two runs under one setting record the same paths and the same curve."""
-    def run(name, **extra):
+    different code paths, and two runs under one setting (here in one process) record the same
+    paths and the same curve."""
+    def runs(names, **extra):
+        """The 2-epoch MUTAG run into each folder of ``names``, one after the other in one child
+        process (one interpreter start for runs under one setting)."""
         env = {k: v for k, v in os.environ.items() if k not in ("MKL_CBWR", "MKL_ENABLE_INSTRUCTIONS")}
         env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", **extra)
-        out = tmp_path / name
-        proc = subprocess.run([sys.executable, "-m", "autogcl", "unsupervised", "--dataset", "MUTAG", "--seeds", "1",
-                               "--epochs", "2", "--eval-epochs", "2", "--data-root", str(data_root), "--out", str(out),
-                               "--no-progress"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+        argvs = [["unsupervised", "--dataset", "MUTAG", "--seeds", "1", "--epochs", "2", "--eval-epochs", "2",
+                  "--data-root", str(data_root), "--out", str(tmp_path / name), "--no-progress"] for name in names]
+        child = ("import json, sys\nfrom autogcl.cli import main\n"
+                 "sys.exit(max(main(argv) for argv in json.loads(sys.argv[1])))")
+        proc = subprocess.run([sys.executable, "-c", child, json.dumps(argvs)], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, proc.stderr[-3000:]
-        unit = out / "MUTAG-autogcl" / "seed0"
-        paths = json.loads((unit / "result.json").read_text(encoding="utf-8"))["runtime"]["cpu_numerics"]
-        return paths, [r["loss"] for r in _rows(unit).values()]
+        found = []
+        for name in names:
+            unit = tmp_path / name / "MUTAG-autogcl" / "seed0"
+            paths = json.loads((unit / "result.json").read_text(encoding="utf-8"))["runtime"]["cpu_numerics"]
+            found.append((paths, [r["loss"] for r in _rows(unit).values()]))
+        return found
 
-    default, again, compatible = run("a"), run("b"), run("c", MKL_CBWR="COMPATIBLE")
+    (default, again), (compatible,) = runs(["a", "b"]), runs(["c"], MKL_CBWR="COMPATIBLE")
     assert default == again
     assert compatible[1] != default[1], "MKL's COMPATIBLE branch gave the same curve: pick another pair of settings"
     assert compatible[0] != default[0]
