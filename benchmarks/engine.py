@@ -113,9 +113,15 @@ def _endless(loader, device, pad=None):
     if pad:
         from autogcl.data.batching import pad_batch
     while True:
+        empty = True
         for batch in loader:
+            empty = False
             batch = to_device(batch, device)
             yield pad_batch(batch, pad) if pad else batch
+        if empty:  # fewer molecules than one full batch (drop_last): there would be no end to the wait
+            n = getattr(loader, "num_graphs", None) or len(loader.dataset)
+            raise SystemExit(f"engine.py: {n} molecules make no full batch of {loader.batch_size}: "
+                             "raise --molecules")
 
 
 def _seed_everything():

@@ -285,3 +285,22 @@ def test_the_waits_section_counts_what_a_step_reads_back_from_the_device(data_ro
         assert math.isclose(sum(float(n) for *_, n in parts), row["waits_per_step"], rel_tol=0.05)
         assert row["waits_per_step"] > 0 and "cuda_syncs_per_step" not in row
     assert any(part.startswith("nonzero") for part in removed["where"].split(", "))
+
+
+def test_a_loader_with_no_full_batch_is_an_error_not_an_endless_wait():
+    """engine.py's endless batches from fewer molecules than one full batch (drop_last): a clear
+    error, where it used to spin on an empty loader for ever (``--molecules 64`` of a section
+    whose batches are 256)."""
+    import pytest
+    import torch
+    from torch_geometric.data import Data
+
+    from autogcl.data.batching import GraphLoader
+
+    eng = _script("engine")
+    graphs = [Data(x=torch.zeros(2, 2), edge_index=torch.tensor([[0, 1], [1, 0]])) for _ in range(3)]
+    batches = eng._endless(GraphLoader(graphs, batch_size=256, drop_last=True), torch.device("cpu"))
+    with pytest.raises(SystemExit, match="3 molecules make no full batch of 256: raise --molecules"):
+        next(batches)
+    full = eng._endless(GraphLoader(graphs, batch_size=2, drop_last=True), torch.device("cpu"))
+    assert [next(full).num_graphs for _ in range(3)] == [2, 2, 2]  # one full batch a pass, without end
