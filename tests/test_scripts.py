@@ -251,8 +251,8 @@ def test_transfer_sizes_runs_each_setting_once_and_reports_the_curve(data_root, 
     rows = [r for r in table.splitlines() if r.startswith("| tiny |")]
     assert [r.split(" | ")[1] for r in rows] == ["no_pretrain", "mosesfullx1"]  # by molecules seen
     assert rows[1].split(" | ")[2:5] == ["30", "1", "24"] and "fewer than three pre-trained points" in table
-    assert f"- mosesfullx1: `{out / 'pretrain' / 'mosesfullx1' / 'encoder.pt'}` (--sim-loss none --cl-variant simclr)" \
-        in table  # the study's losses, read from the encoder's record
+    # the study's losses, read from the encoder's record; its path from the run folder's runs/ on
+    assert "- mosesfullx1: `runs/pretrain/mosesfullx1/encoder.pt` (--sim-loss none --cl-variant simclr)" in table
     assert (results / "transfer_sizes.png").read_bytes()[:4] == b"\x89PNG"
     assert "Against" not in table  # no sweep of the shipped encoder here
     assert ts.main(["--results", str(results), "report", "--reference", "no_pretrain"]) == 0
@@ -302,7 +302,11 @@ def test_transfer_sizes_runs_each_setting_once_and_reports_the_curve(data_root, 
             ts.main(reuse[:3] + ["--pretrain", pretrain, "--encoder", spec] + reuse[7:-2] + [opts, reuse[-1]])
     with pytest.raises(SystemExit, match="fullx1 is given twice"):
         ts.main(reuse[:7] + ["--encoder", f"fullx1={enc}"] + reuse[7:])
-    assert ts.shown(str(ts.ROOT / "pretrained" / "x.pt")) == "pretrained/x.pt" and ts.shown(str(enc)) == str(enc)
+    assert ts.shown(str(ts.ROOT / "pretrained" / "x.pt")) == "pretrained/x.pt"
+    assert ts.shown(str(enc)) == "runs/pretrain/mosesfullx1/encoder.pt" and ts.shown("/tmp/e.pt") == "/tmp/e.pt"
+    # a run of another checkout (a worktree of background jobs) shows no machine's folders
+    assert ts.shown("/work/bg/runs/sizes_h/pretrain/x/encoder.pt") == "runs/sizes_h/pretrain/x/encoder.pt"
+    assert ts.shown("/elsewhere/docs/results/e.pt") == "docs/results/e.pt" and ts.shown("runs/x.pt") == "runs/x.pt"
 
 
 def test_transfer_sizes_checks_the_shipped_encoders_losses_and_all(data_root):

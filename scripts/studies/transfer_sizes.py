@@ -315,9 +315,14 @@ def pool(args) -> int:
 
 
 def shown(path: str) -> str:
-    """A checkpoint path as the report shows it: relative to the repository when inside it."""
+    """A checkpoint path as the report shows it: relative to the repository when inside it, and
+    from its checkout's ``runs/``, ``docs/`` or ``pretrained/`` on when a run of another checkout
+    (a worktree of background jobs) recorded it, so that no machine's folders show."""
     p = Path(path)
-    return str(p.relative_to(ROOT)) if p.is_relative_to(ROOT) else str(p)
+    if p.is_relative_to(ROOT):
+        return str(p.relative_to(ROOT))
+    tops = [i for i, part in enumerate(p.parts) if part in ("runs", "docs", "pretrained")]
+    return str(Path(*p.parts[tops[0]:])) if p.is_absolute() and tops else str(p)
 
 
 def losses_of(results: Path, tag: str, checkpoint: str) -> str:
