@@ -247,7 +247,7 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):
         terminalreporter.line(f"only a missing optional dependency may skip a test: {', '.join(OPTIONAL)}")
 
 
-# ------------------------------------------------------------------------ xdist workers (pytest -n 3)
+# ------------------------------------------------------------------------- two workers (pytest -n 2)
 #: test files whose tests one pytest-xdist worker runs, one after another: the Ray tests (each
 #: starts a local cluster, and test_executors.py finds the unit workers by their title and kills
 #: them, so no other Ray test may run beside them) and the torchrun tests (their module fixtures,
