@@ -138,9 +138,10 @@ def publish(cell: Cell, root: Path) -> Path | None:
     from ``cell.out`` into the committed folder ``cell.runs[0]``, with a ``provenance.json``
     naming the code commit (:func:`code_commit`) and the devices its units ran on; where the
     units' own provenance names other commits (units of earlier windows), ``unit_commits``
-    counts the units of each commit. Publishing again what is committed already (the same
-    summary, no new unit) keeps its ``provenance.json``: the summary was made at the commit it
-    names, not at this checkout's. The folder written, or None when the sweep has no summary
+    counts the units of each commit; a cell of one file with no units (a pre-training's
+    ``result.json``) names the commit that file records it ran at. Publishing again what is
+    committed already (the same summary, no new unit) keeps its ``provenance.json``: the summary
+    was made at the commit it names, not at this checkout's. The folder written, or None when the sweep has no summary
     yet (its finished units are copied anyway)."""
     src = Path(root) / cell.out
     dst = Path(root) / cell.runs[0]
@@ -168,7 +169,10 @@ def publish(cell: Cell, root: Path) -> Path | None:
         device = (unit_result(unit).get("runtime") or {}).get("device")
         if device:
             devices.add(str(device))
-    commit, dirty = code_commit()
+    # a run of one file (a pre-training's result.json) is its own unit: the commit it ran at,
+    # where it says, not the checkout's that publishes it
+    own = None if units else unit_commit(json.loads((src / cell.file).read_text(encoding="utf-8")))
+    commit, dirty = own or code_commit()
     record = {"commit": commit, "dirty": dirty, "devices": sorted(devices),
               "published": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
     per_unit: dict[str, int] = {}
@@ -176,7 +180,7 @@ def publish(cell: Cell, root: Path) -> Path | None:
         c = _unit_commit(unit) or UNRECORDED
         per_unit[c] = per_unit.get(c, 0) + 1
     named = set(per_unit) - {UNRECORDED}
-    if (commit and set(per_unit) != {commit}) or (not commit and named):
+    if units and ((commit and set(per_unit) != {commit}) or (not commit and named)):
         record["unit_commits"] = dict(sorted(per_unit.items()))
     atomic_write_text(dst / "provenance.json", json.dumps(record, indent=1) + "\n")
     return dst

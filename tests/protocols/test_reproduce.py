@@ -796,6 +796,25 @@ def test_publish_sweeps_writes_the_provenance_of_a_tables_run(tmp_path, monkeypa
     assert json.loads((committed / "summary.json").read_text())["n_folds"] == 10
 
 
+def test_publish_names_the_commit_a_pretraining_ran_at(tmp_path, monkeypatch):
+    """A cell of one result.json (a pre-training, no units) is published with the commit that
+    file records it ran at, not the publishing checkout's, and no empty unit_commits; one that
+    records none gets the checkout's."""
+    import autogcl.protocols.publishing as publishing
+
+    monkeypatch.setattr(publishing, "code_commit", lambda root=None: ("bbb2222", False))
+    for name, result, want in (("ran", {"code_commit": "aaa1111+dirty"}, ("aaa1111", True)),
+                               ("old", {}, ("bbb2222", False))):
+        run = tmp_path / "runs" / name
+        run.mkdir(parents=True)
+        (run / "result.json").write_text(json.dumps({**result, "runtime": {"device": "cpu"}}))
+        cell = Cell("pretrain", (name,), (f"docs/results/pretrain/{name}",), f"runs/{name}", "", file="result.json")
+        dst = publishing.publish(cell, tmp_path)
+        record = json.loads((dst / "provenance.json").read_text())
+        assert ((record["commit"], record["dirty"]), record["devices"]) == (want, ["cpu"]), record
+        assert "unit_commits" not in record
+
+
 def _committed_fake(root: Path, n: int) -> tuple[Path, Path]:
     """FAKE's committed summary of seeds 0..n-1 (every value 50) and its units, none naming a
     commit (code that predates provenance.json): (summary folder, units folder)."""
