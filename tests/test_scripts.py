@@ -569,7 +569,9 @@ def test_gpu_pretrain_goes_on_in_the_next_call_from_the_step_it_stopped_at(data_
     """scripts/gpu/gpu_pretrain.sh on the CPU, one thread: a call whose run is stopped by SIGTERM (the
     call's deadline) inside a chunk returns the encoder of its last finished epoch, if any; the
     next call (the machine still warm: the same run folder) goes on from that step and ends with
-    the encoder of one unbroken call, bit for bit; unpack copies a call's files out."""
+    the encoder of one unbroken run of the call's command, bit for bit; unpack copies a call's
+    files out."""
+    import json
     import os
     import signal
     import subprocess
@@ -593,10 +595,6 @@ def test_gpu_pretrain_goes_on_in_the_next_call_from_the_step_it_stopped_at(data_
 
     done = stage("prepare")
     assert done.returncode == 0 and "64 MiB a call" in done.stdout, done.stderr[-2000:]
-    done = stage("run", OUT=str(tmp_path / "out-ref"), RUNS=str(tmp_path / "ref"))
-    assert done.returncode == 0 and "finished" in done.stdout, done.stdout[-2000:] + done.stderr[-2000:]
-    ref = torch.load(tmp_path / "out-ref" / "encoder.pt", weights_only=True)["state_dict"]
-    assert (tmp_path / "out-ref" / "result.json").is_file()
 
     # the call whose deadline comes in the middle: SIGTERM to its training process once a chunk is done
     runs = tmp_path / "runs"
@@ -626,6 +624,17 @@ def test_gpu_pretrain_goes_on_in_the_next_call_from_the_step_it_stopped_at(data_
     assert done.returncode == 0 and "finished" in done.stdout, done.stdout[-2000:] + done.stderr[-2000:]
     assert "resuming at epoch" in (tmp_path / "out-b" / "pretrain.log").read_text()
     again = torch.load(tmp_path / "out-b" / "encoder.pt", weights_only=True)["state_dict"]
+    # the unbroken run: the call's command on the corpus it unpacked, in this process (one thread,
+    # autogcl_here), no interpreter start; the same configuration as the call's run
+    from tests.faults.common import autogcl_here
+
+    made = autogcl_here(["transfer", "pretrain", "--corpus", env["CORPUS_FILE"], "--epochs", "2", "--device", "cpu",
+                         "--workers", "1", "--out", tmp_path / "ref", "--no-progress", "--batch-size", "16",
+                         "--chunk-size", "100"], tmp_path)
+    assert made.returncode == 0, made.stderr[-2000:]
+    config = [json.loads((d / "result.json").read_text())["config"] for d in (tmp_path / "ref", tmp_path / "out-b")]
+    assert config[0] == config[1], "the unbroken run is not the call's command (scripts/gpu/gpu_pretrain.sh)"
+    ref = torch.load(tmp_path / "ref" / "encoder.pt", weights_only=True)["state_dict"]
     # one thread, the same operations, the checkpoint of the stopped step replayed: bit-exact
     assert ref.keys() == again.keys() and all(torch.equal(ref[k], again[k]) for k in ref)
 
@@ -671,6 +680,11 @@ def test_suite_record_counts_every_outcome_and_names_failures(tmp_path):
                                                                         "test_ok", "test_skip"]
     assert d["slowest"][0]["test"].endswith("test_ok") and d["slowest"][0]["s"] >= 0.5
     assert [s["s"] for s in d["slowest"]] == sorted((s["s"] for s in d["slowest"]), reverse=True)
+    import torch
+
+    # the capability ATen dispatches to: this process's under the same ATEN_CPU_CAPABILITY, a probe under another
+    assert d["machine"]["aten_cpu_capability"] == torch.backends.cpu.get_cpu_capability()
+    assert load_script("suite/suite_record").capability({**os.environ, "ATEN_CPU_CAPABILITY": "default"}) == "DEFAULT"
 
     sys.path.insert(0, str(ROOT / "scripts" / "docs"))  # docsgen
     from docsgen.tables import SUITE, suite_block
@@ -704,12 +718,12 @@ def test_suite_record_marks_a_stopped_run_as_cut(tmp_path):
     t0 = time.monotonic()
     # started with SIGINT ignored, as in an xdist worker: the record still stops pytest by SIGINT
     done = subprocess.run([sys.executable, str(ROOT / "scripts" / "suite" / "suite_record.py"), "--tag", "cut", "--out",
-                           str(tmp_path / "r"), "--timeout-s", "12", "--", str(tests), "-p", "no:cacheprovider"],
+                           str(tmp_path / "r"), "--timeout-s", "6", "--", str(tests), "-p", "no:cacheprovider"],
                           capture_output=True, text=True, timeout=200,
                           preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
     assert time.monotonic() - t0 < 150  # stopped, not waited for
     d = json.loads((tmp_path / "r" / "cut.json").read_text())
-    assert "SIGINT after 12 s" in d["cut"] and d["exit_code"] != 0 and done.returncode != 0
+    assert "SIGINT after 6 s" in d["cut"] and d["exit_code"] != 0 and done.returncode != 0
     # test_a finished and counts; test_b, stopped, is neither a pass nor a failure
     assert (d["passed"], d["failed"], d["errors"], d["skipped"]) == (1, 0, 0, 0), d
 
@@ -736,12 +750,12 @@ def test_suite_record_keeps_the_outcomes_of_a_run_that_hangs_as_it_exits(tmp_pat
         "def test_error(broken):\n    pass\n"
         "def test_skip():\n    pytest.skip('no GPU here')\n")
     done = subprocess.run([sys.executable, str(ROOT / "scripts" / "suite" / "suite_record.py"), "--tag", "hang", "--out",
-                           str(tmp_path / "r"), "--timeout-s", "15", "--", str(tests), "-p", "no:cacheprovider"],
+                           str(tmp_path / "r"), "--timeout-s", "8", "--", str(tests), "-p", "no:cacheprovider"],
                           capture_output=True, text=True, timeout=200)
     assert done.returncode != 0
     d = json.loads((tmp_path / "r" / "hang.json").read_text())
     assert (d["passed"], d["failed"], d["errors"], d["skipped"]) == (1, 1, 1, 1), d
-    assert "SIGINT after 15 s" in d["cut"] and "per-test log" in d["counts_from"]
+    assert "SIGINT after 8 s" in d["cut"] and "per-test log" in d["counts_from"]
     assert {f["test"].split("::")[-1]: f["kind"] for f in d["failures"]} == {"test_bad": "failure", "test_error": "error"}
     assert "one is not two" in next(f["message"] for f in d["failures"] if f["kind"] == "failure")
     # the test id is relative to pytest's root folder, which depends on where the checkout lies

@@ -175,6 +175,12 @@ def slowest(seconds: dict, n: int = SLOWEST) -> list[dict]:
 
 
 def capability(env: dict) -> str | None:
+    """The CPU capability ATen dispatches to under ``env``: this process's where the run's
+    ``ATEN_CPU_CAPABILITY`` is this process's (the only variable that moves it), else a probe."""
+    if env.get("ATEN_CPU_CAPABILITY") == os.environ.get("ATEN_CPU_CAPABILITY"):
+        import torch
+
+        return torch.backends.cpu.get_cpu_capability()
     probe = subprocess.run([sys.executable, "-c", "import torch; print(torch.backends.cpu.get_cpu_capability())"],
                            env=env, capture_output=True, text=True)
     return probe.stdout.strip() or None

@@ -1,6 +1,6 @@
 """autogcl tune: the nested search on Ray Tune (TPE, ASHA) that reads validation folds only.
 
-Small searches on MUTAG (one outer fold, two or three trials of two or three epochs of a
+Small searches on MUTAG (one outer fold, one or two trials of two or three epochs of a
 one-layer classifier): started locally, on a running local cluster's address (the command
 line), stopped by SIGTERM and resumed, and the selection mutant: the same search with the test
 fold's labels flipped chooses the same configuration with the same validation scores."""
@@ -136,7 +136,7 @@ def test_sigterm_stops_the_search_and_resume_finishes_it(cluster, data_root, tmp
     running (both runs join the cluster, so one pair of runs covers the command line)."""
     log, out = tmp_path / "err.txt", tmp_path / "out"
     with open(log, "w") as err:
-        proc = cli(cli_args(data_root, out, cluster, 3), err, tmp_path)
+        proc = cli(cli_args(data_root, out, cluster, 2), err, tmp_path)
         try:
             t0 = time.time()
             while time.time() - t0 < 240 and proc.poll() is None and "epoch 1: val" not in log.read_text():
@@ -152,7 +152,7 @@ def test_sigterm_stops_the_search_and_resume_finishes_it(cluster, data_root, tmp
     assert "stopped by SIGTERM" in text and "resume with: autogcl tune" in text and "--resume" in text
     assert (out / "MUTAG-semi" / "fold0").is_dir() and not (out / "MUTAG-semi" / "fold0.json").exists()
     with open(log, "w") as err:
-        again = cli([*cli_args(data_root, out, cluster, 3), "--resume"], err, tmp_path)
+        again = cli([*cli_args(data_root, out, cluster, 2), "--resume"], err, tmp_path)
         table, _ = again.communicate(timeout=300)
     text = log.read_text()
     assert again.returncode == 0, text[-3000:]
@@ -161,7 +161,7 @@ def test_sigterm_stops_the_search_and_resume_finishes_it(cluster, data_root, tmp
     assert "tune fold 0: trial" in text and "epoch 1: val" in text and "tune fold 0: chose trial" in text
     assert ray.is_initialized()  # the command joined the cluster and left it running
     fold = _fold(out)
-    assert len(fold["trials"]) == 3 and all(t["status"] == "done" for t in fold["trials"])
+    assert len(fold["trials"]) == 2 and all(t["status"] == "done" for t in fold["trials"])
 
 
 def test_selection_reads_no_test_fold(cluster, data_root, tmp_path):
@@ -176,7 +176,7 @@ def test_selection_reads_no_test_fold(cluster, data_root, tmp_path):
     mutant = copy.copy(ds)
     mutant._data = ds._data.clone()
     mutant._data.y[splits[0].test] = 1 - mutant._data.y[splits[0].test]
-    runs = [tune(**SMALL, trials=3, space=SPACE, out=str(tmp_path / name), graphs=g, splits=splits)
+    runs = [tune(**SMALL, trials=2, space=SPACE, out=str(tmp_path / name), graphs=g, splits=splits)
             for name, g in (("plain", ds), ("mutant", mutant))]
     plain, flipped = _fold(tmp_path / "plain"), _fold(tmp_path / "mutant")
     assert [t["config"] for t in plain["trials"]] == [t["config"] for t in flipped["trials"]]
@@ -189,9 +189,9 @@ def test_selection_reads_no_test_fold(cluster, data_root, tmp_path):
 
 def test_a_failing_trial_is_reported_with_its_configuration(cluster, data_root, tmp_path, caplog):
     caplog.set_level("INFO", logger="autogcl.tune")
-    with pytest.raises(DataError, match=r"no trial finished an epoch \(2 failed; the first with configuration "
+    with pytest.raises(DataError, match=r"no trial finished an epoch \(1 failed; the first with configuration "
                                         r".*hidden=0.*ConfigError: hidden and num_layers must be at least 1"):
-        tune(**SMALL, trials=2, space={**SPACE, "hidden": 0}, data_root=str(data_root), out=str(tmp_path))
+        tune(**SMALL, trials=1, space={**SPACE, "hidden": 0}, data_root=str(data_root), out=str(tmp_path))
     assert "FAILED with configuration" in caplog.text and "hidden=0" in caplog.text
 
 
