@@ -628,9 +628,9 @@ def test_gpu_pretrain_goes_on_in_the_next_call_from_the_step_it_stopped_at(data_
     # autogcl_here), no interpreter start; the same configuration as the call's run
     from tests.faults.common import autogcl_here
 
-    made = autogcl_here(["transfer", "pretrain", "--corpus", env["CORPUS_FILE"], "--epochs", "2", "--device", "cpu",
-                         "--workers", "1", "--out", tmp_path / "ref", "--no-progress", "--batch-size", "16",
-                         "--chunk-size", "100"], tmp_path)
+    made = autogcl_here(["transfer", "pretrain", "--corpus", env["CORPUS_FILE"], "--epochs", env["EPOCHS"], "--device",
+                         env["DEVICE"], "--workers", env["WORKERS"], "--out", tmp_path / "ref", "--no-progress",
+                         *env["PRETRAIN_ARGS"].split()], tmp_path)
     assert made.returncode == 0, made.stderr[-2000:]
     config = [json.loads((d / "result.json").read_text())["config"] for d in (tmp_path / "ref", tmp_path / "out-b")]
     assert config[0] == config[1], "the unbroken run is not the call's command (scripts/gpu/gpu_pretrain.sh)"
